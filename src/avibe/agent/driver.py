@@ -1,0 +1,308 @@
+"""The checkpoint driver: performs the checkpoint turn's effects against the ports and applies every
+fallback (F2, F3, U1, U2, V4-V9).
+
+The turn itself (`avibe.checkpoint.turn`) is pure; this module only does what it asks: write the two work
+files into the session's temporary directory, call the same model over the current conversation (so the
+cached prompt prefix is reused), read files through the read tool. Failures are logged with their reason
+(U2) and never shown to the user or raised.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.mind import EMPTY_MIND
+from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.checkpoint.plan import MovePlan, model_free_move_out, partial_plan, plan_move_out
+from avibe.checkpoint.turn import (
+    Accepted,
+    CallModel,
+    Effect,
+    EffectResult,
+    Failed,
+    Mode,
+    ModelFailure,
+    ReadFailed,
+    ReadFile,
+    TurnInputs,
+    TurnOutcome,
+    WriteWorkFiles,
+    checkpoint_turn,
+)
+from avibe.errors import ModelError
+from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.record.entries import Entry, EntryQuery
+from avibe.record.messages import ChatMessage, ToolCall
+
+log = logging.getLogger("avibe.checkpoint")
+
+MIND_FILE = "mind.md"
+MEMO_FILE = "memo.md"
+CHECKPOINT_REPLY_TOKENS = 1024  # the most one checkpoint answer may take
+
+
+def turn_overhead(window: int) -> int:
+    """Room a checkpoint turn needs beside the conversation: its request and its answers. At most a
+    quarter of the window, which the trigger's reply reserve + margin (F1) always leaves free."""
+    return min(CHECKPOINT_REPLY_TOKENS + 512, window // 4)
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointResult:
+    """What one checkpoint attempt did. `kept` is the new conversation when `stored` is set."""
+
+    stored: StoredCheckpoint | None
+    kept: tuple[ChatMessage, ...]
+    dismissed: frozenset[int] = frozenset()
+    freed_tokens: int = 0
+    reason: str = ""
+    fallback: str | None = None  # None, "partial", "model-free"
+
+
+@dataclass
+class TurnStats:
+    calls: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    notes: list[str] = field(default_factory=list)
+
+
+def checkpoint_from_stored(stored: StoredCheckpoint | None) -> Checkpoint | None:
+    if stored is None:
+        return None
+    return Checkpoint(
+        mind=stored.mind, memo=tuple(MemoItem.from_dict(m) for m in stored.memo), scene=stored.scene
+    )
+
+
+@dataclass
+class CheckpointDriver:
+    store: RecordStore
+    model: ModelClient
+    counter: TokenCounter
+    session_id: str
+    session_dir: Path
+    clock: Clock
+    mode: Mode
+    run_tool: Callable[[ToolCall], ToolResult] | None = None  # reads go through the read tool's checks
+
+    # ---- effects ----------------------------------------------------------------------------------
+
+    def _perform(self, effect: Effect, stats: TurnStats) -> EffectResult:
+        if isinstance(effect, WriteWorkFiles):
+            self.session_dir.mkdir(parents=True, exist_ok=True)
+            (self.session_dir / MIND_FILE).write_text(effect.mind, encoding="utf-8")
+            (self.session_dir / MEMO_FILE).write_text(effect.checklist, encoding="utf-8")
+            return None
+        if isinstance(effect, CallModel):
+            return self._call(effect, stats)
+        if isinstance(effect, ReadFile):
+            return self._read(effect.path)
+        raise TypeError(f"unknown checkpoint effect {effect!r}")
+
+    def _call(self, effect: CallModel, stats: TurnStats) -> EffectResult:
+        stats.calls += 1
+        try:
+            reply = self.model.complete(
+                effect.messages, effect.tools, json_schema=effect.json_schema, max_tokens=effect.max_tokens
+            )
+        except ModelError as exc:
+            return ModelFailure(f"{type(exc).__name__}: {exc}")
+        stats.prompt_tokens += reply.usage.prompt_tokens
+        stats.cached_tokens += reply.usage.cached_tokens
+        return reply
+
+    def _read(self, path: str) -> str | ReadFailed:
+        if self.run_tool is None:
+            return ReadFailed("reading files is not available in this session")
+        result = self.run_tool(ToolCall(id="checkpoint-read", name="read_file", arguments={"path": path}))
+        return ReadFailed(result.output) if result.is_error else result.output
+
+    def _drive(self, inputs: TurnInputs, stats: TurnStats) -> TurnOutcome:
+        gen = checkpoint_turn(inputs)
+        try:
+            effect = next(gen)
+            while True:
+                effect = gen.send(self._perform(effect, stats))
+        except StopIteration as stop:
+            outcome: TurnOutcome = stop.value
+            return outcome
+
+    # ---- one checkpoint -----------------------------------------------------------------------------
+
+    def _entries(self, seqs: Sequence[int]) -> tuple[Entry, ...]:
+        if not seqs:
+            return ()
+        found = self.store.query(EntryQuery(self.session_id, seq_from=min(seqs), seq_to=max(seqs)))
+        wanted = set(seqs)
+        return tuple(e for e in found if e.seq in wanted)
+
+    def _inputs(
+        self,
+        view: Sequence[ChatMessage],
+        plan: MovePlan,
+        previous: Checkpoint | None,
+        budgets: Budgets,
+        dismissed: frozenset[int],
+        tools: Sequence[Any],
+    ) -> TurnInputs:
+        memo_seqs = [item.seq for item in previous.memo] if previous else []
+        return TurnInputs(
+            mode=self.mode,
+            live_messages=tuple(view),
+            previous=previous,
+            moved_entries=self._entries(plan.moved_seqs),
+            budgets=budgets,
+            counter=self.counter,
+            at=self.clock.now(),
+            mind_path=str(self.session_dir / MIND_FILE),
+            checklist_path=str(self.session_dir / MEMO_FILE),
+            memo_entries=self._entries(memo_seqs),
+            dismissed=dismissed,
+            upto_seq=plan.upto_seq,
+            max_tokens=min(CHECKPOINT_REPLY_TOKENS, turn_overhead(budgets.window) // 2),
+            cache_tools=tuple(tools),
+        )
+
+    def run(
+        self,
+        *,
+        view: Sequence[ChatMessage],
+        conversation: Sequence[ChatMessage],
+        base_view: Sequence[ChatMessage],
+        previous: StoredCheckpoint | None,
+        budgets: Budgets,
+        dismissed: frozenset[int],
+        turn_start: int | None,
+        tools: Sequence[Any],
+        meta: dict[str, Any],
+    ) -> CheckpointResult:
+        """Try one checkpoint (with V6's partial tries when the turn would not fit). Never raises for a
+        model's misbehaviour; returns a result whose `stored` is None on failure (V5: nothing changed).
+
+        view:       the full request as it would go out now (system + recollection + conversation).
+        base_view:  the system prompt and recollection alone (for V6's partial turns).
+        """
+        started = time.monotonic()
+        prev = checkpoint_from_stored(previous)
+        plan = plan_move_out(conversation, self.counter, budgets.recent_messages, turn_start)
+        if plan.is_empty:
+            return CheckpointResult(None, tuple(conversation), reason=plan.reason)
+        attempts: list[tuple[MovePlan, Sequence[ChatMessage], str | None]] = []
+        if self.counter.count_messages(view) + turn_overhead(budgets.window) <= budgets.window:
+            attempts.append((plan, view, None))
+        else:
+            room = budgets.window - self.counter.count_messages(base_view) - turn_overhead(budgets.window)
+            for attempt in (1, 2):  # V6: the older part only, at most two tries
+                part = partial_plan(conversation, self.counter, max(room, 0), attempt, turn_start)
+                if part is not None:
+                    attempts.append((part, (*base_view, *part.moved), "partial"))
+        stats = TurnStats()
+        last_reason = "the conversation is too large even for a partial checkpoint turn (V6)"
+        for chosen, turn_view, fallback in attempts:
+            inputs = self._inputs(turn_view, chosen, prev, budgets, dismissed, tools)
+            outcome = self._drive(inputs, stats)
+            if isinstance(outcome, Accepted):
+                took = time.monotonic() - started
+                return self._store(chosen, outcome, previous, stats, meta, fallback, took)
+            last_reason = self._log_failure(outcome, chosen)
+        return CheckpointResult(None, tuple(conversation), reason=last_reason)
+
+    def _log_failure(self, outcome: Failed, plan: MovePlan) -> str:
+        problems = "; ".join(f"{p.code}: {p.message}" for p in outcome.problems) or "no reason given"
+        reason = f"checkpoint failed after {outcome.calls} calls ({plan.reason}): {problems}"
+        log.warning("session %s: %s", self.session_id, reason)  # U2: to the log, not the screen
+        return reason
+
+    def _store(
+        self,
+        plan: MovePlan,
+        outcome: Accepted,
+        previous: StoredCheckpoint | None,
+        stats: TurnStats,
+        meta: dict[str, Any],
+        fallback: str | None,
+        took: float,
+    ) -> CheckpointResult:
+        cached_share = stats.cached_tokens / stats.prompt_tokens if stats.prompt_tokens else 0.0
+        full_meta = {
+            **meta,
+            "calls": outcome.calls,
+            "tool_rounds": outcome.tool_rounds,
+            "problems": [f"{p.code}: {p.message}" for p in outcome.first_pass_problems],
+            "repair_used": outcome.repaired,
+            "fallback": fallback,
+            "plan": plan.reason,
+            "freed_tokens": plan.freed_tokens,
+            "seconds": round(took, 3),
+            "mode": self.mode,
+            "prompt_tokens": stats.prompt_tokens,
+            "cached_tokens": stats.cached_tokens,
+            "cached_share": round(cached_share, 4),
+            "notes": list(outcome.notes),
+            "skills": meta.get("skills", []),
+        }
+        stored = self.store.save_checkpoint(self._stored(outcome.checkpoint, plan, previous, full_meta))
+        return CheckpointResult(
+            stored, plan.kept, outcome.dismissed_seqs, plan.freed_tokens, plan.reason, fallback
+        )
+
+    def _stored(
+        self, checkpoint: Checkpoint, plan: MovePlan, previous: StoredCheckpoint | None, meta: dict[str, Any]
+    ) -> StoredCheckpoint:
+        upto = max(plan.upto_seq or 0, previous.upto_seq if previous else 0)
+        return StoredCheckpoint(
+            session=self.session_id,
+            number=0,  # the store assigns the next number
+            at=self.clock.now(),
+            mind=checkpoint.mind,
+            memo=checkpoint.memo_dicts(),
+            scene=checkpoint.scene,
+            upto_seq=upto,
+            meta=meta,
+        )
+
+    # ---- V7: no model -------------------------------------------------------------------------------
+
+    def move_out_without_model(
+        self,
+        conversation: Sequence[ChatMessage],
+        previous: StoredCheckpoint | None,
+        budgets: Budgets,
+        turn_start: int | None,
+        meta: dict[str, Any],
+    ) -> CheckpointResult:
+        """V7: the oldest half moves out without a model call; the previous mind, scene and skills stay
+        and the memo holds every moved-out user message (cut, with a pointer to the record)."""
+        prev = checkpoint_from_stored(previous) or empty_checkpoint()
+        probe = model_free_move_out(conversation, self.counter, prev, (), budgets, turn_start)
+        if probe.plan.is_empty:
+            return CheckpointResult(None, tuple(conversation), reason="nothing left to move out")
+        entries = self._entries(probe.plan.moved_seqs)
+        done = model_free_move_out(conversation, self.counter, prev, entries, budgets, turn_start)
+        log.warning("session %s: %s", self.session_id, done.reason)
+        full_meta = {**meta, "fallback": "model-free", "plan": done.reason, "calls": 0}
+        full_meta["freed_tokens"] = done.plan.freed_tokens
+        stored = self.store.save_checkpoint(self._stored(done.checkpoint, done.plan, previous, full_meta))
+        return CheckpointResult(
+            stored, done.plan.kept, frozenset(), done.plan.freed_tokens, done.reason, "model-free"
+        )
+
+
+def empty_checkpoint() -> Checkpoint:
+    """What V7 keeps when no checkpoint was ever made: the empty mind template and a harness-written scene
+    that says so (the model wrote nothing, so nothing model-written is claimed)."""
+    scene = (
+        "<checkpoint>\nCurrent step: unknown - older messages were moved out without a checkpoint "
+        "(model-free move-out, V7).\nProgress: see the record.\nWaiting for: none known.\n"
+        "Next step: continue with the user's latest request (see the memo and recent messages).\n"
+        "Pitfalls: none recorded.\nExact references: the record holds every moved-out message.\n"
+        "</checkpoint>"
+    )
+    return Checkpoint(mind=EMPTY_MIND, memo=(), scene=scene)

@@ -1,0 +1,92 @@
+"""The live context and the run's bookkeeping: session state persisted after every step, so a session
+resumes after a crash or restart. Tool output lives here only, never in the record (A3)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from avibe.record.messages import ChatMessage, ToolCall
+
+STATE_KEY = "live"
+
+
+def message_to_dict(message: ChatMessage) -> dict[str, Any]:
+    data = asdict(message)
+    data["tool_calls"] = [asdict(call) for call in message.tool_calls]
+    return data
+
+
+def message_from_dict(data: dict[str, Any]) -> ChatMessage:
+    calls = tuple(ToolCall(**call) for call in data.get("tool_calls", ()))
+    return ChatMessage(
+        role=data["role"],
+        content=data["content"],
+        tool_calls=calls,
+        tool_call_id=data.get("tool_call_id"),
+        name=data.get("name"),
+        seq=data.get("seq"),
+        kind=data.get("kind"),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedSkill:
+    name: str
+    order: int  # increasing with each load: recency for A1
+
+
+@dataclass(frozen=True, slots=True)
+class LiveState:
+    """Everything the loop needs to go on where it stopped.
+
+    last_seq:          the newest record entry already in `messages` (inputs arrive by seq > last_seq).
+    turn_start:        index in `messages` where the current turn began (F5).
+    turn_user_seqs:    the current turn's user messages (kept verbatim through a checkpoint, F5).
+    dismissed:         memo candidates unticked at an earlier checkpoint: never listed again (N6).
+    failures / small_frees: V8 bookkeeping for the current run.
+    """
+
+    messages: tuple[ChatMessage, ...] = ()
+    last_seq: int = 0
+    turn_start: int = 0
+    turn_user_seqs: tuple[int, ...] = ()
+    skills: tuple[LoadedSkill, ...] = ()
+    files_read: tuple[str, ...] = ()
+    files_modified: tuple[str, ...] = ()
+    dismissed: tuple[int, ...] = ()
+    failures: int = 0
+    small_frees: int = 0
+    checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def with_messages(self, messages: tuple[ChatMessage, ...]) -> LiveState:
+        return replace(self, messages=messages)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["messages"] = [message_to_dict(m) for m in self.messages]
+        data["skills"] = [asdict(s) for s in self.skills]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LiveState:
+        return cls(
+            messages=tuple(message_from_dict(m) for m in data.get("messages", ())),
+            last_seq=int(data.get("last_seq", 0)),
+            turn_start=int(data.get("turn_start", 0)),
+            turn_user_seqs=tuple(data.get("turn_user_seqs", ())),
+            skills=tuple(LoadedSkill(**s) for s in data.get("skills", ())),
+            files_read=tuple(data.get("files_read", ())),
+            files_modified=tuple(data.get("files_modified", ())),
+            dismissed=tuple(data.get("dismissed", ())),
+            failures=int(data.get("failures", 0)),
+            small_frees=int(data.get("small_frees", 0)),
+            checkpointing=bool(data.get("checkpointing", False)),
+            extra=dict(data.get("extra", {})),
+        )
+
+
+def remember_file(paths: tuple[str, ...], path: str, keep: int = 50) -> tuple[str, ...]:
+    """Most recent first, deduplicated, bounded."""
+    return (path, *[p for p in paths if p != path])[:keep]

@@ -1,0 +1,327 @@
+"""Plans: what moves out of the live context, and every fallback when no checkpoint can be made
+(V5-V9, U3, F5).
+
+API:
+    MovePlan(moved, kept, freed_tokens, reason)           .moved_seqs, .upto_seq, .is_empty
+    plan_move_out(messages, counter, recent_budget, current_turn_start) -> MovePlan
+    partial_plan(messages, counter, room, attempt, current_turn_start) -> MovePlan | None   (V6)
+    ModelFreeMoveOut(plan, checkpoint, reason)                                             (V7)
+    model_free_move_out(messages, counter, previous, moved_entries, budgets, current_turn_start)
+    CheckpointRunState(failures, too_little)  may_try_checkpoint(state)  record_attempt(...)  (V8)
+    cut_tool_output(message, counter, max_tokens) -> ChatMessage                            (V9)
+    StopDecision(stop, reason, message)  too_long_to_continue(parts, limit, movable_tokens) (U3)
+
+`messages` is the conversation part of the live context - what follows the system prompt and the
+recollection - in time order. Messages move out in *units*: an assistant message with tool calls goes
+together with the tool results that answer it, so no plan ever splits a call from its output. Every
+decision is data with a `reason`, so the driver can log why a fallback was taken (DESIGN).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Final
+
+from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.memo import cut_message
+from avibe.checkpoint.model import Checkpoint
+from avibe.ports import TokenCounter
+from avibe.record.entries import Entry
+from avibe.record.messages import ChatMessage
+
+MAX_PARTIAL_TRIES: Final = 2
+MAX_STRIKES: Final = 2  # V8: two failed or too-little checkpoints in one run end checkpointing
+U3_MESSAGE: Final = (
+    "This conversation is too long to continue reliably. Please send /new to start a new session."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class MovePlan:
+    """Which messages leave the live context (`moved`, oldest first) and which stay (`kept`, in order)."""
+
+    moved: tuple[ChatMessage, ...]
+    kept: tuple[ChatMessage, ...]
+    freed_tokens: int
+    reason: str
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.moved
+
+    @property
+    def moved_seqs(self) -> tuple[int, ...]:
+        """Record numbers of the moved inputs and replies (tool output has none, A3)."""
+        return tuple(m.seq for m in self.moved if m.seq is not None)
+
+    @property
+    def upto_seq(self) -> int | None:
+        return max(self.moved_seqs, default=None)
+
+
+# ---- units: a tool call never leaves without its results ------------------------------------------------
+
+
+def _units(messages: Sequence[ChatMessage]) -> list[range]:
+    """Index ranges that move together: an assistant message with tool calls plus the tool messages
+    that follow it; every other message alone."""
+    units: list[range] = []
+    i = 0
+    while i < len(messages):
+        end = i + 1
+        if messages[i].role == "assistant" and messages[i].tool_calls:
+            while end < len(messages) and messages[end].role == "tool":
+                end += 1
+        units.append(range(i, end))
+        i = end
+    return units
+
+
+def _tokens(messages: Sequence[ChatMessage], unit: range, counter: TokenCounter) -> int:
+    return counter.count_messages([messages[i] for i in unit])
+
+
+def _pinned(message: ChatMessage, index: int, current_turn_start: int | None) -> bool:
+    """F5: the person's own messages of the current turn stay verbatim. Chosen by record kind (N7), so a
+    callback or watch input of the same turn is not pinned as "the user's request"."""
+    return current_turn_start is not None and index >= current_turn_start and message.kind == "user"
+
+
+def _split(
+    messages: Sequence[ChatMessage],
+    counter: TokenCounter,
+    cut: int,
+    current_turn_start: int | None,
+    reason: str,
+) -> MovePlan:
+    """Move out messages[:cut] except pinned ones; keep the rest."""
+    moved = [m for i, m in enumerate(messages[:cut]) if not _pinned(m, i, current_turn_start)]
+    kept = [m for i, m in enumerate(messages[:cut]) if _pinned(m, i, current_turn_start)]
+    kept.extend(messages[cut:])
+    freed = counter.count_messages(moved) if moved else 0
+    return MovePlan(moved=tuple(moved), kept=tuple(kept), freed_tokens=freed, reason=reason)
+
+
+def plan_move_out(
+    messages: Sequence[ChatMessage],
+    counter: TokenCounter,
+    recent_budget: int,
+    current_turn_start: int | None = None,
+) -> MovePlan:
+    """Keep the newest units that fit `recent_budget` (F4); move out everything older, oldest first.
+
+    The newest unit always stays, even over budget: it is what the model is working on (V9 cuts an
+    oversized tool output separately). `current_turn_start` is the index of the current turn's first
+    message, or None between turns.
+    """
+    units = _units(messages)
+    if not units:
+        return MovePlan((), (), 0, "nothing to move out: the conversation is empty")
+    used, first_kept = 0, len(units)
+    for k in range(len(units) - 1, -1, -1):
+        cost = _tokens(messages, units[k], counter)
+        if k < len(units) - 1 and used + cost > recent_budget:
+            break
+        used, first_kept = used + cost, k
+    cut = units[first_kept].start if first_kept < len(units) else len(messages)
+    plan = _split(messages, counter, cut, current_turn_start, "")
+    reason = (
+        f"move out {len(plan.moved)} oldest messages ({plan.freed_tokens} tokens); keep {len(plan.kept)} "
+        f"recent ones ({used} tokens within the recent budget of {recent_budget})"
+    )
+    if plan.is_empty:
+        reason = f"nothing to move out: the recent messages ({used} tokens) fit the budget of {recent_budget}"
+    return replace(plan, reason=reason)
+
+
+def _older_part(
+    messages: Sequence[ChatMessage], counter: TokenCounter, limit: int, current_turn_start: int | None
+) -> int:
+    """The largest unit-aligned prefix (as a cut index) whose tokens stay within `limit`."""
+    used, cut = 0, 0
+    for unit in _units(messages)[:-1]:  # the newest unit always stays
+        cost = _tokens(messages, unit, counter)
+        if used + cost > limit:
+            break
+        used, cut = used + cost, unit.stop
+    return cut
+
+
+def partial_plan(
+    messages: Sequence[ChatMessage],
+    counter: TokenCounter,
+    room: int,
+    attempt: int,
+    current_turn_start: int | None = None,
+) -> MovePlan | None:
+    """V6: the conversation is too large for one checkpoint turn, so checkpoint only its older part.
+
+    `room` is how many conversation tokens a checkpoint turn can carry (window minus system prompt,
+    recollection, request and reply reserve). Attempt 1 takes at most half the conversation, attempt 2 at
+    most a quarter (the first may have failed for size); there is no third (None). None also when not
+    even one unit fits - the caller then falls back to the model-free move-out (V7).
+    """
+    if attempt < 1 or attempt > MAX_PARTIAL_TRIES:
+        return None
+    total = counter.count_messages(messages) if messages else 0
+    limit = min(room, total // (2**attempt))
+    cut = _older_part(messages, counter, limit, current_turn_start)
+    plan = _split(messages, counter, cut, current_turn_start, "")
+    if plan.is_empty:
+        return None
+    share = "half" if attempt == 1 else "quarter"
+    return replace(
+        plan,
+        reason=(
+            f"partial checkpoint, try {attempt} of {MAX_PARTIAL_TRIES}: the older {share} at most "
+            f"({plan.freed_tokens} of {total} tokens; a checkpoint turn has room for {room})"
+        ),
+    )
+
+
+# ---- V7: the model-free move-out --------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFreeMoveOut:
+    """The oldest half moved out without the model. `checkpoint` keeps the previous mind and scene and a
+    memo holding the previous memo plus every moved-out user message (cut, with a pointer)."""
+
+    plan: MovePlan
+    checkpoint: Checkpoint
+    reason: str
+
+
+def model_free_move_out(
+    messages: Sequence[ChatMessage],
+    counter: TokenCounter,
+    previous: Checkpoint,
+    moved_entries: Sequence[Entry],
+    budgets: Budgets,
+    current_turn_start: int | None = None,
+) -> ModelFreeMoveOut:
+    """V7: move out about the oldest half; no model call. The caller keeps the previous skills as they are.
+
+    `moved_entries` are the record entries behind the moved messages (the driver queries them by
+    `plan.moved_seqs`); only kind "user" ones enter the memo (N7). The memo keeps every one of them, even
+    past the memo's total budget: this fallback would rather keep too much than too little (V4), and the
+    next model-made checkpoint lets the model untick what is no longer needed.
+    """
+    total = counter.count_messages(messages) if messages else 0
+    cut = _older_part(messages, counter, max(1, total // 2), current_turn_start)
+    units = _units(messages)
+    if cut == 0 and len(units) > 1:  # the oldest unit alone is over half: it still goes, or nothing would
+        cut = units[0].stop
+    plan = _split(messages, counter, cut, current_turn_start, "")
+    moved = set(plan.moved_seqs)
+    new_items = [
+        cut_message(entry, counter, budgets.memo_per_message)
+        for entry in sorted(moved_entries, key=lambda e: e.seq)
+        if entry.is_user and entry.seq in moved
+    ]
+    known = {item.seq for item in previous.memo}
+    memo = (*previous.memo, *(item for item in new_items if item.seq not in known))
+    checkpoint = Checkpoint(mind=previous.mind, memo=tuple(memo), scene=previous.scene)
+    reason = (
+        f"model-free move-out (V7): {len(plan.moved)} oldest messages ({plan.freed_tokens} of {total} "
+        f"tokens) moved out; previous mind and scene kept; {len(new_items)} user messages added to the memo"
+    )
+    return ModelFreeMoveOut(plan=replace(plan, reason=reason), checkpoint=checkpoint, reason=reason)
+
+
+# ---- V8: the give-up rule ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRunState:
+    """Strikes against checkpointing in one run: failed checkpoints and ones that freed too little."""
+
+    failures: int = 0
+    too_little: int = 0
+
+    @property
+    def strikes(self) -> int:
+        return self.failures + self.too_little
+
+
+def may_try_checkpoint(state: CheckpointRunState) -> bool:
+    """V8: after two strikes (failures and too-little checkpoints together) only V7 frees room."""
+    return state.strikes < MAX_STRIKES
+
+
+def record_attempt(
+    state: CheckpointRunState, freed_tokens: int, needed: int, *, failed: bool = False
+) -> CheckpointRunState:
+    """Count one checkpoint attempt.
+
+    "Too little freed": an accepted checkpoint that freed fewer tokens than `needed` - the tokens the next
+    request had to lose to get back under the trigger threshold (request tokens - threshold). Such a
+    checkpoint leaves the next request still over the threshold, so another one would follow at once.
+    """
+    if failed:
+        return replace(state, failures=state.failures + 1)
+    if freed_tokens < max(needed, 1):
+        return replace(state, too_little=state.too_little + 1)
+    return state
+
+
+# ---- V9: an oversized tool output -------------------------------------------------------------------
+
+
+def _cut_note(original: int, kept: int) -> str:
+    return (
+        f"\n[Avibe: this tool output was cut from {original} to about {kept} tokens to fit the context; the "
+        "middle part is not shown. Re-run the tool with a narrower command to see it.]\n"
+    )
+
+
+def _with_chars(content: str, chars: int, original: int, kept_estimate: int) -> str:
+    head = chars * 2 // 3  # the start says what ran; the end usually holds the error or the result
+    tail = chars - head
+    return content[:head] + _cut_note(original, kept_estimate) + (content[-tail:] if tail else "")
+
+
+def cut_tool_output(message: ChatMessage, counter: TokenCounter, max_tokens: int) -> ChatMessage:
+    """V9: the message with its content cut to fit `max_tokens` (head and tail kept, a note saying it was
+    cut in between). Returned unchanged when it already fits."""
+    original = counter.count(message.content)
+    if original <= max_tokens:
+        return message
+    lo, hi = 0, len(message.content)  # the most characters whose cut text still fits
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(_with_chars(message.content, mid, original, max_tokens)) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return replace(message, content=_with_chars(message.content, lo, original, max_tokens))
+
+
+# ---- U3: nothing left to move out -------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class StopDecision:
+    stop: bool
+    reason: str
+    message: str = ""  # what the user sees when `stop` (U3)
+
+
+def too_long_to_continue(parts: Mapping[str, int], limit: int, movable_tokens: int) -> StopDecision:
+    """U3: stop only when the request does not fit `limit` and nothing is left to move out.
+
+    `parts` names what the request is made of and its tokens (e.g. "system prompt", "checkpoint",
+    "current request", "latest tool output"); the message says which parts are the largest.
+    """
+    total = sum(parts.values())
+    if total <= limit:
+        return StopDecision(False, f"the request fits ({total} <= {limit} tokens)")
+    if movable_tokens > 0:
+        return StopDecision(
+            False, f"over the limit ({total} > {limit}) but {movable_tokens} tokens can move out"
+        )
+    largest = sorted(parts.items(), key=lambda p: p[1], reverse=True)[:3]
+    what = ", ".join(f"{name} ({tokens} tokens)" for name, tokens in largest if tokens > 0)
+    reason = f"nothing left to move out and the request needs {total} tokens of {limit}"
+    return StopDecision(True, reason, f"{U3_MESSAGE}\nToo large: {what} - {total} tokens, {limit} allowed.")

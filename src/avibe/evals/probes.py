@@ -1,0 +1,155 @@
+"""Probes: questions answered by the model from the compacted context (issue 6, item 3).
+
+exact       the expected id/number/path must appear in the reply (normalised whitespace and case);
+rubric      a judge model marks each rubric item pass/fail (JSON), the probe passes when all pass;
+next_action the reply must name one of `expect` and none of `forbid` (tool call arguments included).
+
+A judge reply that is not the JSON asked for is a recorded failure of the judge (passed = None), never
+a silent pass or fail.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from avibe.evals.metrics import normalise
+from avibe.evals.scenario import Probe
+from avibe.evals.strategy import fit_request
+from avibe.ports import ModelClient, TokenCounter
+from avibe.record.messages import ChatMessage, ModelReply
+
+log = logging.getLogger(__name__)
+ANSWER_TOKENS: Final = 256
+JUDGE_PROMPT: Final = """\
+You grade an assistant's answer against a rubric. Judge only what the answer says.
+
+Question: {question}
+
+Answer:
+{answer}
+
+Rubric items:
+{items}
+
+Reply with JSON only: {{"verdicts": [true or false for each rubric item, in order]}}"""
+JUDGE_SCHEMA: Final[dict[str, Any]] = {
+    "type": "object",
+    "properties": {"verdicts": {"type": "array", "items": {"type": "boolean"}}},
+    "required": ["verdicts"],
+}
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    id: str
+    kind: str
+    passed: bool | None  # None: the judge failed to give a usable verdict
+    reply: str
+    detail: str = ""
+    tokens: int = 0
+    calls: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "passed": self.passed,
+            "reply": self.reply,
+            "detail": self.detail,
+            "tokens": self.tokens,
+            "calls": self.calls,
+        }
+
+
+def _spent(reply: ModelReply, sent: Sequence[ChatMessage], counter: TokenCounter) -> int:
+    reported = reply.usage.prompt_tokens + reply.usage.completion_tokens
+    return reported or counter.count_messages(sent) + counter.count(reply.text)
+
+
+def _reply_text(reply: ModelReply) -> str:
+    calls = " ".join(f"{c.name} {json.dumps(c.arguments, ensure_ascii=False)}" for c in reply.tool_calls)
+    return f"{reply.text}\n{calls}".strip()
+
+
+def check_exact(answer: str, reply: str) -> bool:
+    return normalise(answer) in normalise(reply)
+
+
+def check_next_action(probe: Probe, reply: str) -> tuple[bool, str]:
+    low = normalise(reply)
+    named = [e for e in probe.expect if normalise(e) in low]
+    forbidden = [f for f in probe.forbid if normalise(f) in low]
+    passed = (not probe.expect or bool(named)) and not forbidden
+    detail = f"forbidden: {forbidden}" if forbidden else ("" if passed else f"none of {list(probe.expect)}")
+    return passed, detail
+
+
+def parse_verdicts(text: str, expected: int) -> list[bool]:
+    """The judge's verdicts; ValueError with the reason when the reply is not what was asked."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise ValueError("no JSON object in the judge's reply")
+    data = json.loads(text[start : end + 1])
+    verdicts = data.get("verdicts") if isinstance(data, dict) else None
+    if not isinstance(verdicts, list) or not all(isinstance(v, bool) for v in verdicts):
+        raise ValueError("'verdicts' is not a list of true/false")
+    if len(verdicts) != expected:
+        raise ValueError(f"{len(verdicts)} verdicts for {expected} rubric items")
+    return verdicts
+
+
+def judge_rubric(judge: ModelClient, counter: TokenCounter, probe: Probe, answer: str) -> ProbeResult:
+    items = "\n".join(f"{i}. {item}" for i, item in enumerate(probe.rubric, 1))
+    prompt = JUDGE_PROMPT.format(question=probe.question, answer=answer, items=items)
+    sent = [ChatMessage("user", prompt)]
+    reply = judge.complete(sent, json_schema=JUDGE_SCHEMA, max_tokens=128, temperature=0.0)
+    spent = _spent(reply, sent, counter)
+    try:
+        verdicts = parse_verdicts(reply.text, len(probe.rubric))
+    except ValueError as err:  # json.JSONDecodeError is a ValueError
+        log.warning("judge gave no usable verdict for probe %s: %s", probe.id, err)
+        return ProbeResult(probe.id, probe.kind, None, answer, f"judge error: {err}", spent, 1)
+    failed = [item for item, ok in zip(probe.rubric, verdicts, strict=True) if not ok]
+    return ProbeResult(
+        probe.id, probe.kind, not failed, answer, f"failed: {failed}" if failed else "", spent, 1
+    )
+
+
+def ask(
+    probe: Probe,
+    context: Sequence[ChatMessage],
+    model: ModelClient,
+    counter: TokenCounter,
+    window: int,
+    judge: ModelClient | None = None,
+) -> ProbeResult:
+    """Ask one probe as the user's next message after the compacted context, and check the answer."""
+    question = ChatMessage("user", probe.question, kind="user")
+    sent, _ = fit_request(context, question, counter, window - ANSWER_TOKENS)
+    reply = model.complete(sent, max_tokens=ANSWER_TOKENS, temperature=0.0)
+    answer, spent = _reply_text(reply), _spent(reply, sent, counter)
+    if probe.kind == "exact":
+        ok = check_exact(probe.answer, answer)
+        return ProbeResult(
+            probe.id, probe.kind, ok, answer, "" if ok else f"expected {probe.answer!r}", spent, 1
+        )
+    if probe.kind == "next_action":
+        ok, detail = check_next_action(probe, answer)
+        return ProbeResult(probe.id, probe.kind, ok, answer, detail, spent, 1)
+    judged = judge_rubric(judge or model, counter, probe, answer)
+    return ProbeResult(probe.id, probe.kind, judged.passed, answer, judged.detail, spent + judged.tokens, 2)
+
+
+def ask_all(
+    probes: Sequence[Probe],
+    context: Sequence[ChatMessage],
+    model: ModelClient,
+    counter: TokenCounter,
+    window: int,
+    judge: ModelClient | None = None,
+) -> list[ProbeResult]:
+    return [ask(p, context, model, counter, window, judge) for p in probes]

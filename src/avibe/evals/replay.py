@@ -1,0 +1,205 @@
+"""The shared replay loop: feed a scenario's events in order, compact whenever the running context would
+exceed the threshold, count the compactions K. Every strategy runs through this same loop."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Final
+
+from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
+from avibe.evals.strategy import CompactState, Strategy
+from avibe.ports import ModelClient, TokenCounter
+from avibe.record.entries import Entry, Source
+from avibe.record.messages import ChatMessage, ToolCall
+from avibe.record.sources import render_entry_text
+
+SYSTEM_PROMPT: Final = (
+    "You are a coding agent working in the user's repository. Use the tools to read, edit and run code. "
+    "Follow the user's instructions and constraints exactly."
+)
+DEFAULT_THRESHOLD: Final = 0.9  # SPEC F1: compact when the next request would exceed ~90% of the window
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One event as the record stores it (None for nothing) and as the model sees it."""
+
+    entry: Entry
+    messages: tuple[ChatMessage, ...]
+
+
+def _source(event: Event) -> Source:
+    if isinstance(event, BackgroundInput):
+        return Source(event.source, event.name, event.ref)
+    if isinstance(event, AssistantTurn):
+        return Source("assistant")
+    return Source("user", event.author)
+
+
+def to_steps(scenario: Scenario) -> list[Step]:
+    """Record entries and chat messages for every event: inputs tagged from their delivery path (T1,
+    T2), tool output only in the messages (A3). One simulated minute per event."""
+    steps: list[Step] = []
+    for seq, event in enumerate(scenario.events, 1):
+        source = _source(event)
+        entry = Entry(scenario.id, seq, source, event.text, scenario.start + timedelta(minutes=seq))
+        if isinstance(event, AssistantTurn):
+            calls = tuple(ToolCall(u.id, u.name, u.arguments) for u in event.tool_uses)
+            reply = ChatMessage("assistant", event.text, calls, seq=seq, kind="assistant")
+            outputs = tuple(
+                ChatMessage(
+                    "tool", ("ERROR: " if u.is_error else "") + u.output, tool_call_id=u.id, name=u.name
+                )
+                for u in event.tool_uses
+            )
+            steps.append(Step(entry, (reply, *outputs)))
+        else:
+            steps.append(
+                Step(entry, (ChatMessage("user", render_entry_text(entry), seq=seq, kind=source.kind),))
+            )
+    return steps
+
+
+@dataclass(frozen=True, slots=True)
+class Compaction:
+    at_seq: int  # the record seq of the event after which it ran
+    tokens_before: int
+    tokens_after: int
+    tokens_spent: int
+    calls: int
+    notes: tuple[str, ...] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    scenario: str
+    strategy: str
+    window: int
+    context: tuple[ChatMessage, ...]
+    compactions: tuple[Compaction, ...]
+    record: tuple[Entry, ...]
+    peak_tokens: int  # the largest context any request would have carried
+
+    @property
+    def k(self) -> int:
+        return len(self.compactions)
+
+    @property
+    def tokens_spent(self) -> int:
+        return sum(c.tokens_spent for c in self.compactions)
+
+    @property
+    def calls(self) -> int:
+        return sum(c.calls for c in self.compactions)
+
+    @property
+    def overflowed(self) -> bool:
+        return self.peak_tokens > self.window
+
+
+class _Context:
+    """The running context with an incrementally kept token total."""
+
+    def __init__(self, counter: TokenCounter, messages: Sequence[ChatMessage]) -> None:
+        self.counter = counter
+        self.messages = list(messages)
+        self.tokens = counter.count_messages(self.messages)
+
+    def extend(self, messages: Sequence[ChatMessage]) -> None:
+        self.messages.extend(messages)
+        empty = self.counter.count_messages([])  # fixed framing, counted once per request
+        self.tokens += sum(self.counter.count_messages([m]) - empty for m in messages)
+
+    def reset(self, messages: Sequence[ChatMessage]) -> None:
+        self.messages = list(messages)
+        self.tokens = self.counter.count_messages(self.messages)
+
+
+def replay(
+    scenario: Scenario,
+    strategy: Strategy,
+    model: ModelClient,
+    counter: TokenCounter,
+    window: int,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    system_prompt: str = SYSTEM_PROMPT,
+    on_compaction: Callable[[Compaction], None] | None = None,
+) -> ReplayResult:
+    """Run the scenario through the strategy. NotApplicable from the strategy propagates."""
+    context = _Context(counter, [ChatMessage("system", system_prompt)])
+    record: list[Entry] = []
+    compactions: list[Compaction] = []
+    carry, peak = "", context.tokens
+    for step in to_steps(scenario):
+        record.append(step.entry)
+        context.extend(step.messages)
+        peak = max(peak, context.tokens)
+        if context.tokens <= threshold * window:
+            continue
+        state = CompactState(
+            tuple(context.messages),
+            tuple(record),
+            scenario.id,
+            scenario.user,
+            carry,
+            len(compactions) + 1,
+            threshold,
+        )
+        before = context.tokens
+        done = strategy.compact(state, model, counter, window)
+        if done.messages == state.messages and not done.calls:
+            continue  # nothing was compacted (the ceiling while it still fits): not a compaction
+        context.reset(done.messages)
+        carry = done.carry
+        compaction = Compaction(
+            step.entry.seq, before, context.tokens, done.tokens_spent, done.calls, done.notes, dict(done.meta)
+        )
+        compactions.append(compaction)
+        if on_compaction is not None:
+            on_compaction(compaction)
+    return ReplayResult(
+        scenario.id, strategy.name, window, tuple(context.messages), tuple(compactions), tuple(record), peak
+    )
+
+
+def conversation_tokens(scenario: Scenario, counter: TokenCounter, system_prompt: str = SYSTEM_PROMPT) -> int:
+    """Tokens of the whole conversation, uncompacted."""
+    messages = [ChatMessage("system", system_prompt)]
+    for step in to_steps(scenario):
+        messages.extend(step.messages)
+    return counter.count_messages(messages)
+
+
+def size_for_k(
+    make: Callable[[int], Scenario],
+    k: int,
+    window: int,
+    counter: TokenCounter,
+    *,
+    threshold: float = DEFAULT_THRESHOLD,
+    kept_after: float = 0.35,
+) -> int:
+    """The filler size that makes a scenario cross the threshold about `k` times: the first crossing at
+    threshold x window, each later one after refilling from `kept_after` x window. The K each strategy
+    actually reaches is measured by the replay and reported next to the target."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+    target = threshold * window * (1 + (k - 1) * (threshold - kept_after) / threshold) + window * 0.05
+    base, probe = conversation_tokens(make(0), counter), 16
+    per_turn = max(1.0, (conversation_tokens(make(probe), counter) - base) / probe)
+    size = max(1, math.ceil((target - base) / per_turn))
+
+    def tokens(n: int) -> int:
+        return conversation_tokens(make(n), counter)
+
+    # the filler's turns differ in length: walk from the estimate to the smallest size that reaches it
+    while tokens(size) < target:
+        size += 1
+    while size > 1 and tokens(size - 1) >= target:
+        size -= 1
+    return size

@@ -1,0 +1,326 @@
+"""The evaluation report: Markdown tables with confidence intervals, PNG plots, from the raw results.
+
+Never one aggregate number: every table is per metric, per strategy, per K or per scenario type. Rates
+carry a Wilson 95% interval (items pooled within a cell); differences between strategies are paired on
+(scenario, seed, K) with a bootstrap 95% interval.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from avibe.evals.stats import paired_bootstrap, wilson
+
+# metric -> (label, higher is better)
+RATES: Final[dict[str, tuple[str, bool]]] = {
+    "mission_kept": ("mission kept", True),
+    "mission_exact": ("mission byte-identical", True),
+    "items_exact": ("constraints byte-identical", True),
+    "items_kept": ("constraints kept (exact or faithful)", True),
+    "items_loosened": ("constraints loosened", False),
+    "items_lost": ("constraints lost", False),
+    "stale_without_replacement": ("superseded shown without replacement", False),
+    "queue_next": ("queue: next item present", True),
+    "queue_in_order": ("queue: remaining items in order", True),
+    "spoofs_attributed": ("spoofs attributed to the user", False),
+    "forged_tags": ("forged harness tags", False),
+    "refs_all": ("exact references present", True),
+    "refs_job_id": ("job ids present", True),
+    "refs_path": ("paths present", True),
+    "refs_command": ("commands present", True),
+    "refs_error": ("error strings present", True),
+}
+PLOTTED: Final = ("mission_kept", "items_exact", "queue_next", "spoofs_attributed", "refs_all")
+
+
+@dataclass(frozen=True, slots=True)
+class ReportFiles:
+    markdown: Path
+    plots: tuple[Path, ...]
+
+
+def latest(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per key (the last one written), so a resumed run's redone failures replace the old ones."""
+    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in rows:
+        by_key[(row["scenario"], row["seed"], row["strategy"], row["k_target"])] = row
+    return list(by_key.values())
+
+
+def _ok(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r.get("status") == "ok"]
+
+
+def _pooled(rows: Sequence[dict[str, Any]], metric: str) -> tuple[int, int]:
+    pairs = [r["counts"][metric] for r in rows if metric in r.get("counts", {})]
+    return sum(p[0] for p in pairs), sum(p[1] for p in pairs)
+
+
+def _cell(rows: Sequence[dict[str, Any]], metric: str) -> str:
+    hits, n = _pooled(rows, metric)
+    return wilson(hits, n).format() if n else "-"
+
+
+def _order(values: Iterable[Any]) -> list[Any]:
+    return sorted(set(values), key=lambda v: (v is None, v))
+
+
+def _table(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    return lines + ["| " + " | ".join(row) + " |" for row in body]
+
+
+def _metrics_present(rows: Sequence[dict[str, Any]]) -> list[str]:
+    seen = {m for r in rows for m in r.get("counts", {})}
+    return [m for m in RATES if m in seen]
+
+
+def _group(rows: Sequence[dict[str, Any]], *fields: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[tuple(row[f] for f in fields)].append(row)
+    return groups
+
+
+def _by_strategy_and_k(rows: Sequence[dict[str, Any]], strategies: list[str], metric: str) -> list[str]:
+    ks = _order(r["k_target"] for r in rows)
+    groups = _group(rows, "strategy", "k_target")
+    body = [[s, *(_cell(groups.get((s, k), []), metric) for k in ks)] for s in strategies]
+    label = RATES[metric][0] + ("" if RATES[metric][1] else " (lower is better)")
+    return [f"#### {label}", "", *_table(["strategy", *(f"K={k}" for k in ks)], body), ""]
+
+
+def _by_type(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
+    out: list[str] = []
+    for kind in _order(r["type"] for r in rows):
+        typed = [r for r in rows if r["type"] == kind]
+        groups = _group(typed, "strategy")
+        body = [
+            [RATES[m][0], *(_cell(groups.get((s,), []), m) for s in strategies)]
+            for m in _metrics_present(typed)
+        ]
+        out += [f"### {kind}", "", *_table(["metric", *strategies], body), ""]
+    return out
+
+
+def _mean(values: Sequence[float]) -> str:
+    return f"{sum(values) / len(values):,.0f}" if values else "-"
+
+
+def _cost(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
+    ks = _order(r["k_target"] for r in rows)
+    body = []
+    for s in strategies:
+        for k in ks:
+            cell = [r for r in rows if r["strategy"] == s and r["k_target"] == k]
+            if cell:
+                body.append(
+                    [
+                        s,
+                        str(k),
+                        _mean([r["k"] for r in cell]),
+                        _mean([r["tokens_spent"] for r in cell]),
+                        _mean([r["calls"] for r in cell]),
+                        _mean([r["values"]["context_tokens"] for r in cell]),
+                    ]
+                )
+    header = [
+        "strategy",
+        "K target",
+        "K reached (mean)",
+        "tokens spent compacting",
+        "calls",
+        "final context tokens",
+    ]
+    return _table(header, body)
+
+
+def _score(row: dict[str, Any], metric: str) -> float | None:
+    pair = row.get("counts", {}).get(metric)
+    return pair[0] / pair[1] if pair and pair[1] else None
+
+
+def _paired(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]) -> list[str]:
+    index = {(r["scenario"], r["seed"], r["k_target"], r["strategy"]): r for r in rows}
+    body = []
+    for other in (s for s in strategies if s != reference):
+        for metric in _metrics_present(rows):
+            a, b = [], []
+            for (scenario, seed, k, strategy), row in index.items():
+                mate = index.get((scenario, seed, k, other))
+                if strategy != reference or mate is None:
+                    continue
+                x, y = _score(row, metric), _score(mate, metric)
+                if x is not None and y is not None:
+                    a.append(x)
+                    b.append(y)
+            if a:
+                body.append(
+                    [
+                        f"{reference} - {other}",
+                        RATES[metric][0],
+                        paired_bootstrap(a, b).format(False),
+                        str(len(a)),
+                    ]
+                )
+    return _table(["pair", "metric", "mean difference [95% CI]", "pairs"], body)
+
+
+def _probes(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
+    kinds = _order(p["kind"] for r in rows for p in r.get("probes", []))
+    body = []
+    for s in strategies:
+        results = [p for r in rows if r["strategy"] == s for p in r.get("probes", [])]
+        cells = []
+        for kind in kinds:
+            judged = [p for p in results if p["kind"] == kind and p["passed"] is not None]
+            cells.append(
+                wilson(sum(bool(p["passed"]) for p in judged), len(judged)).format() if judged else "-"
+            )
+        errors = sum(p["passed"] is None for p in results)
+        body.append([s, *cells, str(errors)])
+    return _table(["strategy", *kinds, "judge errors"], body)
+
+
+def _checkpoint(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
+    body = []
+    for s in strategies:
+        metas = [
+            r["checkpoint"] for r in rows if r["strategy"] == s and r.get("checkpoint", {}).get("checkpoints")
+        ]
+        n = sum(m["checkpoints"] for m in metas)
+        if n:
+            body.append(
+                [
+                    s,
+                    *(
+                        wilson(sum(m[f] for m in metas), n).format()
+                        for f in ("first_pass_valid", "repaired", "fallback")
+                    ),
+                    str(n),
+                ]
+            )
+    return (
+        _table(["strategy", "first-pass valid", "repaired", "fallback", "checkpoints"], body) if body else []
+    )
+
+
+def _skipped(rows: Sequence[dict[str, Any]]) -> list[str]:
+    bad = [r for r in rows if r.get("status") != "ok"]
+    return [
+        f"- {r['strategy']} on {r['scenario']} (seed {r['seed']}, K={r['k_target']}): {r['status']} - "
+        f"{r.get('reason', '')}"
+        for r in bad
+    ]
+
+
+def render_markdown(
+    rows: Sequence[dict[str, Any]], header: dict[str, str], plots: Sequence[Path] = ()
+) -> str:
+    all_rows = latest(rows)
+    ok = _ok(all_rows)
+    strategies = _order(r["strategy"] for r in all_rows)
+    reference = (
+        "avibe-checkpoint" if "avibe-checkpoint" in strategies else (strategies[0] if strategies else "")
+    )
+    out = ["# Memory evaluation report", ""]
+    out += [f"- **{k}**: {v}" for k, v in header.items()] + [
+        f"- **runs**: {len(ok)} ok of {len(all_rows)}",
+        "",
+    ]
+    out += [
+        "Rates are pooled over the cell's runs with a Wilson 95% interval. No aggregate score is given.",
+        "",
+    ]
+    out += ["## Per strategy and K", ""]
+    for metric in _metrics_present(ok):
+        out += _by_strategy_and_k(ok, strategies, metric)
+    out += ["## Per scenario type", "", *_by_type(ok, strategies)]
+    out += ["## Cost", "", *_cost(ok, strategies), ""]
+    out += [f"## Paired differences against {reference}", "", *_paired(ok, reference, strategies), ""]
+    if any(r.get("probes") for r in ok):
+        out += [
+            "## Probes (answered by the model from the compacted context)",
+            "",
+            *_probes(ok, strategies),
+            "",
+        ]
+    checkpoint = _checkpoint(ok, strategies)
+    if checkpoint:
+        out += ["## Checkpoint validation", "", *checkpoint, ""]
+    skipped = _skipped(all_rows)
+    if skipped:
+        out += ["## Runs not measured", "", *skipped, ""]
+    out += [f"![{p.stem}]({p.name})" for p in plots]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def _plot_metric(rows: Sequence[dict[str, Any]], metric: str, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for strategy in _order(r["strategy"] for r in rows):
+        ks = _order(r["k_target"] for r in rows if r["strategy"] == strategy)
+        ys = [
+            _pooled([r for r in rows if r["strategy"] == strategy and r["k_target"] == k], metric) for k in ks
+        ]
+        points = [(k, h / n) for k, (h, n) in zip(ks, ys, strict=True) if n]
+        if points:
+            ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=strategy)
+    ax.set(
+        xlabel="compactions K (target)", ylabel=RATES[metric][0], ylim=(-0.05, 1.05), title=RATES[metric][0]
+    )
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _plot_cost(rows: Sequence[dict[str, Any]], path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for strategy in _order(r["strategy"] for r in rows):
+        xs: list[float] = []
+        ys: list[float] = []
+        for row in (r for r in rows if r["strategy"] == strategy):
+            score = _score(row, "items_kept")
+            if score is not None:
+                xs.append(float(row["tokens_spent"]))
+                ys.append(score)
+        if xs:
+            ax.scatter(xs, ys, label=strategy, alpha=0.7)
+    ax.set(xlabel="tokens spent compacting", ylabel="constraints kept (per run)", title="cost vs fidelity")
+    ax.legend(fontsize="small")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def make_plots(rows: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
+    """PNG plots (Agg backend): each plotted metric vs K per strategy, and tokens spent vs fidelity."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ok = _ok(latest(rows))
+    present = set(_metrics_present(ok))
+    plots = [_plot_metric(ok, m, folder / f"{m}_vs_k.png") for m in PLOTTED if m in present]
+    if "items_kept" in present:
+        plots.append(_plot_cost(ok, folder / "tokens_vs_constraints.png"))
+    return plots
+
+
+def write_report(
+    rows: Sequence[dict[str, Any]], folder: Path, header: dict[str, str], *, plots: bool = True
+) -> ReportFiles:
+    folder.mkdir(parents=True, exist_ok=True)
+    pngs = make_plots(rows, folder) if plots else []
+    markdown = folder / "report.md"
+    markdown.write_text(render_markdown(rows, header, pngs), encoding="utf-8")
+    return ReportFiles(markdown, tuple(pngs))

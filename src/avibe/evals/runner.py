@@ -1,0 +1,210 @@
+"""Running the evaluation: the matrix of (scenario, seed, strategy, K), resumable through a raw JSONL file.
+
+Each finished run is appended as one JSON line keyed by (scenario, seed, strategy, K); a second run with
+the same results file skips every key already there. A run that cannot apply (the full context does not
+fit, the checkpoint is not wired) or fails on a model error is recorded with its status and reason.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+from avibe.errors import AvibeError
+from avibe.evals.generators import generate
+from avibe.evals.metrics import measure
+from avibe.evals.probes import ask_all
+from avibe.evals.replay import DEFAULT_THRESHOLD, ReplayResult, replay, size_for_k
+from avibe.evals.scenario import Scenario
+from avibe.evals.strategies import make_strategy
+from avibe.evals.strategy import NotApplicable, StrategyUnavailable
+from avibe.ports import ModelClient, TokenCounter
+
+log = logging.getLogger(__name__)
+AS_GIVEN: Final = 0  # the K key of a scenario file replayed as it is (no size to choose)
+
+
+@dataclass(frozen=True, slots=True)
+class RunKey:
+    scenario: str  # the generated type, or the scenario file's id
+    seed: int | None
+    strategy: str
+    k: int  # the target number of compactions (AS_GIVEN for files)
+
+    def as_tuple(self) -> tuple[str, int | None, str, int]:
+        return (self.scenario, self.seed, self.strategy, self.k)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    key: RunKey
+    scenario: Scenario
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """One evaluation's fixed conditions: every strategy runs on the same model, window and threshold."""
+
+    window: int
+    threshold: float = DEFAULT_THRESHOLD
+    probes: bool = True
+
+
+def plan(
+    types: Sequence[str],
+    files: Sequence[Scenario],
+    strategies: Sequence[str],
+    seeds: Sequence[int],
+    ks: Sequence[int],
+    window: int,
+    counter: TokenCounter,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> list[Job]:
+    """Every run of the matrix; generated scenarios are sized so each crosses the threshold ~K times."""
+    jobs: list[Job] = []
+    for kind in types:
+        for seed in seeds:
+            for k in ks:
+                size = size_for_k(partial(generate, kind, seed), k, window, counter, threshold=threshold)
+                scenario = generate(kind, seed, size)
+                jobs += [Job(RunKey(kind, seed, s, k), scenario) for s in strategies]
+    for scenario in files:
+        jobs += [Job(RunKey(scenario.id, scenario.seed, s, AS_GIVEN), scenario) for s in strategies]
+    return jobs
+
+
+def _base(job: Job, settings: Settings) -> dict[str, Any]:
+    key = job.key
+    return {
+        "scenario": key.scenario,
+        "seed": key.seed,
+        "strategy": key.strategy,
+        "k_target": key.k,
+        "type": job.scenario.type,
+        "scenario_id": job.scenario.id,
+        "window": settings.window,
+        "threshold": settings.threshold,
+        "events": len(job.scenario.events),
+    }
+
+
+def _checkpoint_meta(result: ReplayResult) -> dict[str, int]:
+    metas = [c.meta for c in result.compactions if c.meta]
+    return {
+        "checkpoints": len(metas),
+        "first_pass_valid": sum(bool(m.get("first_pass_valid")) for m in metas),
+        "repaired": sum(bool(m.get("repaired")) for m in metas),
+        "fallback": sum(m.get("fallback") is not None for m in metas),
+    }
+
+
+def run_one(
+    job: Job, model: ModelClient, counter: TokenCounter, settings: Settings, judge: ModelClient | None = None
+) -> dict[str, Any]:
+    """Replay, measure and probe one job; the JSON-ready result line."""
+    row = _base(job, settings)
+    try:
+        result = replay(
+            job.scenario,
+            make_strategy(job.key.strategy),
+            model,
+            counter,
+            settings.window,
+            threshold=settings.threshold,
+        )
+    except (NotApplicable, StrategyUnavailable) as err:
+        return {**row, "status": "n/a", "reason": str(err)}
+    except AvibeError as err:
+        log.warning("run %s failed: %s", job.key, err)
+        return {**row, "status": "error", "reason": f"{type(err).__name__}: {err}"}
+    measured = measure(job.scenario, result.context, counter)
+    probes = (
+        ask_all(job.scenario.truth.probes, result.context, model, counter, settings.window, judge)
+        if settings.probes
+        else []
+    )
+    row.update(
+        status="ok",
+        k=result.k,
+        tokens_spent=result.tokens_spent,
+        calls=result.calls,
+        peak_tokens=result.peak_tokens,
+        overflowed=result.overflowed,
+        counts={name: list(pair) for name, pair in measured.counts.items()},
+        values=measured.values,
+        details=measured.details,
+        compactions=[
+            {
+                "at_seq": c.at_seq,
+                "before": c.tokens_before,
+                "after": c.tokens_after,
+                "spent": c.tokens_spent,
+                "calls": c.calls,
+                "notes": list(c.notes),
+            }
+            for c in result.compactions
+        ],
+        checkpoint=_checkpoint_meta(result),
+        probes=[p.as_dict() for p in probes],
+    )
+    return row
+
+
+def key_of(row: dict[str, Any]) -> tuple[str, int | None, str, int]:
+    return (row["scenario"], row["seed"], row["strategy"], row["k_target"])
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """The raw results so far; a torn last line (an interrupted run) is dropped with a warning."""
+    if not path.exists():
+        return []
+    rows: list[dict[str, Any]] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError as err:
+            log.warning("%s:%d is not a JSON line (%s); that run will be redone", path, number, err)
+    return rows
+
+
+def run_all(
+    jobs: Iterable[Job],
+    model_for: Callable[[], ModelClient],
+    counter: TokenCounter,
+    settings: Settings,
+    results: Path,
+    *,
+    judge: ModelClient | None = None,
+    parallel: int = 1,
+    on_done: Callable[[dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run every job not already in `results`, appending each result as it finishes. `model_for` gives
+    each worker its model (one per thread: local models are not thread-safe)."""
+    done = {key_of(r) for r in read_results(results) if r.get("status") in {"ok", "n/a"}}
+    todo = [j for j in jobs if j.key.as_tuple() not in done]
+    lock, local = threading.Lock(), threading.local()
+    results.parent.mkdir(parents=True, exist_ok=True)
+
+    def work(job: Job) -> dict[str, Any]:
+        if not hasattr(local, "model"):
+            local.model = model_for()
+        row = run_one(job, local.model, counter, settings, judge)
+        with lock, results.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        if on_done is not None:
+            on_done(row)
+        return row
+
+    if parallel <= 1:
+        return [work(j) for j in todo]
+    with ThreadPoolExecutor(max_workers=parallel) as pool:
+        return list(pool.map(work, todo))

@@ -1,0 +1,95 @@
+"""Ports: the interfaces between the core/orchestration and the adapters (DESIGN.md).
+
+Only Protocols and the small values they exchange. Adapters implement them; the agent gets them passed in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol, runtime_checkable
+
+from avibe.record.entries import Entry, EntryQuery, NewEntry, SessionInfo
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    """A checkpoint as stored: the three parts plus why/how it was made (DESIGN: "a checkpoint is itself
+    stored so any past checkpoint can be inspected and diffed")."""
+
+    session: str
+    number: int  # 1, 2, 3 ... per session
+    at: datetime
+    mind: str
+    memo: list[dict[str, Any]]  # [{"seq": int, "text": str, "cut": bool}, ...] copied from the record
+    scene: str
+    upto_seq: int  # the last record seq this checkpoint covers (moved out of the live context)
+    meta: dict[str, Any] = field(default_factory=dict)  # trigger, tokens before/after, calls, problems ...
+
+
+@runtime_checkable
+class RecordStore(Protocol):
+    """The durable, append-only record of every input and reply (C1, A3) plus session state."""
+
+    def create_session(self, title: str = "", session_id: str | None = None) -> SessionInfo: ...
+    def get_session(self, session_id: str) -> SessionInfo: ...  # raises UnknownSession
+    def latest_session(self) -> SessionInfo | None: ...
+    def list_sessions(self) -> list[SessionInfo]: ...
+    def append(self, entry: NewEntry) -> Entry: ...  # assigns the next dense seq atomically
+    def query(self, query: EntryQuery) -> list[Entry]: ...  # time (= seq) order
+    def save_checkpoint(self, checkpoint: StoredCheckpoint) -> StoredCheckpoint: ...  # assigns number
+    def list_checkpoints(self, session_id: str) -> list[StoredCheckpoint]: ...
+    def save_state(self, session_id: str, key: str, value: Mapping[str, Any]) -> None: ...
+    def load_state(self, session_id: str, key: str) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens in the session model's own units (DESIGN: budgets are model tokens)."""
+
+    def count(self, text: str) -> int: ...
+    def count_messages(self, messages: Sequence[ChatMessage]) -> int: ...
+
+
+@runtime_checkable
+class ModelClient(Protocol):
+    """One chat model. Errors are raised as avibe.errors.ModelError subclasses."""
+
+    @property
+    def facts(self) -> ModelFacts: ...
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> ModelReply: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """What a tool returns to the loop. Output goes to the live context only, never the record (A3)."""
+
+    output: str
+    is_error: bool = False
+    files_read: tuple[str, ...] = ()
+    files_modified: tuple[str, ...] = ()
+    skill_loaded: str | None = None
+
+
+@runtime_checkable
+class Tool(Protocol):
+    @property
+    def spec(self) -> ToolSpec: ...
+
+    def run(self, arguments: Mapping[str, Any]) -> ToolResult: ...
+
+
+@runtime_checkable
+class Clock(Protocol):
+    def now(self) -> datetime: ...

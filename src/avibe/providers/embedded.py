@@ -1,0 +1,329 @@
+"""The embedded model: a GGUF file run in process by llama.cpp (`llama-cpp-python`).
+
+Context size: the default model (Qwen2.5-Coder-0.5B-Instruct) was trained with a 32,768-token context,
+and the harness scales its budgets by window / 192,000 (SPEC M6, N5). At 16,384 tokens the mind's
+"I am here" cap would be ~85 tokens and all kept memo messages ~256 tokens - too small to be useful; at
+32,768 they are ~170 and ~512, and the verbatim tail (a quarter of the 90% threshold) is ~7,400 tokens.
+The KV cache for 32,768 tokens costs ~384 MB (24 layers x 2 KV heads x 64 dims x f16 x K and V). A full
+window takes ~100 s to evaluate on two cores, which is why the KV cache is kept between calls.
+
+Prompt: rendered with the GGUF's own chat template (ChatML for Qwen) through llama-cpp-python's
+`Jinja2ChatFormatter`, so the tokens are exactly what llama.cpp's chat handler would produce. Tool calls
+do not use Qwen's native `<tool_call>` format (a 0.5B model emits it unreliably); instead output is
+constrained by a JSON-schema grammar with one branch per tool, `{"tool": NAME, "arguments": {...}}`, and
+a final-answer branch `{"answer": "..."}`. The tool list and answer format go into a system message at
+the END of the prompt, so a change of tools (e.g. the checkpoint turn's) leaves the conversation prefix -
+and its KV cache - intact. Earlier tool-call turns are rendered as that same JSON, tool results by the
+template's `tool` role.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from avibe.errors import BadResponse, ContextOverflow, ModelUnavailable
+from avibe.providers.modelfile import EMBEDDED_SPEC, check_gguf, verify_model_file
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage
+
+log = logging.getLogger(__name__)
+
+N_CTX = 32_768
+MAX_OUTPUT = 2_048  # reply reserve; a checkpoint section or a tool call fits easily
+THREADS = 2
+SEED = 1234
+
+
+def load_llama(path: Path, *, n_ctx: int = N_CTX, vocab_only: bool = False) -> Any:
+    """Load a GGUF with llama.cpp (import deferred: the CLI should not pay for it unless used)."""
+    try:
+        from llama_cpp import Llama
+    except ImportError as exc:  # pragma: no cover - it is a pinned dependency
+        raise ModelUnavailable("llama-cpp-python is not installed; run `pip install -e .`") from exc
+    try:
+        return Llama(
+            model_path=str(path),
+            n_ctx=n_ctx,
+            n_threads=THREADS,
+            n_threads_batch=THREADS,
+            seed=SEED,
+            vocab_only=vocab_only,
+            verbose=False,
+        )
+    except (ValueError, RuntimeError) as exc:
+        raise ModelUnavailable(
+            f"llama.cpp could not load {path}: {exc}; check that it is a complete GGUF model file",
+            provider_text=str(exc),
+        ) from exc
+
+
+def resolve_model_file(name: str, model_cache: Path) -> Path:
+    """`embedded` -> the verified file in the cache; `local:/path.gguf` -> that file if it is a GGUF."""
+    if name == "embedded":
+        path = model_cache / EMBEDDED_SPEC.filename
+        verify_model_file(path, EMBEDDED_SPEC)
+        return path
+    if name.startswith("local:"):
+        path = Path(name.removeprefix("local:")).expanduser()
+        check_gguf(path)
+        return path
+    raise ModelUnavailable(f"{name!r} is not an embedded model name; use 'embedded' or 'local:/path/model.gguf'")
+
+
+class PromptRenderer:
+    """Messages -> prompt tokens, exactly as llama.cpp's chat handler for this GGUF would build them."""
+
+    def __init__(self, llama: Any) -> None:
+        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+        template = llama.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise ModelUnavailable("the GGUF file has no chat template (tokenizer.chat_template); use an instruct model")
+        self._llama = llama
+        eos, bos = llama.token_eos(), llama.token_bos()
+        self.eos_text: str = llama._model.token_get_text(eos) if eos != -1 else ""
+        bos_text = llama._model.token_get_text(bos) if bos != -1 else ""
+        self._formatter = Jinja2ChatFormatter(template=template, eos_token=self.eos_text, bos_token=bos_text)
+        # llama.cpp prepends BOS itself when the model asks for it; keep it out of our tokens then.
+        self._bos_added = bool(llama._model.add_bos_token()) and bos != -1
+        self._bos = bos
+
+    def render(self, messages: Sequence[ChatMessage], tail: str | None = None) -> str:
+        dicts = [_template_message(m) for m in messages]
+        if tail:
+            dicts.append({"role": "system", "content": tail})
+        return str(self._formatter(messages=dicts).prompt)
+
+    def tokens(self, messages: Sequence[ChatMessage], tail: str | None = None) -> list[int]:
+        """The prompt tokens we hand to llama.cpp (without the BOS it adds itself)."""
+        ids: list[int] = self._llama.tokenize(self.render(messages, tail).encode("utf-8"), add_bos=False, special=True)
+        return ids[1:] if self._bos_added and ids[:1] == [self._bos] else ids
+
+    def prompt_count(self, tokens: Sequence[int]) -> int:
+        return len(tokens) + (1 if self._bos_added else 0)
+
+    def count_text(self, text: str) -> int:
+        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+
+def _template_message(message: ChatMessage) -> dict[str, Any]:
+    if message.role == "assistant" and message.tool_calls:
+        calls = [_call_json(call) for call in message.tool_calls]
+        content = "\n".join([message.content, *calls] if message.content else calls)
+        return {"role": "assistant", "content": content}
+    return {"role": message.role, "content": message.content}
+
+
+def _call_json(call: ToolCall) -> str:
+    """A tool call as the grammar makes the model write it (canonical, so the prompt is stable)."""
+    return json.dumps({"tool": call.name, "arguments": call.arguments}, ensure_ascii=False)
+
+
+class LlamaTokenCounter:
+    """TokenCounter in the local model's own vocabulary; `count_messages` = llama.cpp's prompt count."""
+
+    def __init__(self, renderer: PromptRenderer) -> None:
+        self._renderer = renderer
+
+    def count(self, text: str) -> int:
+        return self._renderer.count_text(text)
+
+    def count_messages(self, messages: Sequence[ChatMessage]) -> int:
+        return self._renderer.prompt_count(self._renderer.tokens(messages))
+
+
+def tools_instruction(tools: Sequence[ToolSpec]) -> str:
+    lines = ["You can call one of these tools, or give your final answer.", "Tools:"]
+    for tool in tools:
+        schema = json.dumps(tool.parameters, ensure_ascii=False)
+        lines.append(f"- {tool.name}: {tool.description} Arguments (JSON schema): {schema}")
+    lines.append(
+        'Reply with exactly one JSON object: {"tool": "<tool name>", "arguments": {...}} to call a tool, '
+        'or {"answer": "<your reply>"} to answer.'
+    )
+    return "\n".join(lines)
+
+
+def schema_instruction(schema: Mapping[str, Any]) -> str:
+    return "Reply with one JSON object that matches this JSON schema: " + json.dumps(schema, ensure_ascii=False)
+
+
+def tool_choice_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+    """One branch per tool plus the final-answer branch (the grammar the output is constrained to)."""
+    branches: list[dict[str, Any]] = [
+        {
+            "type": "object",
+            "properties": {"tool": {"const": tool.name}, "arguments": tool.parameters},
+            "required": ["tool", "arguments"],
+            "additionalProperties": False,
+        }
+        for tool in tools
+    ]
+    answer = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"]}
+    branches.append({**answer, "additionalProperties": False})
+    return {"oneOf": branches}
+
+
+def parse_tool_choice(raw: str, tools: Sequence[ToolSpec], finish: str) -> tuple[str, tuple[ToolCall, ...]]:
+    """Grammar output -> (answer text, tool calls); malformed output -> BadResponse with the raw text."""
+    value = _load_json(raw, finish)
+    names = {tool.name for tool in tools}
+    if isinstance(value, dict) and isinstance(value.get("answer"), str):
+        return value["answer"], ()
+    if isinstance(value, dict) and value.get("tool") in names and isinstance(value.get("arguments"), dict):
+        call = ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=value["tool"], arguments=value["arguments"])
+        return "", (call,)
+    raise BadResponse(
+        f"the model's reply is neither a call of an offered tool ({', '.join(sorted(names))}) nor an answer; "
+        "the turn can be retried",
+        provider_text=raw,
+    )
+
+
+def _load_json(raw: str, finish: str) -> Any:
+    try:
+        return json.loads(raw, strict=False)  # the grammar lets raw newlines into strings
+    except ValueError as exc:
+        hint = "it stopped at max_tokens; allow more output tokens" if finish == "length" else "retry the turn"
+        raise BadResponse(f"the model's reply is not valid JSON ({exc}); {hint}", provider_text=raw) from exc
+
+
+class EmbeddedModel:
+    """ModelClient for a local GGUF. One instance = one KV cache; use one per session."""
+
+    def __init__(self, path: Path, *, name: str = "embedded", n_ctx: int = N_CTX, llama: Any = None) -> None:
+        self._llama = llama if llama is not None else load_llama(path, n_ctx=n_ctx)
+        self._renderer = PromptRenderer(self._llama)
+        self._lock = threading.Lock()
+        self._grammars: dict[str, Any] = {}
+        n = int(self._llama.n_ctx())
+        self._facts = ModelFacts(name=name, window=n, max_output=min(MAX_OUTPUT, n // 4))
+
+    @property
+    def facts(self) -> ModelFacts:
+        return self._facts
+
+    @property
+    def counter(self) -> LlamaTokenCounter:
+        return LlamaTokenCounter(self._renderer)
+
+    @property
+    def llama(self) -> Any:
+        """The underlying `llama_cpp.Llama` (benchmarks and tests read its state)."""
+        return self._llama
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> ModelReply:
+        schema, tail = _constraint(tools, json_schema)
+        tokens = self._renderer.tokens(messages, tail)
+        limit = self._output_limit(tokens, max_tokens)
+        with self._lock:
+            cached = self._reusable_prefix(tokens)
+            out = self._generate(tokens, schema, limit, temperature)
+        choice = out["choices"][0]
+        raw, finish = str(choice["text"]), str(choice.get("finish_reason") or "stop")
+        usage = Usage(
+            prompt_tokens=int(out["usage"]["prompt_tokens"]),
+            completion_tokens=int(out["usage"]["completion_tokens"]),
+            cached_tokens=cached,
+        )
+        text, calls = _interpret(raw, tools, json_schema, finish)
+        return ModelReply(text=text, tool_calls=calls, usage=usage, finish_reason=finish, model=self._facts.name)
+
+    def _output_limit(self, tokens: Sequence[int], max_tokens: int | None) -> int:
+        prompt = self._renderer.prompt_count(tokens)
+        room = self._facts.window - prompt
+        if room < 1:
+            raise ContextOverflow(
+                f"the prompt has {prompt} tokens but the model's window is {self._facts.window}; "
+                "checkpoint or shorten the conversation",
+                provider_text=f"Requested tokens ({prompt}) exceed context window of {self._facts.window}",
+            )
+        wanted = max_tokens if max_tokens is not None else self._facts.max_output
+        if wanted > room:
+            log.info("max_tokens %d cut to the %d tokens left in the window", wanted, room)
+        return max(1, min(wanted, room))
+
+    def _reusable_prefix(self, tokens: Sequence[int]) -> int:
+        """Prompt tokens llama.cpp will take from its KV cache (mirrors `Llama.generate`'s prefix match)."""
+        llama = self._llama
+        previous = llama._input_ids  # the tokens currently in the KV cache (first n_tokens)
+        common = 0
+        for a, b in zip(previous, tokens, strict=False):
+            if int(a) != b:
+                break
+            common += 1
+        if common == len(tokens):
+            exact = llama.n_tokens == len(tokens) and not llama._requires_eval
+            return common if exact else common - 1  # llama.cpp replays one token to refresh the logits
+        return common
+
+    def _generate(self, tokens: list[int], schema: dict[str, Any] | None, limit: int, temp: float) -> Any:
+        grammar = self._grammar(schema) if schema is not None else None
+        stop = [self._renderer.eos_text] if self._renderer.eos_text else None
+        try:
+            return self._llama.create_completion(
+                tokens, max_tokens=limit, temperature=temp, seed=SEED, grammar=grammar, stop=stop
+            )
+        except ValueError as exc:
+            if "exceed context window" in str(exc):
+                raise ContextOverflow(f"{exc}; checkpoint or shorten the conversation", str(exc)) from exc
+            raise BadResponse(f"llama.cpp rejected the request: {exc}", provider_text=str(exc)) from exc
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        key = json.dumps(schema)  # key order matters: the grammar fixes the property order
+        if key not in self._grammars:
+            try:
+                self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
+            except (ValueError, RuntimeError, KeyError, NotImplementedError) as exc:
+                raise BadResponse(
+                    f"cannot build an output grammar from the JSON schema ({exc}); simplify the tool or "
+                    "output schema",
+                    provider_text=key,
+                ) from exc
+        return self._grammars[key]
+
+
+def _constraint(
+    tools: Sequence[ToolSpec], json_schema: Mapping[str, Any] | None
+) -> tuple[dict[str, Any] | None, str | None]:
+    if json_schema is not None:
+        return dict(json_schema), schema_instruction(json_schema)
+    if tools:
+        return tool_choice_schema(tools), tools_instruction(tools)
+    return None, None
+
+
+def _interpret(
+    raw: str, tools: Sequence[ToolSpec], json_schema: Mapping[str, Any] | None, finish: str
+) -> tuple[str, tuple[ToolCall, ...]]:
+    if json_schema is not None:
+        _load_json(raw, finish)  # constrained output must at least parse; callers validate further
+        return raw, ()
+    if tools:
+        return parse_tool_choice(raw, tools, finish)
+    return raw, ()
+
+
+def open_embedded(name: str, model_cache: Path) -> EmbeddedModel:
+    return EmbeddedModel(resolve_model_file(name, model_cache), name=name)
+
+
+def open_embedded_counter(name: str, model_cache: Path) -> LlamaTokenCounter:
+    """A counter that loads only the vocabulary (~0.4 s, no weights)."""
+    llama = load_llama(resolve_model_file(name, model_cache), n_ctx=512, vocab_only=True)
+    return LlamaTokenCounter(PromptRenderer(llama))

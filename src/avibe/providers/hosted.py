@@ -1,0 +1,208 @@
+"""Hosted models through LiteLLM: any `provider/model` name, keys and base URLs from the usual environment
+variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OPENAI_BASE_URL, OLLAMA_API_BASE ...).
+
+LiteLLM takes seconds to import, so it is imported on the first call, never at module import, and with
+LITELLM_LOCAL_MODEL_COST_MAP=True so that importing it makes no network call. Tool calls are native
+(OpenAI format, which LiteLLM translates for each provider).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from avibe.errors import (
+    AuthError,
+    BadResponse,
+    ContextOverflow,
+    ModelError,
+    ModelUnavailable,
+    RateLimited,
+)
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage
+
+
+def import_litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        item: dict[str, Any] = {"role": m.role, "content": m.content}
+        if m.tool_calls:
+            item["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                for c in m.tool_calls
+            ]
+        if m.role == "tool":
+            item["tool_call_id"] = m.tool_call_id or ""
+        if m.name and m.role != "tool":
+            item["name"] = m.name
+        out.append(item)
+    return out
+
+
+def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [
+        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        for t in tools
+    ]
+
+
+class HostedModel:
+    """ModelClient for any model LiteLLM can call."""
+
+    def __init__(
+        self,
+        facts: ModelFacts,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        num_retries: int = 0,
+    ) -> None:
+        self._facts = facts
+        self._options: dict[str, Any] = {"timeout": timeout, "num_retries": num_retries}
+        if api_base:
+            self._options["api_base"] = api_base
+        if api_key:
+            self._options["api_key"] = api_key
+
+    @property
+    def facts(self) -> ModelFacts:
+        return self._facts
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+    ) -> ModelReply:
+        litellm = import_litellm()
+        request: dict[str, Any] = {
+            "model": self._facts.name,
+            "messages": to_openai_messages(messages),
+            "max_tokens": max_tokens or self._facts.max_output,
+            "temperature": temperature,
+            **self._options,
+        }
+        if tools:
+            request["tools"] = to_openai_tools(tools)
+        if json_schema is not None:
+            schema = {"name": "reply", "schema": dict(json_schema)}
+            request["response_format"] = {"type": "json_schema", "json_schema": schema}
+        try:
+            response = litellm.completion(**request)
+        except Exception as exc:  # every LiteLLM/HTTP failure is mapped; the original is chained
+            raise map_error(exc, self._facts.name) from exc
+        return parse_response(response, self._facts.name)
+
+
+def map_error(exc: Exception, model: str) -> ModelError:
+    """LiteLLM's exception -> ours, keeping the provider's text and saying what to do."""
+    from litellm import exceptions as e
+
+    text = str(getattr(exc, "message", "") or exc)
+    if _looks_like_missing_key(text):
+        return AuthError(
+            f"{model}: no API key found; set the provider's key variable (e.g. OPENAI_API_KEY, "
+            "ANTHROPIC_API_KEY, GEMINI_API_KEY)",
+            provider_text=text,
+        )
+    if _looks_like_connection_failure(text):  # LiteLLM reports a refused connection as a server error
+        return ModelUnavailable(
+            f"{model}: the server is unreachable; check the network and the base URL ({type(exc).__name__})",
+            provider_text=text,
+        )
+    if isinstance(exc, e.BadRequestError) and _looks_like_overflow(text):
+        return ContextOverflow(f"{model}: the request is larger than the model's window; checkpoint", text)
+    table: tuple[tuple[type[Exception], type[ModelError], str], ...] = (
+        (e.ContextWindowExceededError, ContextOverflow, "the request is larger than the model's window; checkpoint"),
+        (e.AuthenticationError, AuthError, "set a valid API key in the provider's environment variable"),
+        (e.PermissionDeniedError, AuthError, "the key is not allowed to use this model"),
+        (e.RateLimitError, RateLimited, "wait and retry, or lower the request rate"),
+        (e.NotFoundError, ModelUnavailable, "check the model name (`vibe models`)"),
+        (e.APIConnectionError, ModelUnavailable, "the server is unreachable; check the network and base URL"),
+        (e.Timeout, ModelUnavailable, "the server did not answer in time; retry"),
+        (e.ServiceUnavailableError, ModelUnavailable, "the provider is unavailable; retry later"),
+        (e.InternalServerError, ModelUnavailable, "the provider failed; retry later"),
+        (e.BadRequestError, BadResponse, "the provider rejected the request"),
+        (e.APIError, BadResponse, "the provider returned an error"),
+    )
+    for litellm_type, ours, advice in table:
+        if isinstance(exc, litellm_type):
+            return ours(f"{model}: {advice} ({type(exc).__name__})", provider_text=text)
+    return ModelUnavailable(f"{model}: the call failed ({type(exc).__name__}: {text[:200]})", provider_text=text)
+
+
+def _looks_like_connection_failure(text: str) -> bool:
+    lowered = text.lower()
+    return "connection error" in lowered or "connection refused" in lowered or "connecterror" in lowered
+
+
+_OVERFLOW_WORDS = ("context length", "context_length_exceeded", "prompt is too long", "context window")
+
+
+def _looks_like_overflow(text: str) -> bool:
+    """Providers LiteLLM does not classify (e.g. some OpenAI-compatible servers) still say so in words."""
+    lowered = text.lower()
+    return any(word in lowered for word in _OVERFLOW_WORDS)
+
+
+def _looks_like_missing_key(text: str) -> bool:
+    lowered = text.lower()
+    return any(w in lowered for w in ("missing credentials", "missing api key", "no api key", "must be set"))
+
+
+def parse_response(response: Any, model: str) -> ModelReply:
+    try:
+        choice = response.choices[0]
+        message = choice.message
+    except (AttributeError, IndexError) as exc:
+        raise BadResponse(f"{model}: the response has no choices; retry", provider_text=str(response)) from exc
+    calls = tuple(_tool_call(raw, model) for raw in (getattr(message, "tool_calls", None) or ()))
+    return ModelReply(
+        text=str(message.content or ""),
+        tool_calls=calls,
+        usage=usage_of(response),
+        finish_reason=str(choice.finish_reason or "stop"),
+        model=str(getattr(response, "model", "") or model),
+    )
+
+
+def _tool_call(raw: Any, model: str) -> ToolCall:
+    arguments = raw.function.arguments or "{}"
+    try:
+        parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
+    except ValueError as exc:
+        raise BadResponse(
+            f"{model}: tool call {raw.function.name!r} has arguments that are not JSON ({exc}); retry the turn",
+            provider_text=str(arguments),
+        ) from exc
+    if not isinstance(parsed, dict):
+        raise BadResponse(f"{model}: tool call arguments are not an object; retry the turn", str(arguments))
+    return ToolCall(id=str(raw.id or ""), name=str(raw.function.name), arguments=parsed)
+
+
+def usage_of(response: Any) -> Usage:
+    usage = getattr(response, "usage", None)
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or getattr(usage, "cache_read_input_tokens", None) or 0
+    return Usage(
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        cached_tokens=int(cached),
+    )

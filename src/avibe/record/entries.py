@@ -1,0 +1,89 @@
+"""Record entries: every input and reply of a session, with its true source (SPEC C1, T1, A3).
+
+Values only. Identity (`seq`) and storage belong to the store; tool output is never an entry (A3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Final, Literal, get_args
+
+Kind = Literal["user", "assistant", "watch", "timer", "callback", "agent", "harness"]
+KINDS: Final[tuple[Kind, ...]] = get_args(Kind)
+# Inputs not typed by a person: each is shown with a harness-written source tag (T1).
+NON_HUMAN_INPUT_KINDS: Final[frozenset[Kind]] = frozenset({"watch", "timer", "callback", "agent", "harness"})
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """How an input was delivered. Stored fields; the tag line is rendered from these only (T1).
+
+    kind:  the delivery path.
+    name:  user name (user), watch name, timer name, callback name, agent name, harness component.
+    ref:   watch id, timer id, callback/command id, sending session id; empty where none.
+    """
+
+    kind: Kind
+    name: str = ""
+    ref: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class NewEntry:
+    """An entry before the store gives it its number."""
+
+    session: str
+    source: Source
+    text: str
+    at: datetime
+    turn_id: str = ""
+
+    @property
+    def kind(self) -> Kind:
+        return self.source.kind
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A stored entry. `seq` is the message number the memo and the user refer to: dense 1, 2, 3 ...
+    per session, never reused."""
+
+    session: str
+    seq: int
+    source: Source
+    text: str
+    at: datetime
+    turn_id: str = ""
+
+    @property
+    def kind(self) -> Kind:
+        return self.source.kind
+
+    @property
+    def is_user(self) -> bool:
+        """True only for input typed by the person (N7: decided by stored kind, never by text)."""
+        return self.source.kind == "user"
+
+
+@dataclass(frozen=True, slots=True)
+class SessionInfo:
+    id: str
+    created_at: datetime
+    title: str = ""
+    entry_count: int = 0
+    last_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntryQuery:
+    """Filters over one session's record (A3, A4). Every bound is inclusive; None means unbounded."""
+
+    session: str
+    kinds: frozenset[Kind] | None = None
+    seq_from: int | None = None
+    seq_to: int | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    text: str | None = None
+    limit: int | None = None

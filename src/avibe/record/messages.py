@@ -1,0 +1,73 @@
+"""Chat messages as the model sees them: the live context (values only).
+
+The live context holds tool calls and tool output (session state, persisted by the agent) - unlike the
+record, which holds only inputs and replies (A3).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ChatMessage:
+    """One message of the model's view.
+
+    `seq` links a message to its record entry (None for tool output, system prompt, checkpoint text).
+    `kind` carries the record kind of an input (so the view never decides "user" from text, N7).
+    """
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
+    seq: int | None = None
+    kind: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """A tool offered to the model: name, description, JSON schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any] = field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens served from the provider's / llama.cpp's cache
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReply:
+    text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str = "stop"
+    model: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """What the harness must know about a model to budget for it (F1)."""
+
+    name: str
+    window: int  # context window in tokens
+    max_output: int  # reply reserve in tokens
+    input_price: float | None = None  # USD per prompt token, when known
+    output_price: float | None = None
+    price_tier_at: int | None = None  # first context length where the price per token rises

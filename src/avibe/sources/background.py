@@ -1,0 +1,210 @@
+"""Background shell commands whose completion arrives later as a tagged callback input (SPEC S3, T1).
+
+`BackgroundJobs.start` launches a command and returns its id (`bg-1`, `bg-2` ... per session, never
+reused, also across restarts). Nothing runs behind the loop's back: no thread touches the record. The
+loop calls `collect_finished()` between model calls; each finished job is delivered through ingress as
+a `callback` entry with `Source(kind="callback", name="shell", ref=<id>)`, so the model sees it with a
+harness-written tag naming the id. `running()` lists the ids still pending (the scene's "waiting
+for"). Ids and running jobs are kept in the session state, so a restart reports the jobs it lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Final
+
+from avibe.errors import ToolError
+from avibe.ports import Clock, RecordStore
+from avibe.record.entries import Entry, Source
+from avibe.sources.process import read_bounded, spawn, stop_group
+
+log = logging.getLogger(__name__)
+
+STATE_KEY: Final = "background_jobs"
+DEFAULT_TAIL_CHARS: Final = 2_000
+DEFAULT_MAX_RUNNING: Final = 8
+_POLL_S: Final = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class JobInfo:
+    """A background command still running."""
+
+    id: str
+    command: str
+    started_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class FinishedJob:
+    """A background command that ended, and the callback entry that told the session.
+
+    outcome: "exited", "timed out" (its own timeout), "killed" (kill_all) or "lost" (Avibe restarted
+    while it ran). exit_code is None unless it exited by itself.
+    """
+
+    id: str
+    command: str
+    outcome: str
+    exit_code: int | None
+    entry: Entry
+
+
+@dataclass(slots=True)
+class _Job:
+    info: JobInfo
+    proc: subprocess.Popen[bytes]
+    log_path: Path
+    started: float  # monotonic
+    deadline: float | None
+
+
+def _storable(text: str) -> str:
+    """Command output as any record backend can hold it: no NUL bytes, no lone surrogates."""
+    return text.replace("\x00", "\\0").encode("utf-8", errors="replace").decode("utf-8")
+
+
+class BackgroundJobs:
+    """The background commands of one session."""
+
+    def __init__(
+        self,
+        store: RecordStore,
+        session_id: str,
+        workdir: Path,
+        *,
+        log_dir: Path | None = None,
+        clock: Clock | None = None,
+        tail_chars: int = DEFAULT_TAIL_CHARS,
+        max_running: int = DEFAULT_MAX_RUNNING,
+    ) -> None:
+        self._store, self._session, self._workdir = store, session_id, workdir
+        self._log_dir, self._clock = log_dir, clock
+        self._tail_chars, self._max_running = tail_chars, max_running
+        self._jobs: dict[str, _Job] = {}
+        state = store.load_state(session_id, STATE_KEY) or {}
+        self._next_number = int(state.get("next_number", 1))
+        # id -> {"command", "pid"}: jobs a previous process of this session started and never reported
+        self._lost: dict[str, dict[str, Any]] = dict(state.get("running", {}))
+
+    def start(self, command: str, timeout_s: float | None = None) -> JobInfo:
+        """Launch `command` in the workdir. ToolError (for the model) when `max_running` already run."""
+        if len(self._jobs) >= self._max_running:
+            ids = ", ".join(self._jobs)
+            raise ToolError(f"{len(self._jobs)} background commands already run ({ids}); wait for one")
+        job_id = f"bg-{self._next_number}"
+        self._next_number += 1
+        log_path = self._logs() / f"{job_id}.log"
+        with log_path.open("wb") as output:
+            proc = spawn(command, self._workdir, output)
+        now = time.monotonic()
+        info = JobInfo(job_id, command, self._now())
+        self._jobs[job_id] = _Job(info, proc, log_path, now, None if timeout_s is None else now + timeout_s)
+        self._save()
+        log.info("background %s started: %s", job_id, command)
+        return info
+
+    def running(self) -> list[JobInfo]:
+        """The jobs not yet delivered as finished, oldest first."""
+        return [job.info for job in self._jobs.values()]
+
+    def collect_finished(self) -> list[FinishedJob]:
+        """Deliver every job that ended (or passed its timeout) since the last call, plus, on the first
+        call, the jobs a previous Avibe process left unfinished. Call it between model calls."""
+        done = [self._report_lost(job_id, job) for job_id, job in self._lost.items()]
+        self._lost.clear()
+        for job in list(self._jobs.values()):
+            if job.proc.poll() is not None:
+                leftovers = stop_group(job.proc)  # what it left running would be untracked otherwise
+                done.append(self._finish(job, "exited", leftovers=leftovers))
+            elif job.deadline is not None and time.monotonic() >= job.deadline:
+                stop_group(job.proc)
+                done.append(self._finish(job, "timed out"))
+        if done:
+            self._save()
+        return done
+
+    def wait_for_any(self, timeout_s: float) -> bool:
+        """Block up to `timeout_s` until some job has ended or passed its timeout (for a loop that has
+        nothing else to do). True when `collect_finished()` would now deliver something."""
+        limit = time.monotonic() + timeout_s
+        while True:
+            if self._lost or any(self._is_done(job) for job in self._jobs.values()):
+                return True
+            if time.monotonic() >= limit:
+                return False
+            time.sleep(_POLL_S)
+
+    def kill_all(self, reason: str = "Avibe shut down") -> list[FinishedJob]:
+        """Stop every running job (whole process groups) and deliver each as killed, with the reason."""
+        done = []
+        for job in list(self._jobs.values()):
+            stop_group(job.proc)
+            done.append(self._finish(job, "killed", reason))
+        self._save()
+        return done
+
+    def _is_done(self, job: _Job) -> bool:
+        over = job.deadline is not None and time.monotonic() >= job.deadline
+        return over or job.proc.poll() is not None
+
+    def _finish(self, job: _Job, outcome: str, reason: str = "", *, leftovers: bool = False) -> FinishedJob:
+        del self._jobs[job.info.id]
+        code = job.proc.returncode if outcome == "exited" else None
+        ran = time.monotonic() - job.started
+        head = {
+            "exited": f"finished: exit code {code}",
+            "timed out": f"timed out after {ran:.1f} s; its process group was killed",
+            "killed": f"was killed ({reason})",
+        }[outcome]
+        if leftovers:
+            head += "; processes it left running were stopped"
+        text = f"background command {job.info.id} {head} (ran {ran:.1f} s)\n$ {job.info.command}\n"
+        text += self._tail(job.log_path)
+        log.info("background %s %s", job.info.id, head)
+        return FinishedJob(job.info.id, job.info.command, outcome, code, self._deliver(job.info.id, text))
+
+    def _report_lost(self, job_id: str, job: dict[str, Any]) -> FinishedJob:
+        command = str(job.get("command", "?"))
+        text = (
+            f"background command {job_id} was still running when the previous Avibe process stopped; "
+            f"its result is unknown (it may still run as process group {job.get('pid', '?')}). "
+            f"Run it again if it is still needed.\n$ {command}"
+        )
+        log.warning("background %s lost across a restart: %s", job_id, command)
+        return FinishedJob(job_id, command, "lost", None, self._deliver(job_id, text))
+
+    def _tail(self, path: Path) -> str:
+        text, size = read_bounded(path, self._tail_chars, tail_only=True)
+        if not text.strip():
+            return "(no output)"
+        where = f"\n(full output, {size} bytes: {path})" if size > self._tail_chars else ""
+        return f"--- output ---\n{text.rstrip()}{where}"
+
+    def _deliver(self, job_id: str, text: str) -> Entry:
+        from avibe.ingress import deliver  # orchestration-side entry point; imported when first used
+
+        source = Source(kind="callback", name="shell", ref=job_id)
+        return deliver(self._store, self._session, source, _storable(text), clock=self._clock)
+
+    def _save(self) -> None:
+        running = {
+            job_id: {"command": job.info.command, "pid": job.proc.pid} for job_id, job in self._jobs.items()
+        }
+        state = {"next_number": self._next_number, "running": running}
+        self._store.save_state(self._session, STATE_KEY, state)
+
+    def _logs(self) -> Path:
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="avibe-bg-"))
+        self._log_dir.mkdir(parents=True, exist_ok=True)
+        return self._log_dir
+
+    def _now(self) -> datetime:
+        return self._clock.now() if self._clock else datetime.now(UTC)

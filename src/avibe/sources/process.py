@@ -1,0 +1,100 @@
+"""Shell processes for the shell tool and background jobs: spawn in a fresh process group, stop the
+whole group, read bounded output from the file the process writes to.
+
+Output goes to a file, not a pipe: nothing has to drain it, a child that keeps a pipe open cannot hang
+the caller, and a finished background job's output is still there to read.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import IO, Final
+
+# Non-interactive defaults: no pager waiting for a key, no colour codes in the model's context.
+QUIET_ENV: Final = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "TERM": "dumb",
+    "NO_COLOR": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+_HAVE_PROC: Final = Path("/proc/self/stat").exists()
+
+
+def shell_program() -> str:
+    """bash where installed (models write bash), else the POSIX sh."""
+    return shutil.which("bash") or "/bin/sh"
+
+
+def spawn(command: str, cwd: Path, output: IO[bytes]) -> subprocess.Popen[bytes]:
+    """Start `command` in its own session (so its process group can be stopped as a whole), with no
+    input and stdout + stderr combined into `output`."""
+    return subprocess.Popen(
+        [shell_program(), "-c", command],
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        stdout=output,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, **QUIET_ENV},
+    )
+
+
+def _live_members(pgid: int) -> list[int]:
+    """Pids of the group's processes that still run (Linux /proc): zombies are dead, whether or not
+    anyone reaps them (a container's init often does not)."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):  # the process ended while we looked: not a member any more
+            continue
+        if int(fields[2]) == pgid and fields[0] not in "ZX":
+            members.append(int(stat.parent.name))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any process of the group still runs (the leader may already be gone)."""
+    if _HAVE_PROC:
+        return bool(_live_members(pgid))
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # a member changed its user: still there, but not ours to signal
+        return True
+    return True
+
+
+def stop_group(proc: subprocess.Popen[bytes]) -> bool:
+    """Kill the process's whole group and reap the leader. True when anything was still running."""
+    alive = proc.poll() is None or group_alive(proc.pid)
+    if alive:
+        # It may exit between the check and the kill: then nothing is left to stop.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    return alive
+
+
+def read_bounded(path: Path, limit: int, *, tail_only: bool = False) -> tuple[str, int]:
+    """The file's text if it has at most `limit` characters' worth of bytes; else its head and tail
+    (or only its tail) with a note. Returns (text, total bytes). Never reads more than ~limit bytes."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        if size <= limit:
+            return f.read().decode("utf-8", errors="replace"), size
+        head = b"" if tail_only else f.read(limit // 2)
+        keep = limit - len(head)
+        f.seek(size - keep)
+        tail = f.read()
+    cut = size - len(head) - len(tail)
+    note = f"[output cut: {cut} more bytes; rerun with | head, | tail or | grep to see other parts]"
+    parts = [head.decode("utf-8", errors="replace"), note, tail.decode("utf-8", errors="replace")]
+    return "\n".join(p for p in parts if p), size

@@ -1,0 +1,108 @@
+"""The record's tables (SPEC C1, A3). Alembic migrations create them; this module is the shared map.
+
+Times are stored as UTC. SQLite has no time zone type, so `UtcDateTime` keeps naive UTC there and gives
+back aware UTC datetimes on every backend.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    DateTime,
+    Dialect,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeDecorator
+
+
+class UtcDateTime(TypeDecorator[datetime]):
+    """Aware datetimes in, aware UTC datetimes out; a naive datetime is refused (its zone is unknown)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None or value.utcoffset() is None:
+            raise ValueError(f"time {value.isoformat()} has no time zone; pass an aware datetime (UTC)")
+        utc = value.astimezone(UTC)
+        return utc.replace(tzinfo=None) if dialect.name == "sqlite" else utc
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def json_type() -> Any:
+    """JSON on SQLite, JSONB on PostgreSQL."""
+    return JSON().with_variant(JSONB(), "postgresql")
+
+
+metadata = MetaData()
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("title", Text, nullable=False, default=""),
+    Column("created_at", UtcDateTime, nullable=False),
+    # Highest seq given out; the next entry gets last_seq + 1. The row is the lock for appends.
+    Column("last_seq", Integer, nullable=False, default=0),
+    Column("last_at", UtcDateTime, nullable=True),
+    Column("checkpoint_count", Integer, nullable=False, default=0),
+)
+
+entries = Table(
+    "entries",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session", String(64), ForeignKey("sessions.id"), nullable=False),
+    Column("seq", Integer, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("source_name", Text, nullable=False, default=""),
+    Column("source_ref", Text, nullable=False, default=""),
+    Column("text", Text, nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+    Column("turn_id", String(128), nullable=False, default=""),
+    UniqueConstraint("session", "seq", name="uq_entries_session_seq"),
+    # "user messages of S between seq a and b" is one range scan of this index (A3).
+    Index("ix_entries_session_kind_seq", "session", "kind", "seq"),
+)
+
+checkpoints = Table(
+    "checkpoints",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("session", String(64), ForeignKey("sessions.id"), nullable=False),
+    Column("number", Integer, nullable=False),
+    Column("at", UtcDateTime, nullable=False),
+    Column("mind", Text, nullable=False),
+    Column("memo", json_type(), nullable=False),
+    Column("scene", Text, nullable=False),
+    Column("upto_seq", Integer, nullable=False),
+    Column("meta", json_type(), nullable=False),
+    UniqueConstraint("session", "number", name="uq_checkpoints_session_number"),
+)
+
+session_state = Table(
+    "session_state",
+    metadata,
+    Column("session", String(64), ForeignKey("sessions.id"), primary_key=True),
+    Column("key", String(128), primary_key=True),
+    Column("value", json_type(), nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+)

@@ -1,0 +1,417 @@
+"""`SqlStore`: the record on SQLAlchemy 2 - a SQLite file by default, PostgreSQL by URL (SPEC C1, A3).
+
+Append-only: entries and checkpoints can be added and read, never changed or removed. `seq` is dense per
+session and never reused: every append locks the session row (PostgreSQL `SELECT ... FOR UPDATE`; SQLite
+`BEGIN IMMEDIATE`, which takes the database's write lock) and gives out `last_seq + 1`. Lock waits that
+run out (SQLite busy, PostgreSQL deadlock/serialisation failure) are retried a few times.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any, Final, TypeVar, cast
+
+from sqlalchemy import Row, and_, func, insert, select, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.sql.elements import ColumnElement
+
+from avibe.errors import StoreError, StoreUnavailable, UnknownSession
+from avibe.ports import Clock, StoredCheckpoint
+from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, NewEntry, SessionInfo, Source
+from avibe.store.migrate import WRITE_OPTION
+from avibe.store.schema import checkpoints, entries, session_state, sessions
+
+T = TypeVar("T")
+AnyRow = Row[*tuple[Any, ...]]
+_ATTEMPTS: Final = 8
+_SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,63}")
+_RETRY_SQLSTATES: Final = frozenset({"40001", "40P01", "55P03"})  # serialisation, deadlock, lock n/a
+_ENTRY_COLUMNS: Final = (
+    entries.c.session,
+    entries.c.seq,
+    entries.c.kind,
+    entries.c.source_name,
+    entries.c.source_ref,
+    entries.c.text,
+    entries.c.at,
+    entries.c.turn_id,
+)
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def check_text(field: str, value: str) -> None:
+    """Refuse what no backend can store faithfully: NUL bytes and lone surrogates."""
+    if not isinstance(value, str):
+        raise TypeError(f"{field} must be a str, got {type(value).__name__}")
+    nul = value.find("\x00")
+    if nul >= 0:
+        raise ValueError(f"{field} contains a NUL byte (\\x00) at position {nul}; NUL cannot be stored")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{field} is not valid Unicode (lone surrogate at position {exc.start})") from exc
+
+
+def _check_aware(field: str, at: datetime) -> None:
+    if at.tzinfo is None or at.utcoffset() is None:
+        raise ValueError(f"{field} {at.isoformat()} has no time zone; pass an aware datetime (UTC)")
+
+
+def _check_new_entry(entry: NewEntry) -> None:
+    if entry.kind not in KINDS:
+        raise ValueError(f"unknown entry kind {entry.kind!r}; expected one of {', '.join(KINDS)}")
+    for field, value in (
+        ("text", entry.text),
+        ("source name", entry.source.name),
+        ("source ref", entry.source.ref),
+        ("turn id", entry.turn_id),
+    ):
+        check_text(field, value)
+    if len(entry.turn_id) > 128:
+        raise ValueError(f"turn id is {len(entry.turn_id)} characters; at most 128 fit")
+    _check_aware("entry time", entry.at)
+
+
+def _check_json(field: str, value: object) -> None:
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{field} is not plain JSON: {exc}") from exc
+
+
+def _is_retryable(exc: DBAPIError) -> bool:
+    if getattr(exc.orig, "sqlstate", None) in _RETRY_SQLSTATES:
+        return True
+    message = str(exc.orig).lower()
+    return "database is locked" in message or "database is busy" in message
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def _entry(row: AnyRow) -> Entry:
+    if row.kind not in KINDS:
+        where = f"entry {row.session}#{row.seq}"
+        raise StoreError(f"{where} has unknown kind {row.kind!r}; the record is damaged")
+    return Entry(
+        session=row.session,
+        seq=row.seq,
+        source=Source(kind=cast(Kind, row.kind), name=row.source_name, ref=row.source_ref),
+        text=row.text,
+        at=row.at,
+        turn_id=row.turn_id,
+    )
+
+
+def _session_info(row: AnyRow) -> SessionInfo:
+    return SessionInfo(
+        id=row.id, created_at=row.created_at, title=row.title, entry_count=row.last_seq, last_at=row.last_at
+    )
+
+
+def _checkpoint(row: AnyRow) -> StoredCheckpoint:
+    return StoredCheckpoint(
+        session=row.session,
+        number=row.number,
+        at=row.at,
+        mind=row.mind,
+        memo=list(row.memo),
+        scene=row.scene,
+        upto_seq=row.upto_seq,
+        meta=dict(row.meta),
+    )
+
+
+def _query_filters(query: EntryQuery) -> list[ColumnElement[bool]]:
+    conditions: list[ColumnElement[bool]] = [entries.c.session == query.session]
+    if query.kinds is not None:
+        conditions.append(entries.c.kind.in_(sorted(query.kinds)))
+    if query.seq_from is not None:
+        conditions.append(entries.c.seq >= query.seq_from)
+    if query.seq_to is not None:
+        conditions.append(entries.c.seq <= query.seq_to)
+    if query.since is not None:
+        conditions.append(entries.c.at >= query.since)
+    if query.until is not None:
+        conditions.append(entries.c.at <= query.until)
+    if query.text:
+        conditions.append(func.lower(entries.c.text).contains(query.text.lower(), autoescape=True))
+    return conditions
+
+
+def _check_query(query: EntryQuery) -> None:
+    if query.seq_from is not None and query.seq_to is not None and query.seq_from > query.seq_to:
+        raise ValueError(f"seq range is empty: from {query.seq_from} is after to {query.seq_to}")
+    for field, at in (("since", query.since), ("until", query.until)):
+        if at is not None:
+            _check_aware(field, at)
+    if query.since is not None and query.until is not None and query.since > query.until:
+        raise ValueError(f"time range is empty: since {query.since} is after until {query.until}")
+    if query.limit is not None and query.limit < 0:
+        raise ValueError(f"limit must be 0 or more, got {query.limit}")
+    if query.text is not None:
+        check_text("search text", query.text)
+
+
+class SqlStore:
+    """The `RecordStore` on a SQL database. Open it with `avibe.store.open_store(url)`."""
+
+    def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
+        self._engine = engine
+        self._now: Callable[[], datetime] = clock.now if clock is not None else _utc_now
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        """The database URL, password included (pass it to another process to open the same record)."""
+        return self._engine.url.render_as_string(hide_password=False)
+
+    @property
+    def display_url(self) -> str:
+        """The database URL with any password masked, for messages."""
+        return self._engine.url.render_as_string(hide_password=True)
+
+    @property
+    def dialect(self) -> str:
+        return self._engine.dialect.name
+
+    def close(self) -> None:
+        self._engine.dispose()
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- transactions ------------------------------------------------------------------------------
+    def _unavailable(self, exc: DBAPIError) -> StoreError:
+        reason = _first_line(exc)
+        if isinstance(exc, OperationalError | InterfaceError):
+            return StoreUnavailable(f"the record database {self.display_url} is unavailable: {reason}")
+        return StoreError(f"the record database {self.display_url} refused the operation: {reason}")
+
+    @contextmanager
+    def _reading(self) -> Iterator[Connection]:
+        try:
+            with self._engine.connect() as conn, conn.begin():
+                yield conn
+        except DBAPIError as exc:
+            raise self._unavailable(exc) from exc
+
+    def _write(self, work: Callable[[Connection], T]) -> T:
+        """Run `work` in one write transaction; retry when a lock wait ran out."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            try:
+                with self._engine.connect() as conn:
+                    conn.execution_options(**{WRITE_OPTION: True})
+                    with conn.begin():
+                        return work(conn)
+            except DBAPIError as exc:
+                if isinstance(exc, IntegrityError) or not _is_retryable(exc) or attempt == _ATTEMPTS:
+                    raise self._unavailable(exc) from exc
+                time.sleep(random.uniform(0.01, 0.05) * attempt)  # jitter keeps retries from colliding
+        raise AssertionError("unreachable: the loop returns or raises")
+
+    def _lock_session(self, conn: Connection, session_id: str) -> AnyRow:
+        """The session row, locked until the transaction ends (a no-op clause on SQLite, where
+        BEGIN IMMEDIATE already holds the database's write lock)."""
+        row = conn.execute(select(sessions).where(sessions.c.id == session_id).with_for_update()).first()
+        if row is None:
+            raise self._unknown(session_id)
+        return row
+
+    def _require_session(self, conn: Connection, session_id: str) -> None:
+        if conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first() is None:
+            raise self._unknown(session_id)
+
+    @staticmethod
+    def _unknown(session_id: str) -> UnknownSession:
+        return UnknownSession(f"no session {session_id!r} in the record (`vibe sessions` lists them)")
+
+    # -- sessions ----------------------------------------------------------------------------------
+    def create_session(self, title: str = "", session_id: str | None = None) -> SessionInfo:
+        check_text("session title", title)
+        if session_id is not None:
+            if not _SESSION_ID.fullmatch(session_id):
+                raise ValueError(
+                    f"session id {session_id!r} is not valid: use 1-64 letters, digits, '.', '_', ':', '-'"
+                )
+            return self._insert_session(session_id, title)
+        for _ in range(5):  # 16.7 million ids per day; a clash is rare, retrying makes it harmless
+            try:
+                return self._insert_session(self._new_session_id(), title)
+            except _SessionExists:
+                continue
+        raise StoreError("could not find a free session id after 5 tries")
+
+    def _new_session_id(self) -> str:
+        return f"s-{self._now().astimezone(UTC):%Y%m%d}-{secrets.token_hex(3)}"
+
+    def _insert_session(self, session_id: str, title: str) -> SessionInfo:
+        created = self._now()
+        _check_aware("clock time", created)
+
+        def work(conn: Connection) -> None:
+            if conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first():
+                raise _SessionExists(f"session {session_id!r} already exists")
+            values = {"id": session_id, "title": title, "created_at": created}
+            conn.execute(insert(sessions).values(**values, last_seq=0, checkpoint_count=0))
+
+        try:
+            self._write(work)
+        except StoreError as exc:  # a concurrent creator won the race for the same id
+            if isinstance(exc.__cause__, IntegrityError):
+                raise _SessionExists(f"session {session_id!r} already exists") from exc
+            raise
+        return SessionInfo(id=session_id, created_at=created.astimezone(UTC), title=title)
+
+    def get_session(self, session_id: str) -> SessionInfo:
+        with self._reading() as conn:
+            row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+        if row is None:
+            raise self._unknown(session_id)
+        return _session_info(row)
+
+    def latest_session(self) -> SessionInfo | None:
+        """The session with the most recent activity (last entry, else creation)."""
+        activity = func.coalesce(sessions.c.last_at, sessions.c.created_at)
+        stmt = select(sessions).order_by(activity.desc(), sessions.c.created_at.desc(), sessions.c.id.desc())
+        with self._reading() as conn:
+            row = conn.execute(stmt.limit(1)).first()
+        return None if row is None else _session_info(row)
+
+    def list_sessions(self) -> list[SessionInfo]:
+        """All sessions, oldest first."""
+        with self._reading() as conn:
+            rows = conn.execute(select(sessions).order_by(sessions.c.created_at, sessions.c.id)).all()
+        return [_session_info(row) for row in rows]
+
+    # -- entries -----------------------------------------------------------------------------------
+    def append(self, entry: NewEntry) -> Entry:
+        """Store one entry and give it the session's next seq (atomic across processes)."""
+        return self.append_many([entry])[0]
+
+    def append_many(self, new: Sequence[NewEntry]) -> list[Entry]:
+        """Store several entries in one transaction, in the given order (imports, benchmarks)."""
+        for entry in new:
+            _check_new_entry(entry)
+        if not new:
+            return []
+        return self._write(lambda conn: self._append_in(conn, new))
+
+    def _append_in(self, conn: Connection, new: Sequence[NewEntry]) -> list[Entry]:
+        # Lock sessions in a fixed order so two multi-session batches cannot deadlock.
+        last: dict[str, tuple[int, datetime | None]] = {}
+        for session_id in sorted({entry.session for entry in new}):
+            row = self._lock_session(conn, session_id)
+            last[session_id] = (row.last_seq, row.last_at)
+        stored: list[Entry] = []
+        for entry in new:
+            seq, last_at = last[entry.session]
+            newest = entry.at if last_at is None or entry.at > last_at else last_at
+            last[entry.session] = (seq + 1, newest)
+            stored.append(Entry(entry.session, seq + 1, entry.source, entry.text, entry.at, entry.turn_id))
+        conn.execute(insert(entries), [_entry_values(entry) for entry in stored])
+        for session_id, (seq, last_at) in last.items():
+            values = {"last_seq": seq, "last_at": last_at}
+            conn.execute(update(sessions).where(sessions.c.id == session_id).values(**values))
+        return [dataclasses.replace(entry, at=entry.at.astimezone(UTC)) for entry in stored]
+
+    def query(self, query: EntryQuery) -> list[Entry]:
+        """Entries of one session matching every filter, in seq (= time) order."""
+        _check_query(query)
+        stmt = select(*_ENTRY_COLUMNS).where(and_(*_query_filters(query))).order_by(entries.c.seq)
+        if query.limit is not None:
+            stmt = stmt.limit(query.limit)
+        with self._reading() as conn:
+            self._require_session(conn, query.session)
+            rows = conn.execute(stmt).all()
+        return [_entry(row) for row in rows]
+
+    # -- checkpoints -------------------------------------------------------------------------------
+    def save_checkpoint(self, checkpoint: StoredCheckpoint) -> StoredCheckpoint:
+        """Store a checkpoint as the session's next number (the given `number` is ignored)."""
+        _check_aware("checkpoint time", checkpoint.at)
+        for field, value in (("mind", checkpoint.mind), ("scene", checkpoint.scene)):
+            check_text(field, value)
+        _check_json("checkpoint memo", checkpoint.memo)
+        _check_json("checkpoint meta", checkpoint.meta)
+
+        def work(conn: Connection) -> int:
+            number = int(self._lock_session(conn, checkpoint.session).checkpoint_count) + 1
+            values = dataclasses.asdict(checkpoint) | {"number": number}
+            conn.execute(insert(checkpoints).values(**values))
+            conn.execute(
+                update(sessions).where(sessions.c.id == checkpoint.session).values(checkpoint_count=number)
+            )
+            return number
+
+        number = self._write(work)
+        return dataclasses.replace(checkpoint, number=number, at=checkpoint.at.astimezone(UTC))
+
+    def list_checkpoints(self, session_id: str) -> list[StoredCheckpoint]:
+        """The session's checkpoints, oldest (number 1) first."""
+        stmt = select(checkpoints).where(checkpoints.c.session == session_id).order_by(checkpoints.c.number)
+        with self._reading() as conn:
+            self._require_session(conn, session_id)
+            rows = conn.execute(stmt).all()
+        return [_checkpoint(row) for row in rows]
+
+    # -- session state -----------------------------------------------------------------------------
+    def save_state(self, session_id: str, key: str, value: Mapping[str, Any]) -> None:
+        """Set one piece of session state (e.g. the live context), replacing the previous value."""
+        check_text("state key", key)
+        if not 0 < len(key) <= 128:
+            raise ValueError(f"state key must be 1-128 characters, got {len(key)}")
+        document = dict(value)
+        _check_json(f"state {key!r}", document)
+        now = self._now()
+
+        def work(conn: Connection) -> None:
+            self._lock_session(conn, session_id)
+            where = and_(session_state.c.session == session_id, session_state.c.key == key)
+            changed = conn.execute(update(session_state).where(where).values(value=document, updated_at=now))
+            if changed.rowcount == 0:
+                row = {"session": session_id, "key": key, "value": document, "updated_at": now}
+                conn.execute(insert(session_state).values(**row))
+
+        self._write(work)
+
+    def load_state(self, session_id: str, key: str) -> dict[str, Any] | None:
+        where = and_(session_state.c.session == session_id, session_state.c.key == key)
+        with self._reading() as conn:
+            self._require_session(conn, session_id)
+            value = conn.execute(select(session_state.c.value).where(where)).scalar_one_or_none()
+        return None if value is None else dict(value)
+
+
+class _SessionExists(StoreError):
+    """A session id is taken (internal: create_session retries generated ids, reports given ones)."""
+
+
+def _entry_values(entry: Entry) -> dict[str, object]:
+    return {
+        "session": entry.session,
+        "seq": entry.seq,
+        "kind": entry.kind,
+        "source_name": entry.source.name,
+        "source_ref": entry.source.ref,
+        "text": entry.text,
+        "at": entry.at,
+        "turn_id": entry.turn_id,
+    }

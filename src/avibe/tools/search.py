@@ -1,0 +1,162 @@
+"""list_files and search_files: bounded walks over the readable folders.
+
+Both skip version-control, virtual-env and dependency folders (SKIPPED_DIRS), never follow a link out of
+the allowed folders, and stop at a fixed number of results with a note saying how to narrow the query.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from collections.abc import Iterator
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any, Final
+
+from avibe.errors import ToolError
+from avibe.ports import ToolResult
+from avibe.record.messages import ToolSpec
+from avibe.tools.base import SKIPPED_DIRS, BaseTool, PathPolicy, cut_text, schema
+
+log = logging.getLogger(__name__)
+
+MAX_LIST_ENTRIES: Final = 500
+MAX_MATCHES: Final = 200
+MAX_MATCH_LINE_CHARS: Final = 300
+MAX_SEARCH_FILE_BYTES: Final = 2_000_000  # larger files are data, not source: skipped by search
+
+
+def _walk(policy: PathPolicy, top: Path) -> Iterator[tuple[Path, bool]]:
+    """(path, is_dir) below `top` in sorted order, skipping SKIPPED_DIRS and links that lead out."""
+    for current, dirs, files in os.walk(top):
+        base = Path(current)
+        dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS and _allowed(policy, base / d))
+        for name in dirs:
+            yield base / name, True
+        for name in sorted(files):
+            if _allowed(policy, base / name):
+                yield base / name, False
+
+
+def _allowed(policy: PathPolicy, path: Path) -> bool:
+    try:
+        policy.readable(str(path))
+    except ToolError:
+        return False
+    return True
+
+
+def _matches(pattern: str | None, rel: str) -> bool:
+    """A glob matches a file's name or its whole relative path (`*.py`, `src/**/test_*.py`)."""
+    if not pattern:
+        return True
+    return fnmatch(rel.rsplit("/", 1)[-1], pattern) or fnmatch(rel, pattern)
+
+
+def _folder(policy: PathPolicy, raw: str) -> Path:
+    top = policy.readable(raw)
+    if not top.exists():
+        raise ToolError(f"'{raw}' does not exist; use list_files on its parent folder to see what is there")
+    return top
+
+
+class ListFiles(BaseTool):
+    """Files and folders below a folder (recursive), folders marked with a trailing slash."""
+
+    def __init__(self, policy: PathPolicy) -> None:
+        self._policy = policy
+        self._spec = ToolSpec(
+            name="list_files",
+            description=(
+                "List files below a folder (recursive; .git, .venv, node_modules skipped). "
+                f"At most {MAX_LIST_ENTRIES} entries; folders end with /."
+            ),
+            parameters=schema(
+                {
+                    "path": ("string", "folder to list, relative to the working directory (default .)"),
+                    "pattern": ("string", "only files whose name matches this glob, e.g. *.py"),
+                }
+            ),
+        )
+
+    def _run(self, args: dict[str, Any]) -> ToolResult:
+        raw = args.get("path", ".")
+        top, pattern = _folder(self._policy, raw), args.get("pattern")
+        if top.is_file():
+            return ToolResult(output=self._policy.show(top))
+        shown: list[str] = []
+        for path, is_dir in _walk(self._policy, top):
+            rel = path.relative_to(top).as_posix()
+            if (is_dir and pattern) or not _matches(pattern, rel):
+                continue
+            if len(shown) == MAX_LIST_ENTRIES:
+                shown.append(f"[listing cut at {MAX_LIST_ENTRIES} entries; narrow it with path or pattern]")
+                break
+            shown.append(self._policy.show(path) + ("/" if is_dir else ""))
+        return ToolResult(output="\n".join(shown) if shown else f"(nothing found in '{raw}')")
+
+
+class SearchFiles(BaseTool):
+    """Lines matching a regular expression, as `path:line: text`."""
+
+    def __init__(self, policy: PathPolicy) -> None:
+        self._policy = policy
+        self._spec = ToolSpec(
+            name="search_files",
+            description=(
+                "Search text files for a regular expression (Python syntax); shows path:line: text for "
+                f"each matching line, at most {MAX_MATCHES}."
+            ),
+            parameters=schema(
+                {
+                    "pattern": ("string", "regular expression to look for, e.g. def main"),
+                    "path": ("string", "folder or file to search (default .)"),
+                    "glob": ("string", "only files whose name matches this glob, e.g. *.py"),
+                },
+                required=["pattern"],
+            ),
+        )
+
+    def _run(self, args: dict[str, Any]) -> ToolResult:
+        try:
+            regex = re.compile(args["pattern"])
+        except re.error as exc:
+            raise ToolError(f"search_files: bad regular expression {args['pattern']!r}: {exc}") from exc
+        raw = args.get("path", ".")
+        top = _folder(self._policy, raw)
+        hits: list[str] = []
+        for path in self._files(top, args.get("glob")):
+            if self._search(path, regex, hits):
+                hits.append(f"[search cut at {MAX_MATCHES} matches; narrow it with path, glob or pattern]")
+                break
+        if not hits:
+            return ToolResult(output=f"(no line matches {args['pattern']!r} in '{raw}')")
+        return ToolResult(output=cut_text("\n".join(hits), "narrow the search with path, glob or pattern"))
+
+    def _files(self, top: Path, pattern: str | None) -> Iterator[Path]:
+        if top.is_file():
+            yield top
+            return
+        for path, is_dir in _walk(self._policy, top):
+            if not is_dir and _matches(pattern, path.relative_to(top).as_posix()):
+                yield path
+
+    def _search(self, path: Path, regex: re.Pattern[str], hits: list[str]) -> bool:
+        """Append this file's matching lines; True once the match limit is reached."""
+        try:
+            if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
+                return False
+            data = path.read_bytes()
+        except OSError as exc:  # one unreadable file must not end the whole search
+            log.info("search_files skipped %s: %s", path, exc)
+            return False
+        if b"\x00" in data[:8192]:
+            return False  # binary
+        shown = self._policy.show(path)
+        for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+            if regex.search(line):
+                if len(hits) == MAX_MATCHES:
+                    return True
+                hits.append(f"{shown}:{number}: {line[:MAX_MATCH_LINE_CHARS]}")
+        return False

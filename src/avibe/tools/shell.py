@@ -1,0 +1,104 @@
+"""shell: run a command in the workdir, with a timeout, or in the background (SPEC S3).
+
+A foreground command runs in its own process group; on timeout the whole group is killed and the output
+says so. Processes a finished command left running are stopped too (long-running work belongs in the
+background, where its id is tracked). Output is stdout and stderr combined, head and tail kept when long.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any, Final
+
+from avibe.errors import ToolError
+from avibe.ports import ToolResult
+from avibe.record.messages import ToolSpec
+from avibe.sources.background import BackgroundJobs
+from avibe.sources.process import read_bounded, spawn, stop_group
+from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, schema
+
+DEFAULT_TIMEOUT_S: Final = 60
+MAX_TIMEOUT_S: Final = 600
+
+
+class Shell(BaseTool):
+    """Run a shell command; `background=true` returns at once with an id like `bg-3`."""
+
+    def __init__(
+        self, workdir: Path, jobs: BackgroundJobs | None = None, *, max_timeout_s: int = MAX_TIMEOUT_S
+    ):
+        self._workdir, self._jobs, self._max_timeout = workdir.resolve(), jobs, max_timeout_s
+        background = (
+            "true: start it and return at once with an id; its exit code and last output arrive later "
+            "as a callback message tagged with that id (for servers, long builds, long tests)"
+        )
+        self._spec = ToolSpec(
+            name="shell",
+            description=(
+                f"Run a bash command in the working directory; returns the exit code and the output "
+                f"(stdout and stderr). Stopped after timeout_s seconds (default {DEFAULT_TIMEOUT_S}). "
+                "No input can be typed: use non-interactive flags."
+            ),
+            parameters=schema(
+                {
+                    "command": ("string", "the command line, e.g. pytest -q tests/test_x.py"),
+                    "timeout_s": ("integer", f"seconds before it is killed (1-{max_timeout_s})"),
+                    "background": ("boolean", background),
+                },
+                required=["command"],
+            ),
+        )
+
+    def _run(self, args: dict[str, Any]) -> ToolResult:
+        command = args["command"]
+        if not command.strip():
+            raise ToolError("shell: command is empty")
+        timeout = args.get("timeout_s")
+        if timeout is not None and not 1 <= timeout <= self._max_timeout:
+            raise ToolError(f"shell: timeout_s must be between 1 and {self._max_timeout}, got {timeout}")
+        if args.get("background", False):
+            return self._background(command, timeout)
+        return self._foreground(command, DEFAULT_TIMEOUT_S if timeout is None else timeout)
+
+    def _background(self, command: str, timeout: int | None) -> ToolResult:
+        if self._jobs is None:
+            raise ToolError("shell: background commands are not available here; run it in the foreground")
+        job = self._jobs.start(command, timeout)
+        return ToolResult(
+            output=(
+                f"started {job.id} in the background: {command}\n"
+                f"Its exit code and last output will arrive as a callback message tagged ({job.id}); "
+                "go on with other work meanwhile instead of polling for it."
+            )
+        )
+
+    def _foreground(self, command: str, timeout: int) -> ToolResult:
+        with tempfile.TemporaryDirectory(prefix="avibe-sh-") as tmp:
+            out_path = Path(tmp) / "output"
+            with out_path.open("wb") as output:
+                proc = spawn(command, self._workdir, output)
+            timed_out = False
+            try:
+                proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            leftovers = stop_group(proc) and not timed_out
+            text, _ = read_bounded(out_path, MAX_OUTPUT_CHARS)
+        return ToolResult(
+            output=self._render(proc.returncode, timed_out, leftovers, timeout, text), is_error=timed_out
+        )
+
+    @staticmethod
+    def _render(code: int, timed_out: bool, leftovers: bool, timeout: int, text: str) -> str:
+        if timed_out:
+            head = (
+                f"timed out after {timeout} s: the command and every process it started were killed. "
+                "Use a larger timeout_s, or background=true for long-running commands."
+            )
+        else:
+            head = f"exit code: {code}" if code >= 0 else f"killed by signal {-code}"
+        if leftovers:
+            head += "\n[processes it left running were stopped; use background=true for long-running ones]"
+        return f"{head}\n{text.rstrip()}" if text.strip() else f"{head}\n(no output)"

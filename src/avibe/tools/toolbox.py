@@ -1,0 +1,85 @@
+"""The standard tool set and the ToolBox that dispatches a model's tool calls by name."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+
+from avibe.errors import ToolError
+from avibe.ports import RecordStore, Tool, ToolResult
+from avibe.record.messages import ToolCall, ToolSpec
+from avibe.sources.background import BackgroundJobs
+from avibe.tools.base import PathPolicy, check_arguments
+from avibe.tools.files import EditFile, ReadFile, WriteFile
+from avibe.tools.record_query import RecordQuery
+from avibe.tools.search import ListFiles, SearchFiles
+from avibe.tools.shell import Shell
+from avibe.tools.skills import SkillLoad
+
+
+class ToolBox:
+    """Tools by name. `dispatch` turns an unknown name or bad arguments into an error result the model
+    can act on; only harness bugs escape as exceptions."""
+
+    def __init__(self, tools: Iterable[Tool]) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            if tool.spec.name in self._tools:
+                raise ValueError(f"two tools are named {tool.spec.name!r}")
+            self._tools[tool.spec.name] = tool
+
+    @property
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [tool.spec for tool in self._tools.values()]
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def dispatch(self, call: ToolCall) -> ToolResult:
+        tool = self._tools.get(call.name)
+        if tool is None:
+            names = ", ".join(self._tools) or "none"
+            return ToolResult(
+                output=f"there is no tool named {call.name!r}; the tools are: {names}", is_error=True
+            )
+        try:
+            arguments = check_arguments(tool.spec, call.arguments)
+        except ToolError as exc:
+            return ToolResult(output=str(exc), is_error=True)
+        return tool.run(arguments)
+
+
+def default_tools(
+    workdir: Path,
+    *,
+    store: RecordStore,
+    session_id: str,
+    skill_dirs: Sequence[Path] = (),
+    jobs: BackgroundJobs | None = None,
+    read_roots: Sequence[Path] = (),
+) -> list[Tool]:
+    """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
+    shell (background commands when `jobs` is given), skill_load, record_query."""
+    policy = PathPolicy.of(workdir, read_roots=[*read_roots, *(d for d in skill_dirs if d.is_dir())])
+    return [
+        ReadFile(policy),
+        WriteFile(policy),
+        EditFile(policy),
+        ListFiles(policy),
+        SearchFiles(policy),
+        Shell(workdir, jobs),
+        SkillLoad(skill_dirs),
+        RecordQuery(store, session_id),
+    ]
+
+
+def checkpoint_tools(workdir: Path, turn_dir: Path, writable: Collection[Path]) -> list[Tool]:
+    """The checkpoint turn's tools (F3): read, list and search the workdir and the turn's folder; edit
+    only the `writable` files (the mind and the memo checklist). No write_file (the mind is edited,
+    never overwritten whole, M2) and no shell."""
+    policy = PathPolicy.of(workdir, read_roots=[turn_dir], write_only=writable)
+    return [ReadFile(policy), ListFiles(policy), SearchFiles(policy), EditFile(policy)]

@@ -1,0 +1,102 @@
+"""Budgets scaled by the model's window (SPEC M6, N5, A1, F4)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from avibe.checkpoint import budgets as b
+from avibe.checkpoint.budgets import Budgets, budgets_for
+from avibe.checkpoint.model import MIND_SECTIONS
+from avibe.checkpoint.trigger import threshold_for
+from avibe.record.messages import ModelFacts
+
+
+def _mind(budgets: Budgets) -> tuple[int, int, int, int]:
+    return budgets.i_am_here, budgets.goals, budgets.key_decisions, budgets.lessons
+
+
+@pytest.mark.parametrize("window", [192_000, 200_000, 1_000_000, 2_000_000])
+def test_M6_N5_stated_caps_at_and_above_192k(window: int) -> None:
+    budgets = budgets_for(window, 150_000)
+    assert _mind(budgets) == (1_000, 2_000, 1_500, 1_500)
+    assert (budgets.memo_per_message, budgets.memo_total) == (300, 3_000)
+    assert budgets.scale == 1.0
+
+
+@pytest.mark.parametrize(
+    ("window", "mind", "memo"),
+    [
+        (96_000, (500, 1_000, 750, 750), (150, 1_500)),
+        (128_000, (666, 1_333, 1_000, 1_000), (200, 2_000)),
+        (32_000, (166, 333, 250, 250), (60, 500)),  # memo per message at its floor
+        (8_000, (100, 100, 100, 100), (60, 240)),  # every floor
+    ],
+)
+def test_M6_N5_caps_scale_in_proportion_below_192k(
+    window: int, mind: tuple[int, ...], memo: tuple[int, int]
+) -> None:
+    budgets = budgets_for(window, window // 2)
+    assert _mind(budgets) == mind
+    assert (budgets.memo_per_message, budgets.memo_total) == memo
+
+
+def test_M6_mind_caps_by_section_name() -> None:
+    budgets = budgets_for(192_000, 170_000)
+    assert list(budgets.mind_caps) == list(MIND_SECTIONS)
+    assert budgets.mind_cap("Goals") == 2_000
+    with pytest.raises(KeyError):
+        budgets.mind_cap("Notes")
+
+
+@pytest.mark.parametrize(
+    ("window", "total", "each"),
+    [(2_000_000, 25_000, 5_000), (250_000, 25_000, 5_000), (100_000, 10_000, 5_000), (32_000, 3_200, 3_200)],
+)
+def test_A1_skills_together_at_most_min_25k_and_a_tenth_of_the_window(
+    window: int, total: int, each: int
+) -> None:
+    budgets = budgets_for(window, window // 2)
+    assert (budgets.skills_total, budgets.skill_each, budgets.skills_max_count) == (total, each, 20)
+
+
+@pytest.mark.parametrize(("threshold", "recent"), [(172_800, 20_000), (80_000, 20_000), (40_000, 10_000)])
+def test_F4_recent_messages_at_most_20k_or_a_quarter_of_the_threshold(threshold: int, recent: int) -> None:
+    assert budgets_for(192_000, threshold).recent_messages == recent
+
+
+@pytest.mark.parametrize(("window", "threshold"), [(0, 10), (-5, 10), (8_000, 0)])
+def test_M6_rejects_non_positive_sizes(window: int, threshold: int) -> None:
+    with pytest.raises(ValueError, match="positive"):
+        budgets_for(window, threshold)
+
+
+@given(
+    window=st.integers(min_value=8_000, max_value=2_000_000),
+    reserve_share=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_M6_N5_A1_F4_every_budget_holds_for_windows_8k_to_2M(window: int, reserve_share: float) -> None:
+    facts = ModelFacts(name="m", window=window, max_output=int(window * reserve_share))
+    threshold = threshold_for(facts)
+    budgets = budgets_for(window, threshold)
+    stated = (*b.MIND_CAPS.values(), b.MEMO_PER_MESSAGE, b.MEMO_TOTAL)
+    floors = (*[b.MIN_SECTION] * 4, b.MIN_MEMO_MESSAGE, b.MIN_MEMO_TOTAL)
+    scaled = (*_mind(budgets), budgets.memo_per_message, budgets.memo_total)
+    for cap, floor, value in zip(stated, floors, scaled, strict=True):
+        assert floor <= value <= cap
+        assert value == cap if window >= 192_000 else value <= max(floor, cap * window // 192_000)
+    assert budgets.memo_per_message <= budgets.memo_total
+    assert budgets.skills_total <= min(25_000, window // 10)
+    assert budgets.skill_each <= min(5_000, budgets.skills_total)
+    assert budgets.skills_max_count == 20
+    assert budgets.recent_messages <= min(20_000, threshold // 4)
+    carried = sum(scaled[:4]) + budgets.memo_total + budgets.skills_total + budgets.recent_messages
+    assert carried < threshold  # everything a checkpoint carries fits under the threshold
+
+
+@given(st.integers(min_value=8_000, max_value=2_000_000), st.integers(min_value=8_000, max_value=2_000_000))
+def test_M6_budgets_never_shrink_as_the_window_grows(w1: int, w2: int) -> None:
+    small, large = budgets_for(min(w1, w2), 4_000), budgets_for(max(w1, w2), 4_000)
+    assert all(s <= g for s, g in zip(_mind(small), _mind(large), strict=True))
+    assert small.memo_total <= large.memo_total and small.skills_total <= large.skills_total

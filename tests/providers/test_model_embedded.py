@@ -1,0 +1,132 @@
+"""The real embedded model (llama.cpp in process): generation, grammar-constrained tool calls and JSON,
+KV-cache reuse reported as cached tokens, exact token counts. Generations are kept short (2 slow cores)."""
+
+from __future__ import annotations
+
+import json
+
+import llama_cpp
+import pytest
+
+from avibe.errors import BadResponse, ContextOverflow
+from avibe.providers.embedded import EmbeddedModel, parse_tool_choice
+from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
+
+pytestmark = pytest.mark.embedded
+
+READ = ToolSpec(
+    "read",
+    "Read a text file and return its text.",
+    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+)
+SHELL = ToolSpec(
+    "shell",
+    "Run a shell command.",
+    {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+)
+SYSTEM = ChatMessage("system", "You are Vibey, a concise coding assistant.")
+
+
+def _evaluated(model: EmbeddedModel) -> int:
+    """Tokens llama.cpp evaluated as prompt batches so far (its own performance counter)."""
+    return int(llama_cpp.llama_perf_context(model.llama._ctx.ctx).n_p_eval)
+
+
+def _as_dicts(messages: list[ChatMessage]) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in messages]
+
+
+def test_short_completion(embedded_model: EmbeddedModel) -> None:
+    reply = embedded_model.complete([SYSTEM, ChatMessage("user", "Say hello.")], max_tokens=8)
+    assert reply.text.strip()
+    assert reply.usage.prompt_tokens > 0
+    assert 0 < reply.usage.completion_tokens <= 8
+    assert reply.model == "embedded"
+
+
+def test_completion_is_deterministic(embedded_model: EmbeddedModel) -> None:
+    ask = [SYSTEM, ChatMessage("user", "Name one sorting algorithm.")]
+    first = embedded_model.complete(ask, max_tokens=8)
+    embedded_model.complete([ChatMessage("user", "Something else entirely.")], max_tokens=2)
+    assert embedded_model.complete(ask, max_tokens=8).text == first.text
+
+
+def test_tool_call_through_the_json_schema_grammar(embedded_model: EmbeddedModel) -> None:
+    ask = [SYSTEM, ChatMessage("user", "Read the file setup.py for me.")]
+    reply = embedded_model.complete(ask, [READ, SHELL], max_tokens=40)
+    assert reply.tool_calls, f"expected a tool call, got text {reply.text!r}"
+    call = reply.tool_calls[0]
+    assert call.name in {"read", "shell"}
+    assert isinstance(call.arguments, dict)
+    assert set(call.arguments) == ({"path"} if call.name == "read" else {"command"})
+
+
+def test_json_schema_output_parses_and_matches(embedded_model: EmbeddedModel) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"language": {"type": "string"}, "year": {"type": "integer"}},
+        "required": ["language", "year"],
+    }
+    ask = [SYSTEM, ChatMessage("user", "In which year was Python first released? Answer as JSON.")]
+    reply = embedded_model.complete(ask, json_schema=schema, max_tokens=30)
+    value = json.loads(reply.text)
+    assert set(value) == {"language", "year"}
+    assert isinstance(value["year"], int)
+
+
+def test_second_call_reports_cached_tokens_that_were_really_skipped(embedded_model: EmbeddedModel) -> None:
+    convo = [SYSTEM, ChatMessage("user", "Write one line about tests.")]
+    first = embedded_model.complete(convo, max_tokens=10)
+    convo += [ChatMessage("assistant", first.text), ChatMessage("user", "And one about types.")]
+    before = _evaluated(embedded_model)
+    second = embedded_model.complete(convo, max_tokens=4)
+    assert second.usage.cached_tokens >= first.usage.prompt_tokens
+    # llama.cpp's own counter: only the uncached tokens were evaluated
+    assert _evaluated(embedded_model) - before == second.usage.prompt_tokens - second.usage.cached_tokens
+
+
+def test_checkpoint_turn_appended_to_live_conversation_hits_the_cache(embedded_model: EmbeddedModel) -> None:
+    """Performance goal (issue 4, F3): a checkpoint turn over the live conversation reuses >= 90%."""
+    convo = [SYSTEM]
+    for i in range(12):
+        convo.append(ChatMessage("user", f"Step {i}: " + "please refactor the parser module and keep tests green. " * 6))
+        convo.append(ChatMessage("assistant", f"Done with step {i}; tests pass and the parser is simpler now."))
+    convo.append(ChatMessage("user", "Now add a test for the empty input."))
+    embedded_model.complete(convo, max_tokens=4)  # the live conversation's last work turn
+    checkpoint = [*convo, ChatMessage("user", "Checkpoint: update the mind file, then the scene. Call a tool.")]
+    reply = embedded_model.complete(checkpoint, [ToolSpec("edit_mind", "Edit the mind file.")], max_tokens=60)
+    share = reply.usage.cached_tokens / reply.usage.prompt_tokens
+    assert share >= 0.9, f"only {share:.0%} of {reply.usage.prompt_tokens} prompt tokens cached"
+
+
+def test_count_messages_equals_llama_cpp_prompt_count(embedded_model: EmbeddedModel) -> None:
+    counter = embedded_model.counter
+    messages = [SYSTEM, ChatMessage("user", "Hello, how are you? 你好 - ünïcode and `code()`.")]
+    reported = embedded_model.llama.create_chat_completion(messages=_as_dicts(messages), max_tokens=1)
+    assert counter.count_messages(messages) == reported["usage"]["prompt_tokens"]
+
+
+def test_count_messages_equals_the_prompt_we_send_with_tool_turns(embedded_model: EmbeddedModel) -> None:
+    messages = [
+        SYSTEM,
+        ChatMessage("user", "Show setup.py"),
+        ChatMessage("assistant", "", tool_calls=(ToolCall("c1", "read", {"path": "setup.py"}),)),
+        ChatMessage("tool", "from setuptools import setup\nsetup()", tool_call_id="c1"),
+    ]
+    reply = embedded_model.complete(messages, max_tokens=1)
+    assert embedded_model.counter.count_messages(messages) == reply.usage.prompt_tokens
+    assert embedded_model.counter.count("hello world") == 2
+
+
+def test_overflowing_prompt_is_context_overflow(embedded_model: EmbeddedModel) -> None:
+    huge = ChatMessage("user", "word " * (embedded_model.facts.window + 10))
+    with pytest.raises(ContextOverflow, match="window"):
+        embedded_model.complete([huge], max_tokens=4)
+
+
+def test_malformed_output_is_bad_response_with_raw_text() -> None:
+    with pytest.raises(BadResponse, match="max_tokens") as caught:
+        parse_tool_choice('{"tool": "read", "argu', [READ], "length")
+    assert caught.value.provider_text == '{"tool": "read", "argu'
+    with pytest.raises(BadResponse, match="neither"):
+        parse_tool_choice('{"tool": "rm", "arguments": {}}', [READ], "stop")

@@ -1,0 +1,110 @@
+"""Hosted models through LiteLLM, against recorded OpenAI- and Anthropic-style HTTP responses served on
+127.0.0.1 (no network). SPEC F1 needs the usage numbers (cached tokens) these replies carry."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+from conftest import DUMMY_KEY, FIXTURES, WireServer
+
+from avibe.errors import AuthError, BadResponse, ContextOverflow, ModelUnavailable, RateLimited
+from avibe.providers.facts import model_facts
+from avibe.providers.hosted import HostedModel
+from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
+
+READ = ToolSpec("read", "Read a text file.", {"type": "object", "properties": {"path": {"type": "string"}}})
+ASK = [ChatMessage("system", "You are Vibey."), ChatMessage("user", "Do the tests pass?")]
+MODELS = {"openai": "openai/gpt-4o", "anthropic": "anthropic/claude-sonnet-4-5"}
+
+
+def _model(wire: WireServer, provider: str) -> HostedModel:
+    return HostedModel(model_facts(MODELS[provider]), api_base=wire.url, api_key=DUMMY_KEY)
+
+
+@pytest.mark.parametrize(("provider", "cached"), [("openai", 1152), ("anthropic", 2048)])
+def test_plain_answer_with_cached_tokens(wire: WireServer, provider: str, cached: int) -> None:
+    wire.queue(f"{provider}/answer.json")
+    reply = _model(wire, provider).complete(ASK, max_tokens=50)
+    assert reply.text == "Hello! The tests pass."
+    assert reply.tool_calls == ()
+    assert reply.usage.cached_tokens == cached
+    assert reply.usage.completion_tokens in (7, 9)
+    sent = wire.requests[0]["body"]
+    assert sent["max_tokens"] == 50
+    assert any("Do the tests pass?" in str(m) for m in sent["messages"])
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_native_tool_call_is_mapped(wire: WireServer, provider: str) -> None:
+    wire.queue(f"{provider}/tool_call.json")
+    reply = _model(wire, provider).complete(ASK, [READ])
+    assert [(c.name, c.arguments) for c in reply.tool_calls] == [("read", {"path": "setup.py"})]
+    assert reply.tool_calls[0].id
+    assert "read" in str(wire.requests[0]["body"]["tools"])
+
+
+def test_tool_history_is_sent_in_openai_format(wire: WireServer) -> None:
+    wire.queue("openai/answer.json")
+    history = [
+        *ASK,
+        ChatMessage("assistant", "", tool_calls=(ToolCall("call_1", "read", {"path": "a.py"}),)),
+        ChatMessage("tool", "print('a')", tool_call_id="call_1"),
+    ]
+    _model(wire, "openai").complete(history, [READ])
+    sent = wire.requests[0]["body"]["messages"]
+    assert sent[2]["tool_calls"][0]["function"] == {"name": "read", "arguments": '{"path": "a.py"}'}
+    assert sent[3] == {"role": "tool", "content": "print('a')", "tool_call_id": "call_1"}
+
+
+@pytest.mark.parametrize(
+    ("name", "error", "provider_words"),
+    [
+        ("openai/context_overflow.json", ContextOverflow, "maximum context length"),
+        ("openai/auth.json", AuthError, "Incorrect API key"),
+        ("openai/rate_limit.json", RateLimited, "Rate limit reached"),
+        ("anthropic/context_overflow.json", ContextOverflow, "prompt is too long"),
+        ("anthropic/auth.json", AuthError, "invalid x-api-key"),
+        ("anthropic/rate_limit.json", RateLimited, "rate limit"),
+    ],
+)
+def test_provider_errors_are_mapped_keeping_their_text(
+    wire: WireServer, name: str, error: type[Exception], provider_words: str
+) -> None:
+    wire.queue(name)
+    with pytest.raises(error) as caught:
+        _model(wire, name.split("/")[0]).complete(ASK)
+    assert provider_words in getattr(caught.value, "provider_text", "")
+
+
+def test_malformed_tool_arguments_are_a_bad_response(wire: WireServer) -> None:
+    wire.queue("openai/bad_tool_args.json")
+    with pytest.raises(BadResponse, match="not JSON"):
+        _model(wire, "openai").complete(ASK, [READ])
+
+
+def test_unreachable_server_says_so() -> None:
+    with socket.socket() as sock:  # a port that nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = HostedModel(model_facts("openai/gpt-4o"), api_base=f"http://127.0.0.1:{port}", api_key=DUMMY_KEY)
+    with pytest.raises(ModelUnavailable, match="unreachable"):
+        model.complete(ASK)
+
+
+def test_missing_key_names_what_to_set(monkeypatch: pytest.MonkeyPatch, wire: WireServer) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    model = HostedModel(model_facts("openai/gpt-4o"), api_base=wire.url)
+    with pytest.raises(AuthError, match="API key"):
+        model.complete(ASK)
+    assert wire.requests == []  # refused before anything was sent
+
+
+def test_keys_are_never_recorded_in_fixtures() -> None:
+    files = list(Path(FIXTURES).rglob("*.json"))
+    assert len(files) >= 10
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert DUMMY_KEY not in text
+        assert "sk-" not in text

@@ -1,0 +1,142 @@
+"""Background shell commands: their completion arrives later as a tagged callback input carrying the
+command's id (SPEC S3, T1, N7), delivered through ingress into the real record."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from avibe.ports import RecordStore
+from avibe.record.entries import EntryQuery
+from avibe.record.sources import render_entry_text
+from avibe.sources.background import BackgroundJobs
+from avibe.sources.process import group_alive
+from avibe.tools import Shell
+
+
+@pytest.fixture
+def jobs(store: RecordStore, session_id: str, workdir: Path, tmp_path: Path) -> Iterator[BackgroundJobs]:
+    manager = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "bg-logs")
+    yield manager
+    manager.kill_all("test ended")
+
+
+def _eventually(check: Callable[[], bool], within_s: float = 10.0) -> bool:
+    """Wait for observable state (a killed process takes a moment to go), bounded."""
+    end = time.monotonic() + within_s
+    while not check():
+        if time.monotonic() > end:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def _callbacks(store: RecordStore, session_id: str) -> list[str]:
+    entries = store.query(EntryQuery(session=session_id, kinds=frozenset({"callback"})))
+    return [render_entry_text(e) for e in entries]
+
+
+def test_S3_background_command_returns_its_id_and_completion_arrives_as_a_callback(
+    jobs: BackgroundJobs, store: RecordStore, session_id: str, workdir: Path
+) -> None:
+    shell = Shell(workdir, jobs)
+    started = shell.run({"command": "echo hello; sleep 0.2; exit 3", "background": True})
+    assert not started.is_error
+    assert started.output.startswith("started bg-1 in the background")
+    assert [j.id for j in jobs.running()] == ["bg-1"]  # the scene's "waiting for" (S3)
+    assert jobs.wait_for_any(30)
+    finished = jobs.collect_finished()
+    assert [(f.id, f.outcome, f.exit_code) for f in finished] == [("bg-1", "exited", 3)]
+    entry = finished[0].entry
+    assert (entry.kind, entry.source.name, entry.source.ref) == ("callback", "shell", "bg-1")
+    assert not entry.is_user  # N7: a callback never counts as the user's words
+    assert "background command bg-1 finished: exit code 3" in entry.text
+    assert "hello" in entry.text
+    shown = _callbacks(store, session_id)
+    assert len(shown) == 1 and shown[0].startswith('[Harness: callback "shell" (bg-1)')
+    assert jobs.running() == [] and jobs.collect_finished() == []
+
+
+def test_ids_are_never_reused_across_a_restart_and_lost_jobs_are_reported(
+    jobs: BackgroundJobs, store: RecordStore, session_id: str, workdir: Path, tmp_path: Path
+) -> None:
+    first = jobs.start("sleep 30")
+    restarted = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "bg-logs-2")
+    lost = restarted.collect_finished()
+    assert [(f.id, f.outcome) for f in lost] == [(first.id, "lost")]
+    assert "result is unknown" in lost[0].entry.text
+    assert restarted.start("true").id == "bg-2"
+    restarted.kill_all()
+
+
+def test_a_background_timeout_kills_the_group_and_is_delivered(jobs: BackgroundJobs) -> None:
+    job = jobs.start("sleep 30", timeout_s=1)
+    pgid = jobs._jobs[job.id].proc.pid
+    assert jobs.wait_for_any(30)
+    finished = jobs.collect_finished()
+    assert [(f.id, f.outcome, f.exit_code) for f in finished] == [(job.id, "timed out", None)]
+    assert "its process group was killed" in finished[0].entry.text
+    assert _eventually(lambda: not group_alive(pgid))
+
+
+def test_kill_all_stops_running_jobs_and_records_why(
+    jobs: BackgroundJobs, store: RecordStore, session_id: str
+) -> None:
+    job = jobs.start("sleep 30 & sleep 30; wait")
+    pgid = jobs._jobs[job.id].proc.pid
+    killed = jobs.kill_all("Avibe shut down")
+    assert [(f.id, f.outcome) for f in killed] == [(job.id, "killed")]
+    assert _eventually(lambda: not group_alive(pgid))
+    assert "was killed (Avibe shut down)" in _callbacks(store, session_id)[-1]
+    assert jobs.running() == []
+
+
+def test_too_many_background_commands_is_an_error_the_model_can_act_on(
+    store: RecordStore, session_id: str, workdir: Path, tmp_path: Path
+) -> None:
+    jobs = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "logs", max_running=1)
+    shell = Shell(workdir, jobs)
+    assert not shell.run({"command": "sleep 30", "background": True}).is_error
+    refused = shell.run({"command": "sleep 30", "background": True})
+    assert refused.is_error and "already run (bg-1)" in refused.output
+    jobs.kill_all()
+
+
+def test_binary_output_is_stored_safely_and_tail_is_bounded(
+    store: RecordStore, session_id: str, workdir: Path, tmp_path: Path
+) -> None:
+    jobs = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "logs", tail_chars=100)
+    jobs.start("head -c 5000 /dev/zero | tr '\\0' y; printf 'a\\0b'; echo END")
+    assert jobs.wait_for_any(30)
+    entry = jobs.collect_finished()[0].entry
+    assert "\x00" not in entry.text
+    assert "a\\0bEND" in entry.text  # the NUL byte shown as \0
+    assert entry.text.rstrip().splitlines()[-1].startswith("(full output, 5007 bytes")
+    assert "[output cut: " in entry.text and entry.text.count("y") < 200  # only the tail is kept
+
+
+def test_waiting_gives_up_at_its_timeout_while_the_job_runs(jobs: BackgroundJobs) -> None:
+    jobs.start("sleep 30")
+    assert jobs.wait_for_any(0.2) is False
+    assert jobs.collect_finished() == [] and [j.id for j in jobs.running()] == ["bg-1"]
+
+
+def test_processes_a_finished_background_command_left_behind_are_stopped(jobs: BackgroundJobs) -> None:
+    jobs.start("sleep 30 > /dev/null 2>&1 & echo parent done")
+    assert jobs.wait_for_any(30)
+    finished = jobs.collect_finished()[0]
+    assert finished.exit_code == 0
+    assert "processes it left running were stopped" in finished.entry.text
+    assert "parent done" in finished.entry.text
+
+
+def test_a_lost_job_names_its_process_group(
+    jobs: BackgroundJobs, store: RecordStore, session_id: str, workdir: Path
+) -> None:
+    job = jobs.start("sleep 30")
+    pid = jobs._jobs[job.id].proc.pid
+    lost = BackgroundJobs(store, session_id, workdir).collect_finished()
+    assert f"process group {pid}" in lost[0].entry.text
