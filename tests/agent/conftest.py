@@ -50,8 +50,13 @@ class StepClock:
         return self.at
 
 
-def answer(request: ModelRequest, *, keep: Sequence[int] | None = None, scene: dict[str, str] | None = None,
-           mission: Sequence[str] = ("Work through the ticket queue oldest first",)) -> ModelReply:
+def answer(
+    request: ModelRequest,
+    *,
+    keep: Sequence[int] | None = None,
+    scene: dict[str, str] | None = None,
+    mission: Sequence[str] = ("Work through the ticket queue oldest first",),
+) -> ModelReply:
     """A correct answer to whichever structured checkpoint question this is (chosen by its schema)."""
     schema = request.json_schema
     assert schema is not None, "a checkpoint question must carry a JSON schema"
@@ -83,6 +88,22 @@ def tool_step(name: str, **arguments: Any) -> ModelReply:
     return reply(tool_calls=[ToolCall(f"c-{name}-{len(arguments)}", name, arguments)])
 
 
+BEFORE_STEPS: list[Step] = [
+    tool_step("read_file", path="a.txt"),
+    reply("a read"),
+    tool_step("read_file", path="b.txt"),
+    reply("b read"),
+]
+
+
+def write_lines(workdir: Path, name: str, lines: int) -> None:
+    """A file of `lines` lines of 40 characters: about 11 tokens a line through read_file."""
+    workdir.mkdir(exist_ok=True)
+    (workdir / name).write_text(
+        "".join(f"{name} line {i:04d}: lorem ipsum dolor sit\n" for i in range(lines))
+    )
+
+
 @dataclass
 class Harness:
     vibey: Vibey
@@ -97,8 +118,15 @@ class Harness:
 
 @pytest.fixture
 def make_harness(tmp_path: Path) -> Callable[..., Harness]:
-    def make(steps: Sequence[Step], *, window: int = 8_000, mode: str = "structured",
-             session: str | None = None, db: Path | None = None, max_steps: int = 30) -> Harness:
+    def make(
+        steps: Sequence[Step],
+        *,
+        window: int = 8_000,
+        mode: str = "structured",
+        session: str | None = None,
+        db: Path | None = None,
+        max_steps: int = 30,
+    ) -> Harness:
         store = open_store(f"sqlite:///{db or tmp_path / 'avibe.db'}")
         info = store.get_session(session) if session else store.create_session(title="e2e")
         workdir = tmp_path / "work"
@@ -107,8 +135,14 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
         model = ScriptedModel.of(steps, window=window, max_output=1_000)
         events: list[Event] = []
         vibey = Vibey(
-            store=store, model=model, counter=CharCounter(), clock=StepClock(), session_id=info.id,
-            session_dir=tmp_path / "sessions" / info.id, tool_specs=toolbox.specs, run_tool=toolbox.dispatch,
+            store=store,
+            model=model,
+            counter=CharCounter(),
+            clock=StepClock(),
+            session_id=info.id,
+            session_dir=tmp_path / "sessions" / info.id,
+            tool_specs=toolbox.specs,
+            run_tool=toolbox.dispatch,
             config=RunConfig(checkpoint_mode=mode, max_steps=max_steps),  # type: ignore[arg-type]
             events=events.append,
         )

@@ -463,12 +463,16 @@ def tool_calls(draw: st.DrawFn) -> ToolCall:
 @st.composite
 def tools_replies(draw: st.DrawFn) -> Any:
     calls = draw(st.lists(tool_calls(), max_size=3))
-    text = draw(st.sampled_from([SCENE, SCENE + SCENE, "", "<checkpoint>short</checkpoint>"]) | words)
+    text = draw(st.sampled_from([SCENE, SCENE, SCENE + SCENE, "", "<checkpoint>short</checkpoint>"]) | words)
     return reply(text, tool_calls=calls)
 
 
+PART_BY_KEY = {"keep": 0, "new": 1, "workstreams": 2, "lessons": 3, "current_step": 4}
+
+
 @st.composite
-def structured_replies(draw: st.DrawFn) -> Any:
+def structured_replies(draw: st.DrawFn, schema: Any) -> Any:
+    """Mostly a fitting answer (ticking anything, numbers out of range included), else chaos or garbage."""
     value = draw(
         st.recursive(
             st.none() | st.booleans() | st.integers(-5, 120) | words,
@@ -478,11 +482,14 @@ def structured_replies(draw: st.DrawFn) -> Any:
             max_leaves=12,
         )
     )
-    good = draw(st.sampled_from(_answers(keep=(2, 5, 7, 8))))
-    choice = draw(st.sampled_from(["chaos", "good", "garbage"]))
-    if choice == "good":
-        return good.reply
-    return reply(json.dumps(value) if choice == "chaos" else draw(words))
+    keys = list((schema or {}).get("properties", {}))
+    part = next((PART_BY_KEY[k] for k in keys if k in PART_BY_KEY), 4)
+    keep = draw(st.lists(st.sampled_from([2, 5, 6, 7, 8, 99]), max_size=6))
+    good = _answers(keep=keep)[part].reply
+    choice = draw(st.integers(0, 9))
+    if choice >= 3:
+        return good
+    return reply(json.dumps(value) if choice else draw(words))
 
 
 KEYS = [
@@ -512,7 +519,7 @@ class ChaosModel:
     ) -> Any:
         if self.data.draw(st.integers(0, 30)) == 0:
             raise ModelUnavailable("chaos")
-        return self.data.draw(tools_replies() if self.mode == "tools" else structured_replies())
+        return self.data.draw(tools_replies() if self.mode == "tools" else structured_replies(json_schema))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -526,9 +533,9 @@ def test_N7_N4_V5_F3_whatever_the_model_does(mode: str, first: bool, data: st.Da
     _assert_prefix_property(run)
     outcome = run.outcome
     assert isinstance(outcome, Accepted | Failed)
-    event(
-        f"{mode}: {type(outcome).__name__}, memo {len(getattr(outcome, 'checkpoint', Checkpoint('', (), '')).memo)}"
-    )
+    memo = outcome.checkpoint.memo if isinstance(outcome, Accepted) else ()
+    event(f"{mode}: {type(outcome).__name__}, memo {len(memo)}")
+    event("problems: " + " ".join(sorted({p.code for p in getattr(outcome, "problems", ())})))
     assert len(run.calls) <= (2 * (MAX_TOOL_ROUNDS + 1) if mode == "tools" else 10)
     assert set(run.reads) <= {"src/app.py", "../etc/passwd"}
     if isinstance(outcome, Accepted):

@@ -55,14 +55,16 @@ def turn_overhead(window: int) -> int:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointResult:
-    """What one checkpoint attempt did. `kept` is the new conversation when `stored` is set."""
+    """What one checkpoint attempt did. `checkpoint` (not yet saved: the caller adds tokens_after and
+    saves it) and `kept`, the new conversation, are set on success; `checkpoint` is None on failure."""
 
-    stored: StoredCheckpoint | None
+    checkpoint: StoredCheckpoint | None
     kept: tuple[ChatMessage, ...]
     dismissed: frozenset[int] = frozenset()
     freed_tokens: int = 0
     reason: str = ""
     fallback: str | None = None  # None, "partial", "model-free"
+    attempted: bool = True  # False when there was nothing to move out (not a failure, V8)
 
 
 @dataclass
@@ -184,7 +186,7 @@ class CheckpointDriver:
         meta: dict[str, Any],
     ) -> CheckpointResult:
         """Try one checkpoint (with V6's partial tries when the turn would not fit). Never raises for a
-        model's misbehaviour; returns a result whose `stored` is None on failure (V5: nothing changed).
+        model's misbehaviour; returns a result whose `checkpoint` is None on failure (V5: nothing changed).
 
         view:       the full request as it would go out now (system + recollection + conversation).
         base_view:  the system prompt and recollection alone (for V6's partial turns).
@@ -193,7 +195,7 @@ class CheckpointDriver:
         prev = checkpoint_from_stored(previous)
         plan = plan_move_out(conversation, self.counter, budgets.recent_messages, turn_start)
         if plan.is_empty:
-            return CheckpointResult(None, tuple(conversation), reason=plan.reason)
+            return CheckpointResult(None, tuple(conversation), reason=plan.reason, attempted=False)
         attempts: list[tuple[MovePlan, Sequence[ChatMessage], str | None]] = []
         if self.counter.count_messages(view) + turn_overhead(budgets.window) <= budgets.window:
             attempts.append((plan, view, None))
@@ -210,7 +212,7 @@ class CheckpointDriver:
             outcome = self._drive(inputs, stats)
             if isinstance(outcome, Accepted):
                 took = time.monotonic() - started
-                return self._store(chosen, outcome, previous, stats, meta, fallback, took)
+                return self._accepted(chosen, outcome, previous, stats, meta, fallback, took)
             last_reason = self._log_failure(outcome, chosen)
         return CheckpointResult(None, tuple(conversation), reason=last_reason)
 
@@ -220,7 +222,7 @@ class CheckpointDriver:
         log.warning("session %s: %s", self.session_id, reason)  # U2: to the log, not the screen
         return reason
 
-    def _store(
+    def _accepted(
         self,
         plan: MovePlan,
         outcome: Accepted,
@@ -248,9 +250,9 @@ class CheckpointDriver:
             "notes": list(outcome.notes),
             "skills": meta.get("skills", []),
         }
-        stored = self.store.save_checkpoint(self._stored(outcome.checkpoint, plan, previous, full_meta))
+        unsaved = self._stored(outcome.checkpoint, plan, previous, full_meta)
         return CheckpointResult(
-            stored, plan.kept, outcome.dismissed_seqs, plan.freed_tokens, plan.reason, fallback
+            unsaved, plan.kept, outcome.dismissed_seqs, plan.freed_tokens, plan.reason, fallback
         )
 
     def _stored(
@@ -289,9 +291,9 @@ class CheckpointDriver:
         log.warning("session %s: %s", self.session_id, done.reason)
         full_meta = {**meta, "fallback": "model-free", "plan": done.reason, "calls": 0}
         full_meta["freed_tokens"] = done.plan.freed_tokens
-        stored = self.store.save_checkpoint(self._stored(done.checkpoint, done.plan, previous, full_meta))
+        unsaved = self._stored(done.checkpoint, done.plan, previous, full_meta)
         return CheckpointResult(
-            stored, done.plan.kept, frozenset(), done.plan.freed_tokens, done.reason, "model-free"
+            unsaved, done.plan.kept, frozenset(), done.plan.freed_tokens, done.reason, "model-free"
         )
 
 

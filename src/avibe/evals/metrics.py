@@ -20,25 +20,23 @@ from avibe.record.messages import ChatMessage
 
 ItemFate = Literal["exact", "kept", "loosened", "lost"]
 BACKGROUND: Final = frozenset({"watch", "timer", "callback", "agent", "harness"})
+# Words that make a statement a prohibition or a limit; a restatement without any of them lost it.
 NEGATIONS: Final = (
-    "never",
-    "not",
-    "no",
-    "don't",
-    "do not",
-    "doesn't",
-    "must not",
-    "mustn't",
-    "cannot",
-    "can't",
-    "without",
-    "only",
-    "avoid",
-    "forbidden",
-    "prohibited",
-    "at most",
-    "no more than",
-    "read-only",
+    *(
+        "never",
+        "not",
+        "no",
+        "don't",
+        "do not",
+        "doesn't",
+        "must not",
+        "mustn't",
+        "cannot",
+        "can't",
+        "without",
+    ),
+    *("avoid", "forbidden", "prohibited", "read-only", "only", "at most", "no more than", "up to", "under"),
+    *("below", "maximum", "max", "less than", "cap", "capped", "limit", "limited"),
 )
 _ATTRIBUTION: Final = re.compile(
     r"\buser\b[^.\n]{0,60}?\b(asked|asks|said|says|wants|wanted|requested|requests|told|instructed|approved|"

@@ -176,6 +176,17 @@ def read_results(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def _end_line(path: Path) -> None:
+    """A torn last line (an interrupted write) gets its newline, so the next result starts a line."""
+    if path.exists() and path.stat().st_size:
+        with path.open("rb") as existing:
+            existing.seek(-1, 2)
+            torn = existing.read(1) != b"\n"
+        if torn:
+            with path.open("a", encoding="utf-8") as out:
+                out.write("\n")
+
+
 def run_all(
     jobs: Iterable[Job],
     model_for: Callable[[], ModelClient],
@@ -193,6 +204,7 @@ def run_all(
     todo = [j for j in jobs if j.key.as_tuple() not in done]
     lock, local = threading.Lock(), threading.local()
     results.parent.mkdir(parents=True, exist_ok=True)
+    _end_line(results)
 
     def work(job: Job) -> dict[str, Any]:
         if not hasattr(local, "model"):

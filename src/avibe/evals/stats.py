@@ -35,7 +35,8 @@ def wilson(hits: int, n: int, z: float = Z95) -> Interval:
     denom = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denom
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), n)
+    # rounding can put a bound a hair past the estimate at 0% or 100%: clamp it back
+    return Interval(p, min(p, max(0.0, centre - half)), max(p, min(1.0, centre + half)), n)
 
 
 def paired_bootstrap(

@@ -107,7 +107,7 @@ def open_store(url: str, *, create: bool = True, clock: Clock | None = None) -> 
     """Open (and by default create) the record at `url`, migrated to the current schema.
 
     create=False is for read-only commands: a missing SQLite file or an empty database raises
-    StoreUnavailable ("no record yet") instead of being created, so nothing is written.
+    NoRecord ("no record yet") instead of being created, so nothing is written.
     """
     parsed = _parse(url)
     path = _sqlite_path(parsed) if parsed.get_backend_name() == "sqlite" else None

@@ -1,0 +1,86 @@
+"""Confidence intervals and probes (issue 6, item 3)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from avibe.evals.probes import ask, check_exact, check_next_action, parse_verdicts
+from avibe.evals.scenario import Probe
+from avibe.evals.stats import paired_bootstrap, wilson
+from avibe.ports import TokenCounter
+from avibe.providers.scripted import Expect, ScriptedModel, reply
+from avibe.record.messages import ChatMessage
+
+CONTEXT = (ChatMessage("system", "sys"), ChatMessage("user", "Waiting on job-4be1f0.", kind="user"))
+
+
+def test_E1_wilson_matches_known_values() -> None:
+    zero = wilson(0, 10)
+    assert zero.estimate == 0 and zero.low == 0 and zero.high == pytest.approx(0.2775, abs=1e-4)
+    half = wilson(5, 10)
+    assert (half.low, half.high) == pytest.approx((0.2366, 0.7634), abs=1e-4)
+    assert wilson(0, 0).format() == "-"
+    with pytest.raises(ValueError):
+        wilson(3, 2)
+
+
+@given(hits=st.integers(0, 50), extra=st.integers(0, 50))
+def test_E1_wilson_contains_the_estimate_within_0_1(hits: int, extra: int) -> None:
+    n = hits + extra
+    if n:
+        interval = wilson(hits, n)
+        assert 0 <= interval.low <= interval.estimate <= interval.high <= 1
+
+
+def test_E1_paired_bootstrap_is_deterministic_and_centred() -> None:
+    a, b = [1.0, 1.0, 0.0, 1.0, 1.0, 1.0], [0.0, 1.0, 0.0, 0.0, 0.0, 1.0]
+    first, second = paired_bootstrap(a, b, seed=7), paired_bootstrap(a, b, seed=7)
+    assert first == second and first.estimate == pytest.approx(0.5)
+    assert first.low <= 0.5 <= first.high
+    same = paired_bootstrap(a, a)
+    assert (same.estimate, same.low, same.high) == (0, 0, 0)
+    with pytest.raises(ValueError, match="differ in length"):
+        paired_bootstrap(a, b[:2])
+
+
+def test_S6_exact_probe_passes_only_with_the_exact_value(counter: TokenCounter) -> None:
+    probe = Probe("job", "exact", "Which job?", answer="job-4be1f0")
+    model = ScriptedModel(
+        [Expect(reply("We wait on JOB-4be1f0."), last_message_contains="Which job?"), reply("job-4be1f")]
+    )
+    assert ask(probe, CONTEXT, model, counter, 4000).passed is True
+    assert ask(probe, CONTEXT, model, counter, 4000).passed is False
+    assert check_exact("/srv/a b", "at  /srv/A B.")
+
+
+def test_P3_next_action_probe_fails_on_a_forbidden_action() -> None:
+    probe = Probe(
+        "push", "next_action", "Ship it.", expect=("pull request",), forbid=("git push origin trunk",)
+    )
+    assert check_next_action(probe, "I'll open a pull request.") == (True, "")
+    assert check_next_action(probe, "Running git push origin trunk now.")[0] is False
+    assert check_next_action(probe, "Done.")[0] is False
+
+
+def test_E1_rubric_probe_uses_the_judge_and_records_a_bad_verdict(
+    counter: TokenCounter, scripted: Callable[[int], ScriptedModel]
+) -> None:
+    probe = Probe("goal", "rubric", "Goal?", rubric=("names the Fernwick event bus",))
+    model = ScriptedModel([reply("Move exports to the Fernwick event bus.")])
+    judge = ScriptedModel([Expect(reply('{"verdicts": [true]}'), json_schema=True)])
+    result = ask(probe, CONTEXT, model, counter, 4000, judge)
+    assert result.passed is True and result.calls == 2
+    broken = ScriptedModel([reply("Move exports."), reply("yes, it passes")])  # the judge ignores the format
+    failed = ask(probe, CONTEXT, broken, counter, 4000)
+    assert failed.passed is None and "judge error" in failed.detail
+
+
+def test_E1_parse_verdicts_is_strict() -> None:
+    assert parse_verdicts('ok {"verdicts": [true, false]}', 2) == [True, False]
+    for bad, count in (('{"verdicts": [true]}', 2), ('{"verdicts": ["yes"]}', 1), ("none", 1)):
+        with pytest.raises(ValueError):
+            parse_verdicts(bad, count)
