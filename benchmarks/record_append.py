@@ -38,9 +38,8 @@ MIX: list[tuple[Kind, Source]] = [
     ("assistant", Source("assistant", "vibey")),
     ("callback", Source("callback", "build", "b-881")),
 ]
-WORDS = (
-    "the queue of PRs oldest first ask only when a decision is needed never merge without green CI".split()
-)
+WORDS = ["the", "queue", "of", "PRs", "oldest", "first", "ask", "only", "when", "a", "decision", "is",
+         "needed", "never", "merge", "without", "green", "CI"]  # fmt: skip
 
 
 def _text(rng: random.Random) -> str:
@@ -76,8 +75,8 @@ def _bulk(store: SqlStore, session: str, start: int, count: int, batch: int, rng
 def _query_latencies(
     store: SqlStore, session: str, total: int, span: int, runs: int
 ) -> tuple[list[float], int]:
-    rng, timings, found = random.Random(7), [], 0
-    user_only = frozenset({"user"})
+    rng, timings, found = random.Random(7), list[float](), 0
+    user_only: frozenset[Kind] = frozenset({"user"})
     for _ in range(runs):
         first = rng.randint(1, max(1, total - span))
         began = time.perf_counter()
@@ -122,12 +121,12 @@ def main() -> None:
           f"({single_s / sample * 1e6:,.0f} us each; sample of {sample:,})")  # fmt: skip
     if args.entries > sample:
         rest = args.entries - sample
-        print(
-            f"  bulk append_many ({args.batch:,} per transaction): {rest / bulk_s:,.0f} entries/s ({rest:,} entries)"
-        )
+        rate = rest / bulk_s
+        print(f"  bulk append_many ({args.batch:,} per transaction): {rate:,.0f} entries/s ({rest:,})")
+    verdict = "met" if p95 < TARGET_MS else "MISSED"
     print(f"  user messages of S between seq a and a+{args.span:,} ({args.queries} random ranges, "
           f"{found / args.queries:,.0f} hits each): median {median:.2f} ms, p95 {p95:.2f} ms, "
-          f"max {max(timings):.2f} ms -> target < {TARGET_MS:.0f} ms: {'met' if p95 < TARGET_MS else 'MISSED'}")  # fmt: skip
+          f"max {max(timings):.2f} ms -> target p95 < {TARGET_MS:.0f} ms: {verdict}")  # fmt: skip
     folder.cleanup()
 
 

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 
@@ -13,8 +12,6 @@ from avibe.ports import TokenCounter
 from avibe.providers.counting import TiktokenCounter
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.messages import ModelReply
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @pytest.fixture(scope="session")

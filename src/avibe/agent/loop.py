@@ -187,17 +187,20 @@ class Vibey:
         return skills_to_put_back(loaded, self.counter, self.budgets)
 
     def _recollection(self, state: LiveState, stored: StoredCheckpoint | None) -> str:
+        """The checkpoint as recollection. Everything in it is fixed when the checkpoint is made (the file
+        list included), so the request prefix stays the same from call to call and the prompt cache holds."""
         checkpoint = checkpoint_from_stored(stored)
-        if checkpoint is None:
+        if checkpoint is None or stored is None:
             return ""
-        current = state.turn_user_seqs if stored and stored.meta.get("mid_turn") else ()
+        interrupted = tuple(stored.meta.get("current_request_seqs", ()))
+        still_running = bool(interrupted) and interrupted[0] in state.turn_user_seqs
         return recollection(
             checkpoint,
-            number=stored.number if stored else None,
+            number=stored.number,
             skills=self._put_back(stored),
-            files=file_list(state.files_modified, state.files_read),
+            files=str(stored.meta.get("files", "")),
             pointer=record_pointer(self.session_id, self.config.record_where),
-            current_request_seqs=current,
+            current_request_seqs=interrupted if still_running else (),
         )
 
     def _system(self) -> str:
@@ -237,6 +240,8 @@ class Vibey:
             "trigger": reason,
             "tokens_before": before,
             "mid_turn": bool(state.turn_user_seqs),
+            "current_request_seqs": list(state.turn_user_seqs),  # F5: kept verbatim, win on conflict
+            "files": file_list(state.files_modified, state.files_read),  # A2, fixed at checkpoint time
             "skills": sorted(skills.values(), key=lambda s: -int(s["order"])),
             "window": self.facts.window,
         }

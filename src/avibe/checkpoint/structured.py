@@ -188,11 +188,11 @@ def _apply_memo(work: Work, data: Mapping[str, Any]) -> None:
         work.problem("memo", 'The answer needs "keep": a list of message numbers.')
         return
     known = {c.seq for c in work.candidates}
-    numbers = [n for n in keep if isinstance(n, int) and not isinstance(n, bool)]
-    dropped = sorted({str(n) for n in keep if n not in known or isinstance(n, bool)})
+    ticked = {n for n in keep if type(n) is int and n in known}
+    dropped = [repr(n) for n in keep if not (type(n) is int and n in known)]
     if dropped:  # the grammar forbids these; a model without one may still name them
         work.notes.append(f"memo answer named numbers that are not candidates, ignored: {', '.join(dropped)}")
-    work.ticked = frozenset(n for n in numbers if n in known)
+    work.ticked = frozenset(ticked)
 
 
 # ---- mission (M4) -----------------------------------------------------------------------------------
@@ -239,7 +239,7 @@ def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
     changes = data.get("status", [])
     for change in changes if isinstance(changes, list) else []:
         mid, status = (change.get("id"), change.get("status")) if isinstance(change, dict) else (None, None)
-        if mid not in current or not _status_ok(status, targets):
+        if not isinstance(mid, str) or mid not in current or not _status_ok(status, targets):
             work.notes.append(f"mission status change ignored (unknown id or status): {change!r}")
             continue
         line = current[str(mid)]
@@ -285,7 +285,11 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
     added: list[str] = []
     for item in items:
         wid, status = (item.get("id"), item.get("status")) if isinstance(item, dict) else (None, None)
-        if status not in WORKSTREAM_STATUSES or (wid != "new" and wid not in current):
+        if (
+            status not in WORKSTREAM_STATUSES
+            or not isinstance(wid, str)
+            or (wid != "new" and wid not in current)
+        ):
             work.notes.append(f"workstream change ignored (unknown id or status): {item!r}")
             continue
         text = _one_line(str(item.get("text", "")))

@@ -4,7 +4,6 @@ with a Markdown report, PNG plots and the raw JSONL results (SPEC E1, issue 6)."
 from __future__ import annotations
 
 import shlex
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -75,6 +74,33 @@ def _run_with_progress(jobs: list[Job], run: Any, out: Path) -> None:
             progress.update(task, advance=1, description=f"{row['strategy']} / {row['scenario']}")
 
         run(on_done)
+
+
+def _command_line(
+    types: list[str],
+    files: list[Path] | None,
+    sessions: list[str] | None,
+    strategies: list[str],
+    model: str,
+    judge: str | None,
+    seeds: list[int] | None,
+    ks: list[int] | None,
+    window: int,
+    threshold: float,
+    out: Path,
+) -> str:
+    """The command that reproduces this report, with every default spelled out."""
+    words = ["vibe", "eval"]
+    words += [w for t in types for w in ("-t", t)] + [w for f in files or [] for w in ("--scenario", str(f))]
+    words += [w for s in sessions or [] for w in ("--session", s)] + [
+        w for s in strategies for w in ("-s", s)
+    ]
+    words += ["--model", model] + (["--judge", judge] if judge else [])
+    words += [w for s in seeds or [1] for w in ("--seed", str(s))] + [
+        w for x in ks or [1, 2, 4, 8] for w in ("--k", str(x))
+    ]
+    words += ["--window", str(window), "--threshold", str(threshold), "--out", str(out)]
+    return shlex.join(words)
 
 
 def eval_command(
@@ -166,7 +192,7 @@ def eval_command(
         "judge": judge or name,
         "window": f"{size:,} tokens",
         "threshold": f"{threshold:.0%}",
-        "command": f"`{shlex.join(['vibe', *sys.argv[1:]])}`",
+        "command": f"`{_command_line(types, scenario, session, strategies, name, judge, seed, k, size, threshold, out)}`",
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     files_written = write_report(read_results(out / RESULTS), out, header, plots=not no_plots)

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any, Final, TypeVar, cast
 
-from sqlalchemy import Row, and_, func, insert, select, update
+from sqlalchemy import Row, and_, bindparam, func, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.sql.elements import ColumnElement
@@ -44,6 +44,16 @@ _ENTRY_COLUMNS: Final = (
     entries.c.text,
     entries.c.at,
     entries.c.turn_id,
+)
+
+
+# Statements built once: appends are the hot path (see benchmarks/record_append.py).
+_LOCK_SESSION: Final = select(sessions).where(sessions.c.id == bindparam("sid")).with_for_update()
+_INSERT_ENTRY: Final = insert(entries)
+_BUMP_SESSION: Final = (
+    update(sessions)
+    .where(sessions.c.id == bindparam("sid"))
+    .values(last_seq=bindparam("new_seq"), last_at=bindparam("new_at"))
 )
 
 
@@ -230,7 +240,7 @@ class SqlStore:
     def _lock_session(self, conn: Connection, session_id: str) -> AnyRow:
         """The session row, locked until the transaction ends (a no-op clause on SQLite, where
         BEGIN IMMEDIATE already holds the database's write lock)."""
-        row = conn.execute(select(sessions).where(sessions.c.id == session_id).with_for_update()).first()
+        row = conn.execute(_LOCK_SESSION, {"sid": session_id}).first()
         if row is None:
             raise self._unknown(session_id)
         return row
@@ -326,10 +336,9 @@ class SqlStore:
             newest = entry.at if last_at is None or entry.at > last_at else last_at
             last[entry.session] = (seq + 1, newest)
             stored.append(Entry(entry.session, seq + 1, entry.source, entry.text, entry.at, entry.turn_id))
-        conn.execute(insert(entries), [_entry_values(entry) for entry in stored])
+        conn.execute(_INSERT_ENTRY, [_entry_values(entry) for entry in stored])
         for session_id, (seq, last_at) in last.items():
-            values = {"last_seq": seq, "last_at": last_at}
-            conn.execute(update(sessions).where(sessions.c.id == session_id).values(**values))
+            conn.execute(_BUMP_SESSION, {"sid": session_id, "new_seq": seq, "new_at": last_at})
         return [dataclasses.replace(entry, at=entry.at.astimezone(UTC)) for entry in stored]
 
     def query(self, query: EntryQuery) -> list[Entry]:
