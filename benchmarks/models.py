@@ -33,7 +33,9 @@ def _perf(model: EmbeddedModel) -> tuple[float, int, float, int]:
 def main() -> None:
     start = time.perf_counter()
     model = open_embedded("embedded", load_settings().model_cache)
-    print(f"load (incl. verification via sidecar): {time.perf_counter() - start:.2f} s, n_ctx {model.facts.window}")
+    print(
+        f"load (incl. verification via sidecar): {time.perf_counter() - start:.2f} s, n_ctx {model.facts.window}"
+    )
 
     convo = _conversation(10)
     before = _perf(model)
@@ -56,7 +58,9 @@ def main() -> None:
 
     checkpoint = [*extended, ChatMessage("assistant", second.text)]
     checkpoint.append(ChatMessage("user", "Checkpoint: update the mind file, then the scene."))
-    tools = [ToolSpec("edit_mind", "Replace a section of the mind file.", {"type": "object", "properties": {}})]
+    tools = [
+        ToolSpec("edit_mind", "Replace a section of the mind file.", {"type": "object", "properties": {}})
+    ]
     t0 = time.perf_counter()
     turn = model.complete(checkpoint, tools, max_tokens=48)
     share = turn.usage.cached_tokens / turn.usage.prompt_tokens

@@ -57,7 +57,9 @@ def wire() -> Iterator[WireServer]:
             length = int(self.headers.get("content-length", "0"))
             body = json.loads(self.rfile.read(length) or b"{}")
             box.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-            status, payload = box.responses.pop(0) if box.responses else (500, {"error": "no response queued"})
+            status, payload = (
+                box.responses.pop(0) if box.responses else (500, {"error": "no response queued"})
+            )
             data = json.dumps(payload).encode()
             self.send_response(status)
             self.send_header("content-type", "application/json")

@@ -89,11 +89,20 @@ def test_checkpoint_turn_appended_to_live_conversation_hits_the_cache(embedded_m
     """Performance goal (issue 4, F3): a checkpoint turn over the live conversation reuses >= 90%."""
     convo = [SYSTEM]
     for i in range(12):
-        convo.append(ChatMessage("user", f"Step {i}: " + "please refactor the parser module and keep tests green. " * 6))
-        convo.append(ChatMessage("assistant", f"Done with step {i}; tests pass and the parser is simpler now."))
+        convo.append(
+            ChatMessage(
+                "user", f"Step {i}: " + "please refactor the parser module and keep tests green. " * 6
+            )
+        )
+        convo.append(
+            ChatMessage("assistant", f"Done with step {i}; tests pass and the parser is simpler now.")
+        )
     convo.append(ChatMessage("user", "Now add a test for the empty input."))
     embedded_model.complete(convo, max_tokens=4)  # the live conversation's last work turn
-    checkpoint = [*convo, ChatMessage("user", "Checkpoint: update the mind file, then the scene. Call a tool.")]
+    checkpoint = [
+        *convo,
+        ChatMessage("user", "Checkpoint: update the mind file, then the scene. Call a tool."),
+    ]
     reply = embedded_model.complete(checkpoint, [ToolSpec("edit_mind", "Edit the mind file.")], max_tokens=60)
     share = reply.usage.cached_tokens / reply.usage.prompt_tokens
     assert share >= 0.9, f"only {share:.0%} of {reply.usage.prompt_tokens} prompt tokens cached"

@@ -7,12 +7,12 @@ import socket
 from pathlib import Path
 
 import pytest
-from conftest import DUMMY_KEY, FIXTURES, WireServer
 
 from avibe.errors import AuthError, BadResponse, ContextOverflow, ModelUnavailable, RateLimited
 from avibe.providers.facts import model_facts
 from avibe.providers.hosted import HostedModel
 from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
+from conftest import DUMMY_KEY, FIXTURES, WireServer
 
 READ = ToolSpec("read", "Read a text file.", {"type": "object", "properties": {"path": {"type": "string"}}})
 ASK = [ChatMessage("system", "You are Vibey."), ChatMessage("user", "Do the tests pass?")]

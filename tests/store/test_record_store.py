@@ -4,6 +4,7 @@ filter, checkpoints, session state, and the errors a caller can act on."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -99,7 +100,7 @@ def test_naive_time_is_refused(store: SqlStore) -> None:
 
 
 def test_unknown_session_is_reported_by_every_method(store: SqlStore) -> None:
-    calls = [
+    calls: list[Callable[[], object]] = [
         lambda: store.get_session("s-nope"),
         lambda: store.append(NewEntry("s-nope", Source("user", "alice"), "hi", T0)),
         lambda: store.query(EntryQuery("s-nope")),

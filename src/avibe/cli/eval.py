@@ -187,12 +187,13 @@ def eval_command(
         )
 
     _run_with_progress(matrix, run, out)
+    command = _command_line(types, scenario, session, strategies, name, judge, seed, k, size, threshold, out)
     header = {
         "model": name,
         "judge": judge or name,
         "window": f"{size:,} tokens",
         "threshold": f"{threshold:.0%}",
-        "command": f"`{_command_line(types, scenario, session, strategies, name, judge, seed, k, size, threshold, out)}`",
+        "command": f"`{command}`",
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     files_written = write_report(read_results(out / RESULTS), out, header, plots=not no_plots)

@@ -17,7 +17,7 @@ import typer
 from avibe.config import load_settings
 from avibe.errors import AvibeError, NoRecord
 from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, SessionInfo
-from avibe.record.sources import render_entry_text
+from avibe.record.sources import clean_field, render_entry_text
 from avibe.store import SqlStore, open_store
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all controls but tab and newline
@@ -119,7 +119,8 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
 
 
 def _entry_human(entry: Entry) -> str:
-    who = f" · {entry.kind} {entry.source.name}".rstrip() if entry.kind in {"user", "assistant"} else ""
+    name = clean_field(entry.source.name)  # one line, whatever the stored name holds
+    who = f" · {entry.kind} {name}".rstrip() if entry.kind in {"user", "assistant"} else ""
     header = f"#{entry.seq} · {entry.at:%Y-%m-%d %H:%M:%S} UTC{who}"
     return _terminal_safe(f"{header}\n{render_entry_text(entry)}")
 
@@ -127,8 +128,8 @@ def _entry_human(entry: Entry) -> str:
 def _show_entries(entries: list[Entry], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps([_entry_json(entry) for entry in entries], ensure_ascii=False, indent=2))
-        return
-    typer.echo("\n\n".join(_entry_human(entry) for entry in entries))
+    elif entries:
+        typer.echo("\n\n".join(_entry_human(entry) for entry in entries))
 
 
 _KIND_HELP = f"Only entries of this kind; repeat for several. Kinds: {', '.join(KINDS)}."

@@ -25,7 +25,9 @@ def is_local(name: str) -> bool:
 
 def _refuse_scripted(name: str) -> None:
     if name == "scripted":
-        raise ModelUnavailable("'scripted' is a test model; construct avibe.providers.scripted.ScriptedModel directly")
+        raise ModelUnavailable(
+            "'scripted' is a test model; construct avibe.providers.scripted.ScriptedModel directly"
+        )
 
 
 def open_model(name: str, settings: Settings) -> ModelClient:

@@ -72,7 +72,9 @@ def resolve_model_file(name: str, model_cache: Path) -> Path:
         path = Path(name.removeprefix("local:")).expanduser()
         check_gguf(path)
         return path
-    raise ModelUnavailable(f"{name!r} is not an embedded model name; use 'embedded' or 'local:/path/model.gguf'")
+    raise ModelUnavailable(
+        f"{name!r} is not an embedded model name; use 'embedded' or 'local:/path/model.gguf'"
+    )
 
 
 class PromptRenderer:
@@ -83,7 +85,9 @@ class PromptRenderer:
 
         template = llama.metadata.get("tokenizer.chat_template")
         if not template:
-            raise ModelUnavailable("the GGUF file has no chat template (tokenizer.chat_template); use an instruct model")
+            raise ModelUnavailable(
+                "the GGUF file has no chat template (tokenizer.chat_template); use an instruct model"
+            )
         self._llama = llama
         eos, bos = llama.token_eos(), llama.token_bos()
         self.eos_text: str = llama._model.token_get_text(eos) if eos != -1 else ""
@@ -101,7 +105,9 @@ class PromptRenderer:
 
     def tokens(self, messages: Sequence[ChatMessage], tail: str | None = None) -> list[int]:
         """The prompt tokens we hand to llama.cpp (without the BOS it adds itself)."""
-        ids: list[int] = self._llama.tokenize(self.render(messages, tail).encode("utf-8"), add_bos=False, special=True)
+        ids: list[int] = self._llama.tokenize(
+            self.render(messages, tail).encode("utf-8"), add_bos=False, special=True
+        )
         return ids[1:] if self._bos_added and ids[:1] == [self._bos] else ids
 
     def prompt_count(self, tokens: Sequence[int]) -> int:
@@ -150,7 +156,9 @@ def tools_instruction(tools: Sequence[ToolSpec]) -> str:
 
 
 def schema_instruction(schema: Mapping[str, Any]) -> str:
-    return "Reply with one JSON object that matches this JSON schema: " + json.dumps(schema, ensure_ascii=False)
+    return "Reply with one JSON object that matches this JSON schema: " + json.dumps(
+        schema, ensure_ascii=False
+    )
 
 
 def tool_choice_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
@@ -189,7 +197,9 @@ def _load_json(raw: str, finish: str) -> Any:
     try:
         return json.loads(raw, strict=False)  # the grammar lets raw newlines into strings
     except ValueError as exc:
-        hint = "it stopped at max_tokens; allow more output tokens" if finish == "length" else "retry the turn"
+        hint = (
+            "it stopped at max_tokens; allow more output tokens" if finish == "length" else "retry the turn"
+        )
         raise BadResponse(f"the model's reply is not valid JSON ({exc}); {hint}", provider_text=raw) from exc
 
 
@@ -240,7 +250,9 @@ class EmbeddedModel:
             cached_tokens=cached,
         )
         text, calls = _interpret(raw, tools, json_schema, finish)
-        return ModelReply(text=text, tool_calls=calls, usage=usage, finish_reason=finish, model=self._facts.name)
+        return ModelReply(
+            text=text, tool_calls=calls, usage=usage, finish_reason=finish, model=self._facts.name
+        )
 
     def _output_limit(self, tokens: Sequence[int], max_tokens: int | None) -> int:
         prompt = self._renderer.prompt_count(tokens)

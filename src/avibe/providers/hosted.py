@@ -39,7 +39,11 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
         item: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.tool_calls:
             item["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": json.dumps(c.arguments)}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                }
                 for c in m.tool_calls
             ]
         if m.role == "tool":
@@ -52,7 +56,10 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
 
 def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [
-        {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+        }
         for t in tools
     ]
 
@@ -128,7 +135,11 @@ def map_error(exc: Exception, model: str) -> ModelError:
     if isinstance(exc, e.BadRequestError) and _looks_like_overflow(text):
         return ContextOverflow(f"{model}: the request is larger than the model's window; checkpoint", text)
     table: tuple[tuple[type[Exception], type[ModelError], str], ...] = (
-        (e.ContextWindowExceededError, ContextOverflow, "the request is larger than the model's window; checkpoint"),
+        (
+            e.ContextWindowExceededError,
+            ContextOverflow,
+            "the request is larger than the model's window; checkpoint",
+        ),
         (e.AuthenticationError, AuthError, "set a valid API key in the provider's environment variable"),
         (e.PermissionDeniedError, AuthError, "the key is not allowed to use this model"),
         (e.RateLimitError, RateLimited, "wait and retry, or lower the request rate"),
@@ -143,7 +154,9 @@ def map_error(exc: Exception, model: str) -> ModelError:
     for litellm_type, ours, advice in table:
         if isinstance(exc, litellm_type):
             return ours(f"{model}: {advice} ({type(exc).__name__})", provider_text=text)
-    return ModelUnavailable(f"{model}: the call failed ({type(exc).__name__}: {text[:200]})", provider_text=text)
+    return ModelUnavailable(
+        f"{model}: the call failed ({type(exc).__name__}: {text[:200]})", provider_text=text
+    )
 
 
 def _looks_like_connection_failure(text: str) -> bool:
@@ -170,7 +183,9 @@ def parse_response(response: Any, model: str) -> ModelReply:
         choice = response.choices[0]
         message = choice.message
     except (AttributeError, IndexError) as exc:
-        raise BadResponse(f"{model}: the response has no choices; retry", provider_text=str(response)) from exc
+        raise BadResponse(
+            f"{model}: the response has no choices; retry", provider_text=str(response)
+        ) from exc
     calls = tuple(_tool_call(raw, model) for raw in (getattr(message, "tool_calls", None) or ()))
     return ModelReply(
         text=str(message.content or ""),

@@ -48,14 +48,18 @@ Step = ModelReply | Expect | BaseException | Callable[[ModelRequest], ModelReply
 @dataclass
 class ScriptedModel:
     steps: list[Step]
-    facts_value: ModelFacts = field(default_factory=lambda: ModelFacts(name="scripted", window=32_768, max_output=2_048))
+    facts_value: ModelFacts = field(
+        default_factory=lambda: ModelFacts(name="scripted", window=32_768, max_output=2_048)
+    )
     requests: list[ModelRequest] = field(default_factory=list)
     _next: int = 0
 
     @classmethod
     def of(cls, steps: Iterable[Step], **facts: Any) -> ScriptedModel:
         """`ScriptedModel.of([...], window=8000)`: facts given as keywords of ModelFacts."""
-        return cls(list(steps), ModelFacts(**{"name": "scripted", "window": 32_768, "max_output": 2_048, **facts}))
+        return cls(
+            list(steps), ModelFacts(**{"name": "scripted", "window": 32_768, "max_output": 2_048, **facts})
+        )
 
     @property
     def facts(self) -> ModelFacts:
@@ -114,7 +118,9 @@ class ScriptedModel:
 
 
 def _check(expect: Expect, request: ModelRequest, number: int) -> None:
-    problems = [f"tool {name!r} not offered" for name in expect.tools_include if name not in request.tool_names]
+    problems = [
+        f"tool {name!r} not offered" for name in expect.tools_include if name not in request.tool_names
+    ]
     if expect.last_message_contains is not None:
         last = request.messages[-1].content if request.messages else ""
         if expect.last_message_contains not in last:

@@ -1,0 +1,74 @@
+"""Choosing a model by name; the CLI's start-up does not pay for LiteLLM or llama.cpp."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from avibe.cli.models import register
+from avibe.config import load_settings
+from avibe.errors import ModelUnavailable
+from avibe.providers import open_counter, open_model
+from avibe.providers.counting import CalibratedCounter
+from avibe.providers.hosted import HostedModel
+
+
+def _modules_after(code: str) -> list[str]:
+    probe = f"import sys, json; {code}; print(json.dumps(sorted(m for m in ('litellm', 'llama_cpp', 'tiktoken') if m in sys.modules)))"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return list(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_importing_the_cli_and_providers_imports_no_model_library() -> None:
+    assert _modules_after("import avibe.cli, avibe.providers, avibe.providers.facts") == []
+
+
+def test_hosted_facts_need_no_litellm_import() -> None:
+    assert _modules_after("from avibe.providers import model_facts; model_facts('openai/gpt-4o')") == []
+
+
+def test_open_model_routes_names(tmp_path: Path) -> None:
+    settings = load_settings({"AVIBE_HOME": str(tmp_path), "AVIBE_MODEL_CACHE": str(tmp_path / "models")})
+    hosted = open_model("anthropic/claude-sonnet-4-5", settings)
+    assert isinstance(hosted, HostedModel) and hosted.facts.window == 200_000
+    assert isinstance(open_counter("openai/gpt-4o", settings), CalibratedCounter)
+    with pytest.raises(ModelUnavailable, match="test model"):
+        open_model("scripted", settings)
+    with pytest.raises(ModelUnavailable, match="unknown model"):
+        open_model("no-such/model", settings)
+    with pytest.raises(ModelUnavailable, match="vibe models install"):
+        open_model("embedded", settings)  # nothing installed in this fresh cache
+
+
+def _cli() -> typer.Typer:
+    app = typer.Typer()
+
+    @app.callback()
+    def _root() -> None:
+        """A group, as in the real `vibe` app."""
+
+    register(app)
+    return app
+
+
+def test_vibe_models_lists_embedded_and_hosted(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        _cli(), ["models"], env={"AVIBE_HOME": str(tmp_path), "AVIBE_MODEL_CACHE": str(tmp_path / "m")}
+    )
+    assert result.exit_code == 0, result.output
+    assert "embedded" in result.output and "NOT installed - run `vibe models install`" in result.output
+    assert "gemini/gemini-2.5-pro" in result.output and "price rises at 200,000" in result.output
+
+
+def test_vibe_models_name_and_unknown_name(tmp_path: Path) -> None:
+    runner, env = CliRunner(), {"AVIBE_HOME": str(tmp_path)}
+    shown = runner.invoke(_cli(), ["models", "openai/gpt-4o"], env=env)
+    assert shown.exit_code == 0 and "128,000" in shown.output
+    bad = runner.invoke(_cli(), ["models", "nope/x"], env=env)
+    assert bad.exit_code == 1 and "unknown model 'nope/x'" in bad.output
