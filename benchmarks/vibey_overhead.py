@@ -126,7 +126,9 @@ class BenchModel:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--window", type=int, default=16_000)
     args = parser.parse_args()
@@ -134,15 +136,25 @@ def main() -> None:
     work = tmp / "work"
     work.mkdir()
     for i in range(args.turns):
-        (work / f"f{i:03d}.txt").write_text("".join(f"f{i:03d} line {n}: lorem ipsum dolor\n" for n in range(40)))
+        (work / f"f{i:03d}.txt").write_text(
+            "".join(f"f{i:03d} line {n}: lorem ipsum dolor\n" for n in range(40))
+        )
     store = open_store(f"sqlite:///{tmp / 'avibe.db'}")
     session = store.create_session(title="bench")
     counter = CharCounter()
     model = BenchModel(args.window, counter)
     toolbox = ToolBox(default_tools(work, store=store, session_id=session.id))
-    vibey = Vibey(store=store, model=model, counter=counter, clock=Clock(), session_id=session.id,
-                  session_dir=tmp / "session", tool_specs=toolbox.specs, run_tool=toolbox.dispatch,
-                  config=RunConfig(checkpoint_mode="structured"))
+    vibey = Vibey(
+        store=store,
+        model=model,
+        counter=counter,
+        clock=Clock(),
+        session_id=session.id,
+        session_dir=tmp / "session",
+        tool_specs=toolbox.specs,
+        run_tool=toolbox.dispatch,
+        config=RunConfig(checkpoint_mode="structured"),
+    )
     per_turn: list[float] = []
     model_before = 0.0
     for i in range(args.turns):
@@ -155,12 +167,17 @@ def main() -> None:
     checkpoints = store.list_checkpoints(session.id)
     shares = model.checkpoint_cache_shares
     print(f"turns: {args.turns}  window: {args.window}  checkpoints: {len(checkpoints)}")
-    print(f"harness overhead per turn (assemble + count + record + tool): median {statistics.median(per_turn) * 1e3:.1f} ms, "
-          f"p95 {sorted(per_turn)[int(len(per_turn) * 0.95)] * 1e3:.1f} ms, max {max(per_turn) * 1e3:.1f} ms")
+    ms = sorted(t * 1e3 for t in per_turn)
+    print(
+        "harness overhead per turn (assemble + count + record + tool): "
+        f"median {statistics.median(ms):.1f} ms, p95 {ms[int(len(ms) * 0.95)]:.1f} ms, max {ms[-1]:.1f} ms"
+    )
     print(f"model time (scripted, for scale): {model.model_seconds * 1e3:.1f} ms in all")
     if shares:
-        print(f"checkpoint requests' prompt tokens served by a prefix cache: min {min(shares):.1%}, "
-              f"median {statistics.median(shares):.1%} over {len(shares)} checkpoints")
+        print(
+            f"checkpoint requests' prompt tokens served by a prefix cache: min {min(shares):.1%}, "
+            f"median {statistics.median(shares):.1%} over {len(shares)} checkpoints"
+        )
 
 
 if __name__ == "__main__":

@@ -28,7 +28,18 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
 ALLOWED_INSIDE = {"avibe.record": ("avibe.record",)}
 # third-party modules the pure core may use (DESIGN: "small pure libs")
 PURE_THIRD_PARTY = {"jinja2", "markupsafe"}
-IO_MODULES = {"os", "io", "socket", "subprocess", "sqlite3", "pathlib", "shutil", "tempfile", "time", "urllib"}
+IO_MODULES = {
+    "os",
+    "io",
+    "socket",
+    "subprocess",
+    "sqlite3",
+    "pathlib",
+    "shutil",
+    "tempfile",
+    "time",
+    "urllib",
+}
 
 
 def _module_name(path: Path) -> str:

@@ -7,11 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BEFORE_STEPS, checkpoint_steps, tool_step, write_lines
 from typer.testing import CliRunner
 
 from avibe.cli import app
 from avibe.providers.scripted import reply
+from conftest import BEFORE_STEPS, checkpoint_steps, tool_step, write_lines
 
 
 @pytest.fixture
