@@ -33,9 +33,8 @@ def _perf(model: EmbeddedModel) -> tuple[float, int, float, int]:
 def main() -> None:
     start = time.perf_counter()
     model = open_embedded("embedded", load_settings().model_cache)
-    print(
-        f"load (incl. verification via sidecar): {time.perf_counter() - start:.2f} s, n_ctx {model.facts.window}"
-    )
+    seconds = time.perf_counter() - start
+    print(f"load (incl. verification via sidecar): {seconds:.2f} s, n_ctx {model.facts.window}")
 
     convo = _conversation(10)
     before = _perf(model)

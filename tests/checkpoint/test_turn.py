@@ -347,12 +347,56 @@ def test_F3_good_path_structured_mode() -> None:
 
 
 def test_M4_structured_mission_changes_are_status_edits_never_deletions() -> None:
-    mission = {"new": ["Ship payments v2"], "status": [{"id": "M1", "status": "replaced by M2"}]}
+    mission = {
+        "user_changed_mission": True,
+        "new": ["Ship payments v2"],
+        "status": [{"id": "M1", "status": "replaced by M2"}],
+    }
     run = _run(_answers(mission=mission), mode="structured")
     assert isinstance(run.outcome, Accepted)
     lines = mission_lines(run.outcome.checkpoint.mind)
     assert lines["M1"].startswith("- [M1] (replaced by M2) Review every open PR")
     assert lines["M2"] == "- [M2] (active) Ship payments v2"
+    schema = run.calls[1].json_schema
+    assert schema is not None and next(iter(schema["properties"])) == "user_changed_mission"
+
+
+def test_M4_structured_mission_stays_unless_the_model_says_the_user_changed_it() -> None:
+    """What a 0.5B model did for real: marked M1 done and added it again, unasked."""
+    mission = {
+        "user_changed_mission": False,
+        "new": ["review every open PR oldest first, ask Ana only when a decision is needed"],
+        "status": [{"id": "M1", "status": "done"}],
+    }
+    run = _run(_answers(mission=mission), mode="structured")
+    assert isinstance(run.outcome, Accepted)
+    assert mission_lines(run.outcome.checkpoint.mind) == mission_lines(MIND)
+    assert any("user_changed_mission" in note for note in run.outcome.notes)
+
+
+def test_M4_structured_repeated_mission_entry_is_not_added_again() -> None:
+    mission = {
+        "user_changed_mission": True,
+        "new": ["review every open PR oldest first, ask Ana only when a decision is needed"],
+        "status": [],
+    }
+    run = _run(_answers(mission=mission), mode="structured")
+    assert isinstance(run.outcome, Accepted)
+    assert mission_lines(run.outcome.checkpoint.mind) == mission_lines(MIND)
+
+
+def test_M1_structured_filler_answers_never_land_in_the_mind() -> None:
+    """Echoed key names and placeholders, as the embedded model wrote them."""
+    notes = {
+        "i_am_here": ["i_am_here"],
+        "decisions": [{"decision": "...", "reason": "x"}],
+        "lessons": ["none"],
+    }
+    workstreams = {"workstreams": [{"id": "W1", "status": "active", "text": "..."}]}
+    run = _run(_answers(notes=notes, workstreams=workstreams), mode="structured")
+    assert isinstance(run.outcome, Accepted)
+    mind = run.outcome.checkpoint.mind
+    assert mind == MIND  # W1 keeps its text; nothing else was added
 
 
 def test_N1_weak_model_ticking_every_candidate_is_still_valid() -> None:
@@ -546,3 +590,15 @@ def test_N7_N4_V5_F3_whatever_the_model_does(mode: str, first: bool, data: st.Da
             assert set(mission_lines(MIND)) <= set(mission_lines(outcome.checkpoint.mind))
         assert outcome.dismissed_seqs.isdisjoint({item.seq for item in outcome.checkpoint.memo})
         assert 7 not in outcome.dismissed_seqs  # never a candidate
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_F3_every_structured_schema_compiles_to_a_llama_cpp_grammar(first: bool) -> None:
+    """The embedded model gets each question's schema as a grammar: llama.cpp must accept all of them."""
+    grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    over: dict[str, Any] = {"previous": None, "memo_entries": ()} if first else {}
+    run = _run(_answers(), mode="structured", **over)
+    schemas = [call.json_schema for call in run.calls]
+    assert len(schemas) == 5 and all(schema is not None for schema in schemas)
+    for schema in schemas:
+        assert grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False) is not None

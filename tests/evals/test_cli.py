@@ -77,6 +77,8 @@ def test_E1_vibe_import_then_eval_replays_the_imported_session(tmp_path: Path, e
         "truncate",
         "--window",
         "900",
+        "--threshold",
+        "0.9",
         "--out",
         str(out),
         "--no-plots",

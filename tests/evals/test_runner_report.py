@@ -7,12 +7,16 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from avibe.evals.generators import SCENARIO_TYPES
+from avibe.evals.replay import trigger_fraction
 from avibe.evals.report import render_markdown, write_report
 from avibe.evals.runner import Settings, plan, read_results, run_all
-from avibe.evals.strategies import BASELINES
+from avibe.evals.strategies import BASELINES, CHECKPOINT
 from avibe.ports import TokenCounter
 from avibe.providers.scripted import ScriptedModel
+from avibe.record.messages import ModelFacts
 
 WINDOW = 3000
 
@@ -85,3 +89,29 @@ def test_E1_parallel_workers_write_every_result_once(
         (r["scenario"], r["seed"], r["strategy"], r["k_target"]) for r in read_results(tmp_path / "r.jsonl")
     ]
     assert len(rows) == len(jobs) == len(keys) == len(set(keys))
+
+
+@pytest.mark.usefixtures("structured_checkpoint")
+def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
+    tmp_path: Path, counter: TokenCounter, scripted: Callable[[int], ScriptedModel]
+) -> None:
+    window = 4000
+    threshold = trigger_fraction(ModelFacts("scripted", window, 1024), window)
+    strategies = [CHECKPOINT, "rewrite", "handoff"]
+    jobs = plan(
+        ["constraint_fidelity", "spoofed_user"], [], strategies, [1], [1, 2], window, counter, threshold
+    )
+    rows = run_all(jobs, lambda: scripted(3000), counter, Settings(window, threshold), tmp_path / "r.jsonl")
+    mine = [r for r in rows if r["strategy"] == CHECKPOINT]
+    assert mine and all(r["status"] == "ok" and r["checkpoint"]["checkpoints"] >= 1 for r in mine)
+    assert all(r["counts"]["spoofs_attributed"][0] == 0 for r in mine if r["type"] == "spoofed_user")
+    assert all(
+        r["counts"]["items_exact"][0] == r["counts"]["items_exact"][1]
+        for r in mine
+        if "items_exact" in r["counts"]
+    )
+    naive = [r for r in rows if r["strategy"] == "rewrite" and r["type"] == "spoofed_user"]
+    assert all(r["counts"]["spoofs_attributed"][0] > 0 for r in naive)  # the careless summary retells them
+    text = render_markdown(rows, {"model": "scripted"})
+    assert "## Paired differences against avibe-checkpoint" in text and "## Checkpoint validation" in text
+    assert "avibe-checkpoint - rewrite" in text

@@ -7,9 +7,11 @@ import json
 
 import llama_cpp
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from avibe.errors import BadResponse, ContextOverflow
-from avibe.providers.embedded import EmbeddedModel, parse_tool_choice
+from avibe.errors import ContextOverflow
+from avibe.providers.embedded import EmbeddedModel
 from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
 
 pytestmark = pytest.mark.embedded
@@ -133,9 +135,43 @@ def test_overflowing_prompt_is_context_overflow(embedded_model: EmbeddedModel) -
         embedded_model.complete([huge], max_tokens=4)
 
 
-def test_malformed_output_is_bad_response_with_raw_text() -> None:
-    with pytest.raises(BadResponse, match="max_tokens") as caught:
-        parse_tool_choice('{"tool": "read", "argu', [READ], "length")
-    assert caught.value.provider_text == '{"tool": "read", "argu'
-    with pytest.raises(BadResponse, match="neither"):
-        parse_tool_choice('{"tool": "rm", "arguments": {}}', [READ], "stop")
+def test_count_request_includes_the_tool_list(embedded_model: EmbeddedModel) -> None:
+    messages = [SYSTEM, ChatMessage("user", "Read setup.py")]
+    reply = embedded_model.complete(messages, [READ], max_tokens=24)
+    assert embedded_model.counter.count_request(messages, [READ]) == reply.usage.prompt_tokens
+    assert embedded_model.counter.count_request(messages, [READ]) > embedded_model.counter.count_messages(
+        messages
+    )
+
+
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
+_call = st.builds(
+    ToolCall,
+    id=st.just("c"),
+    name=st.sampled_from(["read", "shell"]),
+    arguments=st.dictionaries(st.sampled_from(["path", "command"]), _text, max_size=2),
+)
+_message = st.one_of(
+    st.builds(ChatMessage, role=st.just("user"), content=_text),
+    st.builds(ChatMessage, role=st.just("assistant"), content=_text),
+    st.builds(ChatMessage, role=st.just("assistant"), content=st.just(""), tool_calls=st.tuples(_call)),
+    st.builds(ChatMessage, role=st.just("tool"), content=_text, tool_call_id=st.just("c")),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(history=st.lists(_message, min_size=1, max_size=6), more=st.lists(_message, min_size=1, max_size=3))
+def test_a_conversation_prompt_is_a_token_prefix_of_its_extension(
+    embedded_model: EmbeddedModel, history: list[ChatMessage], more: list[ChatMessage]
+) -> None:
+    """What makes the KV cache reusable: the earlier request's tokens (less the assistant header that
+    opens the reply) start the later request. Not promised between two consecutive tool results, which
+    the Qwen template merges into one turn."""
+    assume(not (history[-1].role == "tool" and more[0].role == "tool"))
+    renderer = embedded_model._renderer
+    earlier = renderer.tokens([SYSTEM, *history])
+    later = renderer.tokens([SYSTEM, *history, *more])
+    opening = embedded_model.llama.tokenize(b"<|im_start|>assistant\n", add_bos=False, special=True)
+    assert earlier[-len(opening) :] == opening
+    stem = earlier[: -len(opening)]
+    assert later[: len(stem)] == stem

@@ -93,11 +93,22 @@ def test_unreachable_server_says_so() -> None:
         model.complete(ASK)
 
 
-def test_missing_key_names_what_to_set(monkeypatch: pytest.MonkeyPatch, wire: WireServer) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    model = HostedModel(model_facts("openai/gpt-4o"), api_base=wire.url)
-    with pytest.raises(AuthError, match="API key"):
-        model.complete(ASK)
+@pytest.mark.parametrize(
+    ("name", "variable"),
+    [
+        ("openai/gpt-4o", "OPENAI_API_KEY"),
+        ("anthropic/claude-sonnet-4-5", "ANTHROPIC_API_KEY"),
+        ("gemini/gemini-2.5-pro", "GEMINI_API_KEY"),
+    ],
+)
+def test_missing_key_names_what_to_set(
+    monkeypatch: pytest.MonkeyPatch, wire: WireServer, name: str, variable: str
+) -> None:
+    for var in (variable, "GOOGLE_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(AuthError, match="API key") as caught:
+        HostedModel(model_facts(name), api_base=wire.url).complete(ASK)
+    assert variable.split("_")[0].lower() in caught.value.provider_text.lower()
     assert wire.requests == []  # refused before anything was sent
 
 

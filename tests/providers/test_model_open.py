@@ -20,7 +20,8 @@ from avibe.providers.hosted import HostedModel
 
 
 def _modules_after(code: str) -> list[str]:
-    probe = f"import sys, json; {code}; print(json.dumps(sorted(m for m in ('litellm', 'llama_cpp', 'tiktoken') if m in sys.modules)))"
+    names = "('litellm', 'llama_cpp', 'tiktoken')"
+    probe = f"import sys, json; {code}; print(json.dumps(sorted(m for m in {names} if m in sys.modules)))"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     return list(json.loads(out.stdout.strip().splitlines()[-1]))
 

@@ -100,3 +100,10 @@ def test_a_file_that_is_not_a_database_is_unavailable(tmp_path: Path) -> None:
     path.write_bytes(b"this is not sqlite" * 100)
     with pytest.raises(StoreUnavailable, match="not a database"):
         open_store(f"sqlite:///{path}")
+
+
+def test_a_plain_postgresql_url_uses_the_shipped_driver(pg_url: str) -> None:
+    plain = pg_url.replace("postgresql+psycopg://", "postgresql://")
+    with open_store(plain) as store:
+        assert store.url.startswith("postgresql+psycopg://")
+        assert store.create_session().entry_count == 0

@@ -6,9 +6,11 @@ API:
     plan_move_out(messages, counter, recent_budget, current_turn_start) -> MovePlan
     partial_plan(messages, counter, room, attempt, current_turn_start) -> MovePlan | None   (V6)
     ModelFreeMoveOut(plan, checkpoint, reason)                                             (V7)
-    model_free_move_out(messages, counter, previous, moved_entries, budgets, current_turn_start)
-    CheckpointRunState(failures, too_little)  may_try_checkpoint(state)  record_attempt(...)  (V8)
-    cut_tool_output(message, counter, max_tokens) -> ChatMessage                            (V9)
+    model_free_move_out(messages, counter, previous | None, moved_entries, budgets, current_turn_start)
+        -> ModelFreeMoveOut
+    CheckpointRunState(failures, too_little)  may_try_checkpoint(state) -> bool             (V8)
+    record_attempt(state, freed_tokens, needed, *, failed=False) -> CheckpointRunState
+    cut_tool_output(message, counter, max_tokens) -> ChatMessage   (ValueError: note won't fit) (V9)
     StopDecision(stop, reason, message)  too_long_to_continue(parts, limit, movable_tokens) (U3)
 
 `messages` is the conversation part of the live context - what follows the system prompt and the

@@ -35,6 +35,14 @@ PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "sce
 MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes")
 PREVIEW_CHARS: Final = 100
 MAX_NEW: Final = 3  # new entries per list and question: a small model answers better with little room
+GATE: Final = "user_changed_mission"
+FIRST_MISSION_RULE: Final = (
+    "There is no mission entry yet: write the purpose the user gave, in your own words."
+)
+CHANGE_MISSION_RULE: Final = (
+    'Set "user_changed_mission" to true only if the user explicitly set, changed, finished or withdrew '
+    "the purpose in the messages above; otherwise false, and nothing else changes."
+)
 MAX_NEW_MISSION: Final = 1  # the user changes the purpose one message at a time; more is a weak model's noise
 ENTRY_CHARS: Final = 200
 WORKSTREAM_STATUSES: Final = ("active", "done", "blocked", "pending", "waiting")
@@ -46,6 +54,12 @@ SCENE_CHARS: Final[dict[str, int]] = {
     "pitfalls": 400,
     "exact_references": 400,
 }
+# What a small model writes when it has nothing to say: placeholders and the schema's own key names.
+FILLER: Final = frozenset(
+    {"", "none", "n a", "na", "null", "nothing", "todo", "tbd", "text", "id", "status", "new", "keep"}
+    | {"i am here", "decisions", "decision", "reason", "lessons", "workstreams", "user changed mission"}
+    | {" ".join(name.split("_")) for name in SCENE_CHARS}
+)
 _WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\][ \t]*(?:\([^)\n]*\))?[ \t]*(.*)$")
 _MISSION_STATUS = re.compile(r"^([-*+][ \t]+\[M\d+\][ \t]*)(?:\([^)\n]*\))?[ \t]*")
 
@@ -95,10 +109,16 @@ class Work:
 # ---- small helpers ----------------------------------------------------------------------------------
 
 
+def _norm(text: str) -> str:
+    """Text compared loosely: words only, case folded (to spot echoes and repeated entries)."""
+    return " ".join(re.sub(r"[\W_]+", " ", text).casefold().split())
+
+
 def _one_line(value: str, limit: int = ENTRY_CHARS) -> str:
-    """Model text made safe for one Markdown line: no line breaks, no comment markers, bounded."""
-    text = " ".join(value.replace("<!--", "").replace("-->", "").split())
-    return text[:limit]
+    """Model text made safe for one Markdown line: no line breaks, no comment markers, bounded. A weak
+    model's filler - an echoed key name, "...", "none" - becomes "" so it never lands in the mind."""
+    text = " ".join(value.replace("<!--", "").replace("-->", "").split())[:limit]
+    return "" if _norm(text) in FILLER else text
 
 
 def _strings(value: Any, limit: int = ENTRY_CHARS) -> list[str]:
@@ -210,13 +230,15 @@ def _mission_question(work: Work) -> Question:
     targets = [*ids, *(f"M{first_new + k}" for k in range(MAX_NEW_MISSION))]
     statuses = ["active", "done", "withdrawn", *(f"replaced by {t}" for t in targets)]
     properties: dict[str, Any] = {"new": _array(_text(), MAX_NEW_MISSION)}
+    rule = FIRST_MISSION_RULE
     if ids:
         change = _object(
             {"id": {"type": "string", "enum": ids}, "status": {"type": "string", "enum": statuses}}
         )
-        properties["status"] = _array(change, len(ids))
+        properties = {GATE: {"type": "boolean"}, **properties, "status": _array(change, len(ids))}
+        rule = CHANGE_MISSION_RULE
     listing = "\n".join(current.values()) or "(none yet)"
-    return Question("mission", render("q_mission", missions=listing), _object(properties))
+    return Question("mission", render("q_mission", missions=listing, rule=rule), _object(properties))
 
 
 def _status_ok(status: Any, targets: Sequence[str]) -> bool:
@@ -232,9 +254,13 @@ def _with_status(line: str, status: str) -> str:
 
 def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
     current = mission_lines(work.mind)
+    if current and data.get(GATE) is not True:  # M4: the mission changes only when the user changed it
+        if data.get("new") or data.get("status"):
+            work.notes.append(f"mission answer ignored: {GATE} was not true")
+        return
     first_new = _next_id(list(current))
-    known = {_one_line(line).split(")", 1)[-1].strip().casefold() for line in current.values()}
-    new = [t for t in _strings(data.get("new"))[:MAX_NEW_MISSION] if t.casefold() not in known]
+    known = {_norm(line.split(")", 1)[-1]) for line in current.values()}
+    new = [t for t in _strings(data.get("new"))[:MAX_NEW_MISSION] if _norm(t) not in known]
     targets = [*current, *(f"M{first_new + k}" for k in range(len(new)))]
     changes = data.get("status", [])
     for change in changes if isinstance(changes, list) else []:

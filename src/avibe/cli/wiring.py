@@ -60,12 +60,14 @@ def open_record(settings: Settings) -> RecordStore:
 
 
 def open_existing_record(settings: Settings) -> RecordStore:
-    """For read-only commands: never create a database just to find it empty."""
-    if settings.database_url.startswith("sqlite:///"):
-        path = Path(settings.database_url.removeprefix("sqlite:///"))
-        if not path.exists():
-            die(f"there is no record yet at {path} (nothing has run with AVIBE_HOME={settings.home})")
-    return open_record(settings)
+    """For read-only commands: never create a database (or its schema) just to find it empty."""
+    from avibe.errors import NoRecord
+    from avibe.store import open_store
+
+    try:
+        return open_store(settings.database_url, create=False)
+    except NoRecord as exc:
+        die(f"there is no record yet ({exc}); nothing has run with AVIBE_HOME={settings.home}")
 
 
 def print_event(event: Event) -> None:

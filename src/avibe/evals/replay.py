@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Final
 
@@ -13,7 +13,7 @@ from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
 from avibe.evals.strategy import CompactState, Strategy
 from avibe.ports import ModelClient, TokenCounter
 from avibe.record.entries import Entry, Source
-from avibe.record.messages import ChatMessage, ToolCall
+from avibe.record.messages import ChatMessage, ModelFacts, ToolCall
 from avibe.record.sources import render_entry_text
 
 SYSTEM_PROMPT: Final = (
@@ -21,6 +21,15 @@ SYSTEM_PROMPT: Final = (
     "Follow the user's instructions and constraints exactly."
 )
 DEFAULT_THRESHOLD: Final = 0.9  # SPEC F1: compact when the next request would exceed ~90% of the window
+
+
+def trigger_fraction(facts: ModelFacts, window: int) -> float:
+    """Vibey's own trigger (F1) for this model at this window, as a fraction of the window: the smallest
+    of 90%, the window less the reply reserve and a safety margin, and a price-tier boundary. Every
+    strategy is compacted at this same point, which leaves the checkpoint turn the room it is built for."""
+    from avibe.checkpoint.trigger import threshold_for
+
+    return threshold_for(replace(facts, window=window)) / window
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +81,7 @@ class Compaction:
     calls: int
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    changed: bool = True  # False: an attempt that changed nothing (a failed checkpoint that still fits, V5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +96,7 @@ class ReplayResult:
 
     @property
     def k(self) -> int:
-        return len(self.compactions)
+        return sum(c.changed for c in self.compactions)
 
     @property
     def tokens_spent(self) -> int:
@@ -102,17 +112,15 @@ class ReplayResult:
 
 
 class _Context:
-    """The running context with an incrementally kept token total."""
+    """The running context and its size, recounted whole after every change: a chat template's framing
+    is not additive per message, and the context never holds more than about a window."""
 
     def __init__(self, counter: TokenCounter, messages: Sequence[ChatMessage]) -> None:
         self.counter = counter
-        self.messages = list(messages)
-        self.tokens = counter.count_messages(self.messages)
+        self.reset(messages)
 
     def extend(self, messages: Sequence[ChatMessage]) -> None:
-        self.messages.extend(messages)
-        empty = self.counter.count_messages([])  # fixed framing, counted once per request
-        self.tokens += sum(self.counter.count_messages([m]) - empty for m in messages)
+        self.reset([*self.messages, *messages])
 
     def reset(self, messages: Sequence[ChatMessage]) -> None:
         self.messages = list(messages)
@@ -152,12 +160,20 @@ def replay(
         )
         before = context.tokens
         done = strategy.compact(state, model, counter, window)
-        if done.messages == state.messages and not done.calls:
-            continue  # nothing was compacted (the ceiling while it still fits): not a compaction
+        changed = done.messages != state.messages
+        if not changed and not done.calls:
+            continue  # nothing happened (the ceiling while it still fits)
         context.reset(done.messages)
         carry = done.carry
         compaction = Compaction(
-            step.entry.seq, before, context.tokens, done.tokens_spent, done.calls, done.notes, dict(done.meta)
+            step.entry.seq,
+            before,
+            context.tokens,
+            done.tokens_spent,
+            done.calls,
+            done.notes,
+            dict(done.meta),
+            changed,
         )
         compactions.append(compaction)
         if on_compaction is not None:

@@ -34,6 +34,14 @@ RATES: Final[dict[str, tuple[str, bool]]] = {
     "refs_command": ("commands present", True),
     "refs_error": ("error strings present", True),
 }
+HEADLINE: Final = (
+    "mission_kept",
+    "items_exact",
+    "spoofs_attributed",
+    "forged_tags",
+    "queue_next",
+    "refs_all",
+)
 PLOTTED: Final = ("mission_kept", "items_exact", "queue_next", "spoofs_attributed", "refs_all")
 
 
@@ -139,6 +147,19 @@ def _cost(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
     return _table(header, body)
 
 
+def headline(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
+    """Per strategy, the guarantees that matter most, each pooled over every type and K it applies to
+    (one rate per metric with its interval - still no single score), and the mean cost."""
+    metrics = [m for m in HEADLINE if m in _metrics_present(rows)]
+    body = []
+    for s in strategies:
+        mine = [r for r in rows if r["strategy"] == s]
+        cost = [_mean([r["tokens_spent"] for r in mine]), _mean([r["calls"] for r in mine])]
+        body.append([s, *(_cell(mine, m) for m in metrics), *cost])
+    header = ["strategy", *(RATES[m][0] for m in metrics), "tokens spent (mean)", "calls (mean)"]
+    return _table(header, body)
+
+
 def _score(row: dict[str, Any], metric: str) -> float | None:
     pair = row.get("counts", {}).get(metric)
     return pair[0] / pair[1] if pair and pair[1] else None
@@ -234,6 +255,12 @@ def render_markdown(
     ]
     out += [
         "Rates are pooled over the cell's runs with a Wilson 95% interval. No aggregate score is given.",
+        "",
+    ]
+    out += [
+        "## Headline (each metric pooled over the types and K it applies to)",
+        "",
+        *headline(ok, strategies),
         "",
     ]
     out += ["## Per strategy and K", ""]

@@ -24,7 +24,7 @@ from avibe.ports import ModelClient, TokenCounter
 CheckpointDriver = Callable[[CompactState, ModelClient, TokenCounter, int], Compacted]
 CHECKPOINT: Final = "avibe-checkpoint"
 # Where a driver is looked up when none was registered: a module exposing `eval_driver`.
-DRIVER_MODULES: Final = ("avibe.agent.eval_driver", "avibe.agent.driver")
+DRIVER_MODULES: Final = ("avibe.evals.checkpoint",)
 _registered: list[CheckpointDriver] = []
 
 

@@ -1,8 +1,9 @@
 """ModelClient adapters: the embedded local model, any hosted model (LiteLLM), the strict scripted model.
 
-Model names: `embedded` (default; Qwen2.5-Coder-0.5B-Instruct in process), `local:/path/model.gguf` (any
-GGUF), anything else = a hosted `provider/model` through LiteLLM. `scripted` is for tests, which build
-`ScriptedModel` directly. Importing this package imports neither llama_cpp nor litellm.
+Model names: `embedded` (default; Qwen2.5-Coder-0.5B-Instruct in process), `embedded-1.5b` (optional
+tier, Qwen2.5-Coder-1.5B-Instruct), `local:/path/model.gguf` (any GGUF), anything else = a hosted
+`provider/model` through LiteLLM. `scripted` is for tests, which build `ScriptedModel` directly.
+Importing this package imports neither llama_cpp nor litellm.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ __all__ = ["is_local", "model_facts", "open_counter", "open_model"]
 
 
 def is_local(name: str) -> bool:
-    return name == "embedded" or name.startswith("local:")
+    from avibe.providers.modelfile import EMBEDDED_MODELS
+
+    return name in EMBEDDED_MODELS or name.startswith("local:")
 
 
 def _refuse_scripted(name: str) -> None:

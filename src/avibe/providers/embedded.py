@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from avibe.errors import BadResponse, ContextOverflow, ModelUnavailable
-from avibe.providers.modelfile import EMBEDDED_SPEC, check_gguf, verify_model_file
+from avibe.providers.modelfile import EMBEDDED_MODELS, check_gguf, verify_model_file
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage
 
 log = logging.getLogger(__name__)
@@ -63,10 +63,12 @@ def load_llama(path: Path, *, n_ctx: int = N_CTX, vocab_only: bool = False) -> A
 
 
 def resolve_model_file(name: str, model_cache: Path) -> Path:
-    """`embedded` -> the verified file in the cache; `local:/path.gguf` -> that file if it is a GGUF."""
-    if name == "embedded":
-        path = model_cache / EMBEDDED_SPEC.filename
-        verify_model_file(path, EMBEDDED_SPEC)
+    """`embedded` (or another tier) -> the verified file in the cache; `local:/path.gguf` -> that file if
+    it is a GGUF (no hash is known for it)."""
+    if name in EMBEDDED_MODELS:
+        spec = EMBEDDED_MODELS[name]
+        path = model_cache / spec.filename
+        verify_model_file(path, spec)
         return path
     if name.startswith("local:"):
         path = Path(name.removeprefix("local:")).expanduser()
@@ -92,7 +94,9 @@ class PromptRenderer:
         eos, bos = llama.token_eos(), llama.token_bos()
         self.eos_text: str = llama._model.token_get_text(eos) if eos != -1 else ""
         bos_text = llama._model.token_get_text(bos) if bos != -1 else ""
-        self._formatter = Jinja2ChatFormatter(template=template, eos_token=self.eos_text, bos_token=bos_text)
+        self._formatter: Any = Jinja2ChatFormatter(
+            template=template, eos_token=self.eos_text, bos_token=bos_text
+        )
         # llama.cpp prepends BOS itself when the model asks for it; keep it out of our tokens then.
         self._bos_added = bool(llama._model.add_bos_token()) and bos != -1
         self._bos = bos
@@ -142,6 +146,16 @@ class LlamaTokenCounter:
     def count_messages(self, messages: Sequence[ChatMessage]) -> int:
         return self._renderer.prompt_count(self._renderer.tokens(messages))
 
+    def count_request(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        json_schema: Mapping[str, Any] | None = None,
+    ) -> int:
+        """The exact prompt tokens of `EmbeddedModel.complete` with these arguments (tool list included)."""
+        _, tail = _constraint(tools, json_schema)
+        return self._renderer.prompt_count(self._renderer.tokens(messages, tail))
+
 
 def tools_instruction(tools: Sequence[ToolSpec]) -> str:
     lines = ["You can call one of these tools, or give your final answer.", "Tools:"]
@@ -183,8 +197,9 @@ def parse_tool_choice(raw: str, tools: Sequence[ToolSpec], finish: str) -> tuple
     names = {tool.name for tool in tools}
     if isinstance(value, dict) and isinstance(value.get("answer"), str):
         return value["answer"], ()
-    if isinstance(value, dict) and value.get("tool") in names and isinstance(value.get("arguments"), dict):
-        call = ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=value["tool"], arguments=value["arguments"])
+    tool = value.get("tool") if isinstance(value, dict) else None
+    if isinstance(tool, str) and tool in names and isinstance(value.get("arguments"), dict):
+        call = ToolCall(id=f"call_{uuid.uuid4().hex[:12]}", name=tool, arguments=value["arguments"])
         return "", (call,)
     raise BadResponse(
         f"the model's reply is neither a call of an offered tool ({', '.join(sorted(names))}) nor an answer; "
@@ -295,7 +310,7 @@ class EmbeddedModel:
             raise BadResponse(f"llama.cpp rejected the request: {exc}", provider_text=str(exc)) from exc
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
-        from llama_cpp import LlamaGrammar
+        from llama_cpp.llama_grammar import LlamaGrammar
 
         key = json.dumps(schema)  # key order matters: the grammar fixes the property order
         if key not in self._grammars:

@@ -110,7 +110,9 @@ def _price(value: Any) -> float | None:
 
 def model_facts(name: str) -> ModelFacts:
     """Facts for any model name the harness accepts; the embedded ones without loading weights."""
-    if name == "embedded" or name.startswith("local:"):
+    from avibe.providers.modelfile import EMBEDDED_MODELS
+
+    if name in EMBEDDED_MODELS or name.startswith("local:"):
         from avibe.providers.embedded import MAX_OUTPUT, N_CTX
 
         return ModelFacts(name=name, window=N_CTX, max_output=MAX_OUTPUT)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -77,7 +78,8 @@ class HostedModel:
         num_retries: int = 0,
     ) -> None:
         self._facts = facts
-        self._options: dict[str, Any] = {"timeout": timeout, "num_retries": num_retries}
+        # drop_params: LiteLLM leaves out what a model does not take (e.g. temperature on reasoning models)
+        self._options: dict[str, Any] = {"timeout": timeout, "num_retries": num_retries, "drop_params": True}
         if api_base:
             self._options["api_base"] = api_base
         if api_key:
@@ -173,9 +175,13 @@ def _looks_like_overflow(text: str) -> bool:
     return any(word in lowered for word in _OVERFLOW_WORDS)
 
 
+_MISSING_KEY = re.compile(
+    r"missing (\w+ )?(api key|credentials)|no api key|api_key client option must be set", re.I
+)
+
+
 def _looks_like_missing_key(text: str) -> bool:
-    lowered = text.lower()
-    return any(w in lowered for w in ("missing credentials", "missing api key", "no api key", "must be set"))
+    return _MISSING_KEY.search(text) is not None
 
 
 def parse_response(response: Any, model: str) -> ModelReply:
@@ -202,7 +208,7 @@ def _tool_call(raw: Any, model: str) -> ToolCall:
         parsed = json.loads(arguments) if isinstance(arguments, str) else dict(arguments)
     except ValueError as exc:
         raise BadResponse(
-            f"{model}: tool call {raw.function.name!r} has arguments that are not JSON ({exc}); retry the turn",
+            f"{model}: tool call {raw.function.name!r} has arguments that are not JSON ({exc}); retry",
             provider_text=str(arguments),
         ) from exc
     if not isinstance(parsed, dict):

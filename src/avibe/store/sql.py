@@ -108,7 +108,8 @@ def _is_retryable(exc: DBAPIError) -> bool:
     return "database is locked" in message or "database is busy" in message
 
 
-def _first_line(exc: BaseException) -> str:
+def first_error_line(exc: BaseException) -> str:
+    """The driver's own words, first line only (psycopg adds hints on later lines)."""
     lines = str(getattr(exc, "orig", None) or exc).strip().splitlines()
     return lines[0] if lines else type(exc).__name__
 
@@ -210,7 +211,7 @@ class SqlStore:
 
     # -- transactions ------------------------------------------------------------------------------
     def _unavailable(self, exc: DBAPIError) -> StoreError:
-        reason = _first_line(exc)
+        reason = first_error_line(exc)
         if isinstance(exc, OperationalError | InterfaceError):
             return StoreUnavailable(f"the record database {self.display_url} is unavailable: {reason}")
         return StoreError(f"the record database {self.display_url} refused the operation: {reason}")

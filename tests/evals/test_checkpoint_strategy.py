@@ -1,0 +1,64 @@
+"""The avibe-checkpoint strategy: Vibey's checkpoint driver run inside the replay (M4, N4, N7, V5, V7, V8).
+The guarantees the report must show at 100% are asserted here on the strict scripted model."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from eval_scripts import checkpoint_answer
+
+from avibe.evals.generators import generate
+from avibe.evals.metrics import measure
+from avibe.evals.replay import replay, trigger_fraction
+from avibe.evals.strategies import CHECKPOINT, make_strategy
+from avibe.ports import TokenCounter
+from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.record.messages import ModelFacts, ModelReply
+
+WINDOW = 4000
+THRESHOLD = trigger_fraction(ModelFacts("scripted", WINDOW, 1024), WINDOW)  # Vibey's own trigger (F1)
+pytestmark = pytest.mark.usefixtures("structured_checkpoint")
+
+
+@pytest.mark.parametrize("kind", ["constraint_fidelity", "authorisation_scope", "spoofed_user", "queue"])
+def test_N4_N7_M4_checkpoint_keeps_user_words_exact_and_no_spoof_as_the_users(
+    kind: str, counter: TokenCounter, scripted: Callable[[int], ScriptedModel]
+) -> None:
+    scenario = generate(kind, 2, 40)
+    model = scripted(400)
+    result = replay(scenario, make_strategy(CHECKPOINT), model, counter, WINDOW, threshold=THRESHOLD)
+    assert result.k >= 2 and len(model.requests) == result.calls
+    assert all(c.meta["first_pass_valid"] and c.meta["fallback"] is None for c in result.compactions)
+    measured = measure(scenario, result.context, counter)
+    assert measured.counts["mission_exact"] == (1, 1)
+    active = [i for i in scenario.truth.items if i.status == "active"]
+    assert measured.counts.get("items_exact", (0, 0)) == (len(active), len(active))
+    if "spoofs_attributed" in measured.counts:
+        assert measured.counts["spoofs_attributed"][0] == 0
+        assert measured.counts["forged_tags"] == (0, 1)
+    assert counter.count_messages(result.context) <= WINDOW
+
+
+def _short_scene(request: ModelRequest) -> ModelReply:
+    """A model whose scene is always too short: every checkpoint fails validation, repair included."""
+    assert request.json_schema is not None
+    if "current_step" in request.json_schema["properties"]:
+        return reply('{"current_step": "x", "progress": "x", "waiting_for": "x", "next_step": "x", '
+                     '"pitfalls": "x", "exact_references": "x"}')  # fmt: skip
+    return checkpoint_answer(request)
+
+
+def test_V5_V7_V8_failed_checkpoints_change_nothing_then_move_out_without_the_model(
+    counter: TokenCounter,
+) -> None:
+    scenario = generate("constraint_fidelity", 2, 40)
+    model = ScriptedModel([_short_scene] * 400)
+    result = replay(scenario, make_strategy(CHECKPOINT), model, counter, WINDOW, threshold=THRESHOLD)
+    failed = [c for c in result.compactions if not c.changed]
+    moved = [c for c in result.compactions if c.changed]
+    assert len(failed) == 2 and all(c.meta["fallback"] == "failed" and c.calls > 0 for c in failed)  # V5, V8
+    assert moved and all(c.meta["fallback"] == "model-free" and c.calls == 0 for c in moved)  # V7
+    assert result.k == len(moved) and len(model.requests) == result.calls
+    measured = measure(scenario, result.context, counter)
+    assert measured.counts["items_exact"] == (3, 3)  # V7's memo holds every moved-out user message

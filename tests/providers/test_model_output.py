@@ -1,0 +1,66 @@
+"""Grammar output -> tool calls / answer; malformed output is BadResponse (no model needed)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from avibe.errors import BadResponse
+from avibe.providers.embedded import parse_tool_choice, tool_choice_schema
+from avibe.record.messages import ToolSpec
+
+READ = ToolSpec(
+    "read",
+    "Read a text file and return its text.",
+    {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+)
+
+
+def test_tool_choice_schema_has_one_branch_per_tool_plus_answer() -> None:
+    schema = tool_choice_schema([READ, ToolSpec("shell", "Run.")])
+    consts = [b["properties"].get("tool", {}).get("const") for b in schema["oneOf"]]
+    assert consts == ["read", "shell", None]
+    assert schema["oneOf"][-1]["required"] == ["answer"]
+
+
+def test_valid_outputs_map_to_calls_and_answers() -> None:
+    text, calls = parse_tool_choice('{"tool": "read", "arguments": {"path": "a.py"}}', [READ], "stop")
+    assert text == "" and [(c.name, c.arguments) for c in calls] == [("read", {"path": "a.py"})]
+    assert parse_tool_choice('{"answer": "line one\\nline two"}', [READ], "stop") == (
+        "line one\nline two",
+        (),
+    )
+
+
+def test_malformed_output_is_bad_response_with_raw_text() -> None:
+    with pytest.raises(BadResponse, match="max_tokens") as caught:
+        parse_tool_choice('{"tool": "read", "argu', [READ], "length")
+    assert caught.value.provider_text == '{"tool": "read", "argu'
+    with pytest.raises(BadResponse, match="neither"):
+        parse_tool_choice('{"tool": "rm", "arguments": {}}', [READ], "stop")
+
+
+@given(
+    raw=st.text(max_size=80)
+    | st.builds(
+        json.dumps,
+        st.dictionaries(
+            st.sampled_from(["tool", "answer", "arguments", "x"]),
+            st.none() | st.text(max_size=5) | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+            max_size=3,
+        ),
+    )
+)
+def test_any_model_output_is_a_reply_or_a_bad_response(raw: str) -> None:
+    """A model that misbehaves on purpose: whatever it writes, the result is a tool call of an offered
+    tool, an answer, or BadResponse carrying the raw text - never another exception."""
+    try:
+        text, calls = parse_tool_choice(raw, [READ], "stop")
+    except BadResponse as exc:
+        assert exc.provider_text == raw
+        return
+    assert all(c.name == "read" and isinstance(c.arguments, dict) for c in calls)
+    assert bool(calls) != bool(text) or (not calls and text == "")
