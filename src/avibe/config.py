@@ -8,6 +8,9 @@
 | user_name     | AVIBE_USER               | the login name                                     |
 | model_cache   | AVIBE_MODEL_CACHE        | the platform's user cache dir /models (shared by    |
 |               |                          | every AVIBE_HOME, so tests with a temp home reuse it)|
+| model_window  | AVIBE_MODEL_WINDOW       | none: the window from the model map; set it for a   |
+|               |                          | model the map lacks (an Ollama/vLLM server) or to   |
+|               |                          | use less than the full window                       |
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class Settings:
     model: str
     user_name: str
     model_cache: Path
+    model_window: int | None = None
 
     @property
     def log_dir(self) -> Path:
@@ -78,4 +82,14 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         model=env.get("AVIBE_MODEL") or DEFAULT_MODEL,
         user_name=env.get("AVIBE_USER") or _login_name(),
         model_cache=cache,
+        model_window=_positive_int(env, "AVIBE_MODEL_WINDOW"),
     )
+
+
+def _positive_int(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    if not raw.strip().isdigit() or int(raw) <= 0:
+        raise ConfigError(f"{name}={raw!r} is not a positive whole number of tokens; e.g. {name}=32768")
+    return int(raw)

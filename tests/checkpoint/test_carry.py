@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from core_doubles import CharCounter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -14,7 +15,6 @@ from avibe.checkpoint.carry import (
     record_pointer,
     skills_to_put_back,
 )
-from conftest import CharCounter
 
 COUNTER = CharCounter()
 BIG = budgets_for(200_000, 180_000)

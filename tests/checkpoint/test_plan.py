@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from core_doubles import CharCounter, make_entry
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,6 @@ from avibe.checkpoint.plan import (
     too_long_to_continue,
 )
 from avibe.record.messages import ChatMessage, ToolCall
-from conftest import CharCounter, make_entry
 
 COUNTER = CharCounter()
 

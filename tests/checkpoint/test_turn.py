@@ -7,9 +7,9 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from core_doubles import AT, CharCounter, Run, drive, make_entry
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from turn_driver import Run, drive
 
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.memo import memo_text_matches
@@ -27,7 +27,6 @@ from avibe.errors import ModelUnavailable
 from avibe.providers.scripted import Expect, ScriptedModel, reply
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ToolCall
-from conftest import AT, CharCounter, make_entry
 
 MIND = """\
 ## I am here
@@ -590,6 +589,28 @@ def test_N7_N4_V5_F3_whatever_the_model_does(mode: str, first: bool, data: st.Da
             assert set(mission_lines(MIND)) <= set(mission_lines(outcome.checkpoint.mind))
         assert outcome.dismissed_seqs.isdisjoint({item.seq for item in outcome.checkpoint.memo})
         assert 7 not in outcome.dismissed_seqs  # never a candidate
+
+
+def test_M1_structured_answers_copied_from_the_question_or_repeating_a_workstream_are_dropped() -> None:
+    """What the embedded model wrote for real: the question's own phrases as decisions and a copy of W1."""
+    notes = {
+        "i_am_here": ["how to report"],
+        "decisions": [{"decision": "what you may decide alone", "reason": "what you may decide alone"}],
+        "lessons": ["Merge only green PRs."],
+    }
+    workstreams = {
+        "workstreams": [
+            {"id": "new", "status": "active", "text": "PR queue; queue position 2 of 5; next: #412"}
+        ]
+    }
+    run = _run(_answers(notes=notes, workstreams=workstreams), mode="structured")
+    outcome = run.outcome
+    assert isinstance(outcome, Accepted)
+    assert outcome.checkpoint.mind == MIND.replace(
+        "- Run the full test suite before approving.",
+        "- Run the full test suite before approving.\n- Merge only green PRs.",
+    )
+    assert any("copied from the question" in note for note in outcome.notes)
 
 
 @pytest.mark.parametrize("first", [True, False])

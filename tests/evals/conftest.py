@@ -21,13 +21,11 @@ def counter() -> TokenCounter:
 @pytest.fixture
 def structured_checkpoint() -> Iterator[None]:
     """Wire the checkpoint in structured mode (the scripted model's name would pick tool mode)."""
-    from avibe.evals import strategies
     from avibe.evals.checkpoint import make_checkpoint_driver
+    from avibe.evals.strategies import checkpoint_driver
 
-    saved = list(strategies._registered)
-    strategies.register_checkpoint_driver(make_checkpoint_driver("structured"))
-    yield
-    strategies._registered[:] = saved
+    with checkpoint_driver(make_checkpoint_driver("structured")):
+        yield
 
 
 @pytest.fixture

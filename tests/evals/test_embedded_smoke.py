@@ -10,7 +10,7 @@ import pytest
 
 from avibe.config import load_settings
 from avibe.evals.report import render_markdown
-from avibe.evals.runner import Settings, plan, run_all
+from avibe.evals.runner import RunSettings, plan, run_all
 from avibe.evals.strategies import CHECKPOINT
 from avibe.providers.modelfile import INSTALL_COMMAND, is_installed
 
@@ -29,7 +29,9 @@ def test_E1_one_scenario_on_the_embedded_model(tmp_path: Path) -> None:
     counter = open_counter("embedded", settings, model)
     threshold = trigger_fraction(model.facts, WINDOW)
     jobs = plan(["constraint_fidelity"], [], [CHECKPOINT, "rewrite"], [1], [1], WINDOW, counter, threshold)
-    rows = run_all(jobs, lambda: model, counter, Settings(WINDOW, threshold, probes=False), tmp_path / "r.jsonl")
+    rows = run_all(
+        jobs, lambda: model, counter, RunSettings(WINDOW, threshold, probes=False), tmp_path / "r.jsonl"
+    )
     by_strategy = {r["strategy"]: r for r in rows}
     assert {r["status"] for r in rows} == {"ok"}, rows
     mine = by_strategy[CHECKPOINT]

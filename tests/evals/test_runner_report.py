@@ -12,9 +12,10 @@ import pytest
 from avibe.evals.generators import SCENARIO_TYPES
 from avibe.evals.replay import trigger_fraction
 from avibe.evals.report import render_markdown, write_report
-from avibe.evals.runner import Settings, plan, read_results, run_all
-from avibe.evals.strategies import BASELINES, CHECKPOINT
-from avibe.ports import TokenCounter
+from avibe.evals.runner import RunSettings, plan, read_results, run_all
+from avibe.evals.strategies import BASELINES, CHECKPOINT, checkpoint_driver
+from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
+from avibe.ports import ModelClient, TokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.messages import ModelFacts
 
@@ -26,7 +27,7 @@ def _run(
 ) -> list[dict[str, object]]:
     jobs = plan(SCENARIO_TYPES, [], list(BASELINES), [1], [1, 2], WINDOW, counter)
     assert len(jobs) == len(SCENARIO_TYPES) * len(BASELINES) * 2
-    return run_all(jobs, lambda: scripted(2000), counter, Settings(WINDOW), tmp_path / "results.jsonl")
+    return run_all(jobs, lambda: scripted(2000), counter, RunSettings(WINDOW), tmp_path / "results.jsonl")
 
 
 def test_E1_every_baseline_runs_every_type_and_the_report_shows_them(
@@ -58,10 +59,10 @@ def test_E1_a_second_run_resumes_and_calls_no_model(
 ) -> None:
     jobs = plan(["queue", "pitfalls"], [], ["truncate", "rewrite"], [1], [1], WINDOW, counter)
     results = tmp_path / "results.jsonl"
-    first = run_all(jobs, lambda: scripted(500), counter, Settings(WINDOW), results)
+    first = run_all(jobs, lambda: scripted(500), counter, RunSettings(WINDOW), results)
     assert len(first) == 4
     strict = ScriptedModel([])  # any call would raise ScriptError
-    assert run_all(jobs, lambda: strict, counter, Settings(WINDOW), results) == []
+    assert run_all(jobs, lambda: strict, counter, RunSettings(WINDOW), results) == []
     assert len(read_results(results)) == 4
 
 
@@ -72,7 +73,7 @@ def test_E1_a_torn_line_or_failed_run_is_redone(
     results = tmp_path / "results.jsonl"
     row = {"scenario": "queue", "seed": 1, "strategy": "truncate", "k_target": 1, "status": "error"}
     results.write_text(json.dumps(row) + "\n{torn", encoding="utf-8")
-    redone = run_all(jobs, lambda: scripted(50), counter, Settings(WINDOW), results)
+    redone = run_all(jobs, lambda: scripted(50), counter, RunSettings(WINDOW), results)
     assert [r["status"] for r in redone] == ["ok"]
     markdown = render_markdown(read_results(results), {"model": "scripted"})
     assert "Runs not measured" not in markdown  # the later ok row replaced the failed one
@@ -83,7 +84,12 @@ def test_E1_parallel_workers_write_every_result_once(
 ) -> None:
     jobs = plan(["queue", "supersession"], [], ["mask", "handoff", "anchored"], [1, 2], [1], WINDOW, counter)
     rows = run_all(
-        jobs, lambda: scripted(500), counter, Settings(WINDOW, probes=False), tmp_path / "r.jsonl", parallel=3
+        jobs,
+        lambda: scripted(500),
+        counter,
+        RunSettings(WINDOW, probes=False),
+        tmp_path / "r.jsonl",
+        parallel=3,
     )
     keys = [
         (r["scenario"], r["seed"], r["strategy"], r["k_target"]) for r in read_results(tmp_path / "r.jsonl")
@@ -101,7 +107,9 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     jobs = plan(
         ["constraint_fidelity", "spoofed_user"], [], strategies, [1], [1, 2], window, counter, threshold
     )
-    rows = run_all(jobs, lambda: scripted(3000), counter, Settings(window, threshold), tmp_path / "r.jsonl")
+    rows = run_all(
+        jobs, lambda: scripted(3000), counter, RunSettings(window, threshold), tmp_path / "r.jsonl"
+    )
     mine = [r for r in rows if r["strategy"] == CHECKPOINT]
     assert mine and all(r["status"] == "ok" and r["checkpoint"]["checkpoints"] >= 1 for r in mine)
     assert all(r["counts"]["spoofs_attributed"][0] == 0 for r in mine if r["type"] == "spoofed_user")
@@ -115,3 +123,15 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     text = render_markdown(rows, {"model": "scripted"})
     assert "## Paired differences against avibe-checkpoint" in text and "## Checkpoint validation" in text
     assert "avibe-checkpoint - rewrite" in text
+
+
+def test_E1_a_strategy_that_cannot_compact_is_recorded_as_an_error(
+    tmp_path: Path, counter: TokenCounter
+) -> None:
+    def hopeless(state: CompactState, model: ModelClient, counter: TokenCounter, window: int) -> Compacted:
+        raise CompactionFailed("nothing could be moved out")
+
+    jobs = plan(["queue"], [], [CHECKPOINT], [1], [1], WINDOW, counter)
+    with checkpoint_driver(hopeless):
+        (row,) = run_all(jobs, lambda: ScriptedModel([]), counter, RunSettings(WINDOW), tmp_path / "r.jsonl")
+    assert row["status"] == "error" and "nothing could be moved out" in row["reason"]

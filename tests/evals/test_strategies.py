@@ -15,8 +15,8 @@ from avibe.evals.strategies import (
     BASELINES,
     CHECKPOINT,
     available_strategies,
+    checkpoint_driver,
     make_strategy,
-    register_checkpoint_driver,
 )
 from avibe.evals.strategy import (
     REQUEST_KIND,
@@ -126,31 +126,29 @@ def test_E1_a_model_that_misbehaves_is_not_masked(counter: TokenCounter) -> None
         replay(generate("queue", 1, 30), make_strategy("rewrite"), ScriptedModel([]), counter, WINDOW)
 
 
-def test_E1_the_checkpoint_slot_is_explicit_until_a_driver_is_registered(counter: TokenCounter) -> None:
+def test_E1_the_checkpoint_slot_says_when_no_driver_is_wired(monkeypatch: pytest.MonkeyPatch) -> None:
     from avibe.evals import strategies
 
-    saved = list(strategies._registered)
-    strategies._registered.clear()
-    try:
-        if CHECKPOINT not in available_strategies():
-            with pytest.raises(StrategyUnavailable, match="not wired"):
-                make_strategy(CHECKPOINT)
+    monkeypatch.setattr(strategies, "DRIVER_MODULES", ("avibe.no_such_module",))
+    assert CHECKPOINT not in available_strategies()
+    with pytest.raises(StrategyUnavailable, match="not wired"):
+        make_strategy(CHECKPOINT)
 
-        def keep_last_user(
-            state: CompactState, model: ModelClient, counter: TokenCounter, window: int
-        ) -> Compacted:
-            users = [m for m in state.messages if m.kind == "user"][-1:]
-            meta = {"first_pass_valid": True, "repaired": False, "fallback": None}
-            return Compacted((state.messages[0], *users), 0, 0, carry="mind", meta=meta)
 
-        register_checkpoint_driver(keep_last_user)
+def test_E1_a_registered_driver_fills_the_checkpoint_slot(counter: TokenCounter) -> None:
+    def keep_last_user(
+        state: CompactState, model: ModelClient, counter: TokenCounter, window: int
+    ) -> Compacted:
+        users = [m for m in state.messages if m.kind == "user"][-1:]
+        meta = {"first_pass_valid": True, "repaired": False, "fallback": None}
+        return Compacted((state.messages[0], *users), 0, 0, carry="mind", meta=meta)
+
+    with checkpoint_driver(keep_last_user):
         assert CHECKPOINT in available_strategies()
         scenario = generate("queue", 1, 30)
         result = replay(scenario, make_strategy(CHECKPOINT), ScriptedModel([]), counter, WINDOW)
-        assert result.k >= 1 and result.compactions[0].meta["first_pass_valid"] is True
-        assert measure(scenario, result.context, counter).values["context_tokens"] < WINDOW
-    finally:
-        strategies._registered[:] = saved
+    assert result.k >= 1 and result.compactions[0].meta["first_pass_valid"] is True
+    assert measure(scenario, result.context, counter).values["context_tokens"] < WINDOW
 
 
 def test_E1_unknown_strategy_names_fail_clearly() -> None:

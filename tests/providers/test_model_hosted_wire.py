@@ -8,7 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from avibe.config import load_settings
 from avibe.errors import AuthError, BadResponse, ContextOverflow, ModelUnavailable, RateLimited
+from avibe.providers import open_counter
+from avibe.providers.counting import CalibratedCounter
 from avibe.providers.facts import model_facts
 from avibe.providers.hosted import HostedModel
 from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
@@ -119,3 +122,15 @@ def test_keys_are_never_recorded_in_fixtures() -> None:
         text = path.read_text(encoding="utf-8")
         assert DUMMY_KEY not in text
         assert "sk-" not in text
+
+
+def test_open_counter_is_calibrated_by_each_reply(wire: WireServer, tmp_path: Path) -> None:
+    """DESIGN: hosted estimates are calibrated by the usage the provider reports (here 1290 tokens)."""
+    settings = load_settings({"AVIBE_HOME": str(tmp_path)})
+    model = HostedModel(model_facts("openai/gpt-4o"), api_base=wire.url, api_key=DUMMY_KEY)
+    counter = open_counter("openai/gpt-4o", settings, model)
+    assert isinstance(counter, CalibratedCounter) and counter.observations == 0
+    wire.queue("openai/answer.json")
+    model.complete(ASK, [READ])
+    assert counter.observations == 1
+    assert counter.factor == 2.0  # 1290 reported for a ~40-token estimate: bounded, not trusted blindly

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from avibe.cli.models import register
 from avibe.config import load_settings
-from avibe.errors import ModelUnavailable
+from avibe.errors import ConfigError, ModelUnavailable
 from avibe.providers import open_counter, open_model
 from avibe.providers.counting import CalibratedCounter
 from avibe.providers.hosted import HostedModel
@@ -73,3 +73,16 @@ def test_vibe_models_name_and_unknown_name(tmp_path: Path) -> None:
     assert shown.exit_code == 0 and "128,000" in shown.output
     bad = runner.invoke(_cli(), ["models", "nope/x"], env=env)
     assert bad.exit_code == 1 and "unknown model 'nope/x'" in bad.output
+
+
+def test_a_server_the_map_lacks_needs_its_window(tmp_path: Path) -> None:
+    """An Ollama/vLLM model LiteLLM's map does not know: usable once AVIBE_MODEL_WINDOW says its window."""
+    env = {"AVIBE_HOME": str(tmp_path)}
+    with pytest.raises(ModelUnavailable, match="AVIBE_MODEL_WINDOW"):
+        open_model("ollama/qwen2.5-coder", load_settings(env))
+    model = open_model("ollama/qwen2.5-coder", load_settings({**env, "AVIBE_MODEL_WINDOW": "32768"}))
+    assert (model.facts.window, model.facts.max_output, model.facts.input_price) == (32_768, 4_096, None)
+    capped = open_model("openai/gpt-4o", load_settings({**env, "AVIBE_MODEL_WINDOW": "64000"}))
+    assert capped.facts.window == 64_000
+    with pytest.raises(ConfigError, match="AVIBE_MODEL_WINDOW"):
+        load_settings({**env, "AVIBE_MODEL_WINDOW": "lots"})

@@ -82,6 +82,7 @@ class Work:
     scene: str = ""
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    echo: str = ""  # the question being answered, normalised (see `_clean`)
 
     @classmethod
     def start(cls, previous_mind: str, candidates: Sequence[Candidate], budgets: Budgets) -> Work:
@@ -121,10 +122,20 @@ def _one_line(value: str, limit: int = ENTRY_CHARS) -> str:
     return "" if _norm(text) in FILLER else text
 
 
-def _strings(value: Any, limit: int = ENTRY_CHARS) -> list[str]:
+def _clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
+    """`_one_line`, and "" for a phrase copied from the question itself (a small model echoes the
+    instructions: "what you may decide alone" as a decision)."""
+    text = _one_line(str(value), limit)
+    if text and work.echo and f" {_norm(text)} " in f" {work.echo} ":
+        work.notes.append(f"answer copied from the question, ignored: {text!r}")
+        return ""
+    return text
+
+
+def _strings(work: Work, value: Any, limit: int = ENTRY_CHARS) -> list[str]:
     if not isinstance(value, list):
         return []
-    return [line for v in value[:MAX_NEW] if isinstance(v, str) and (line := _one_line(v, limit))]
+    return [line for v in value[:MAX_NEW] if isinstance(v, str) and (line := _clean(work, v, limit))]
 
 
 def _array(items: Mapping[str, Any], max_items: int = MAX_NEW) -> dict[str, Any]:
@@ -260,7 +271,7 @@ def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
         return
     first_new = _next_id(list(current))
     known = {_norm(line.split(")", 1)[-1]) for line in current.values()}
-    new = [t for t in _strings(data.get("new"))[:MAX_NEW_MISSION] if _norm(t) not in known]
+    new = [t for t in _strings(work, data.get("new"))[:MAX_NEW_MISSION] if _norm(t) not in known]
     targets = [*current, *(f"M{first_new + k}" for k in range(len(new)))]
     changes = data.get("status", [])
     for change in changes if isinstance(changes, list) else []:
@@ -318,7 +329,10 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
         ):
             work.notes.append(f"workstream change ignored (unknown id or status): {item!r}")
             continue
-        text = _one_line(str(item.get("text", "")))
+        text = _clean(work, item.get("text", ""))
+        if wid == "new" and _norm(text) in {_norm(t) for _, t in current.values()}:
+            work.notes.append(f"new workstream repeats an existing one, ignored: {text!r}")
+            continue
         if wid == "new" and text and len(added) < MAX_NEW:
             added.append(f"- [W{next_number}] ({status}) {text}")
             next_number += 1
@@ -339,20 +353,20 @@ def _notes_question(work: Work) -> Question:
     return Question("notes", render("q_notes"), schema)
 
 
-def _decisions(value: Any) -> list[str]:
+def _decisions(work: Work, value: Any) -> list[str]:
     lines = []
     for item in value[:MAX_NEW] if isinstance(value, list) else []:
         if isinstance(item, dict) and isinstance(item.get("decision"), str):
-            decision, reason = _one_line(item["decision"], 160), _one_line(str(item.get("reason", "")), 160)
+            decision, reason = _clean(work, item["decision"], 160), _clean(work, item.get("reason", ""), 160)
             if decision:
                 lines.append(f"- {decision}" + (f" - because {reason}" if reason else ""))
     return lines
 
 
 def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
-    _append_under(work, "notes", "## I am here", [f"- {t}" for t in _strings(data.get("i_am_here"))])
-    _append_under(work, "notes", "## Key decisions", _decisions(data.get("decisions")))
-    _append_under(work, "notes", "## Lessons", [f"- {t}" for t in _strings(data.get("lessons"), 160)])
+    _append_under(work, "notes", "## I am here", [f"- {t}" for t in _strings(work, data.get("i_am_here"))])
+    _append_under(work, "notes", "## Key decisions", _decisions(work, data.get("decisions")))
+    _append_under(work, "notes", "## Lessons", [f"- {t}" for t in _strings(work, data.get("lessons"), 160)])
 
 
 # ---- scene (S1-S6) ----------------------------------------------------------------------------------
@@ -364,7 +378,7 @@ def _scene_question(work: Work) -> Question:
 
 
 def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
-    values = {name: _one_line(str(data.get(name, "")), limit) for name, limit in SCENE_CHARS.items()}
+    values = {name: _clean(work, data.get(name, ""), limit) for name, limit in SCENE_CHARS.items()}
     work.scene = render_scene(SceneParts(**values))
 
 
@@ -387,7 +401,10 @@ _APPLY: Final[dict[str, Callable[[Work, Mapping[str, Any]], None]]] = {
 
 
 def question(part: str, work: Work) -> Question | None:
-    return _QUESTIONS[part](work)
+    """The part's question (None: nothing to ask); remembers its wording to spot echoed answers."""
+    asked = _QUESTIONS[part](work)
+    work.echo = _norm(asked.text) if asked else ""
+    return asked
 
 
 def apply_answer(part: str, work: Work, text: str) -> None:

@@ -17,8 +17,7 @@ from avibe.evals.generators import SCENARIO_TYPES
 from avibe.evals.importers import REPLAY_STATE_KEY
 from avibe.evals.replay import trigger_fraction
 from avibe.evals.report import write_report
-from avibe.evals.runner import Job, plan, read_results, run_all
-from avibe.evals.runner import Settings as RunSettings
+from avibe.evals.runner import Job, RunSettings, key_of, plan, read_results, run_all
 from avibe.evals.scenario import Scenario, ScenarioError, load_scenario, save_scenario, scenario_from_dict
 from avibe.evals.strategies import STRATEGY_NAMES, available_strategies
 from avibe.ports import ModelClient, TokenCounter
@@ -64,11 +63,12 @@ def _check_choices(types: list[str], strategies: list[str]) -> None:
 def _run_with_progress(jobs: list[Job], run: Any, out: Path) -> None:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    done_before = len(read_results(out / RESULTS))
+    finished = {key_of(r) for r in read_results(out / RESULTS) if r.get("status") in {"ok", "n/a"}}
+    done_before = sum(job.key.as_tuple() in finished for job in jobs)  # what a resumed run skips
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, transient=False) as progress:
         task = progress.add_task("eval", total=len(jobs))
-        progress.advance(task, min(done_before, len(jobs)))
+        progress.advance(task, done_before)
 
         def on_done(row: dict[str, Any]) -> None:
             progress.update(task, advance=1, description=f"{row['strategy']} / {row['scenario']}")

@@ -31,7 +31,7 @@ def _show(name: str | None) -> None:
 
     settings = load_settings()
     if name:
-        typer.echo(_facts_line(model_facts(name)))
+        typer.echo(_facts_line(model_facts(name, settings.model_window)))
         return
     for tier, spec in EMBEDDED_MODELS.items():
         installed = is_installed(settings.model_cache, spec)

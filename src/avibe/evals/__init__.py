@@ -7,6 +7,8 @@ baselines.py   the peers' strategies                      strategies.py  registr
 metrics.py     deterministic metrics                      probes.py      model-answered probes
 stats.py       Wilson and paired bootstrap intervals      runner.py      the resumable run matrix
 report.py      Markdown report and PNG plots              importers.py   Claude Code / Codex sessions
+checkpoint.py  Avibe's checkpoint as a strategy           filler.py      realistic filler work
+strict.py      the strict field reader of scenario files
 """
 
 from __future__ import annotations

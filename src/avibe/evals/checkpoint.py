@@ -14,15 +14,19 @@ mode: "structured" (small JSON questions under a grammar; Vibey's choice for loc
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
 from avibe.evals.strategies import CheckpointDriver
-from avibe.evals.strategy import Compacted, CompactState
+from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
 from avibe.record.entries import NewEntry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
@@ -118,6 +122,27 @@ def _recollection_message(stored: StoredCheckpoint, number: int) -> ChatMessage:
     return ChatMessage("system", recollection(checkpoint, number=number), kind=RECOLLECTION_KIND)
 
 
+_slots_lock = threading.Lock()
+_slots_busy: set[int] = set()
+
+
+@contextmanager
+def _work_dir() -> Iterator[Path]:
+    """The session folder for the two work files (F2). Its path appears in the checkpoint request, so it is
+    a fixed slot per concurrent worker, not a random name: the same run asks the same prompt."""
+    with _slots_lock:
+        slot = min(set(range(len(_slots_busy) + 1)) - _slots_busy)
+        _slots_busy.add(slot)
+    folder = Path(tempfile.gettempdir()) / f"avibe-eval-{os.getuid()}" / f"slot-{slot}"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        with _slots_lock:
+            _slots_busy.discard(slot)
+
+
 def make_checkpoint_driver(mode: Mode | None = None) -> CheckpointDriver:
     """The checkpoint driver for `register_checkpoint_driver`; mode None picks by the model's name."""
 
@@ -140,7 +165,7 @@ def _compact(
     conversation = [m for m in state.messages[1:] if m.kind != RECOLLECTION_KIND]
     base_view = [m for m in state.messages if m.role == "system"]
     metered = _Metered(model, counter)
-    with open_store("sqlite://") as store, tempfile.TemporaryDirectory(prefix="avibe-eval-") as tmp:
+    with open_store("sqlite://") as store, _work_dir() as tmp:
         session = store.create_session(f"eval {state.session}").id
         for entry in state.record:
             store.append(NewEntry(session, entry.source, entry.text, entry.at, entry.turn_id))
@@ -164,7 +189,9 @@ def _compact(
                 return Compacted(state.messages, metered.tokens, metered.calls, failed, (reason,), meta)
             result = driver.move_out_without_model(conversation, previous, budgets, None, {})
             if result.checkpoint is None:
-                raise RuntimeError(f"the checkpoint could neither run nor move anything out: {result.reason}")
+                raise CompactionFailed(
+                    f"the checkpoint could neither run nor move anything out: {result.reason}"
+                )
     return _accepted(state, result, carry, failures, system, metered)
 
 

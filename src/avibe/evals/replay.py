@@ -198,14 +198,17 @@ def size_for_k(
     counter: TokenCounter,
     *,
     threshold: float = DEFAULT_THRESHOLD,
-    kept_after: float = 0.35,
+    kept_after: float | None = None,
 ) -> int:
     """The filler size that makes a scenario cross the threshold about `k` times: the first crossing at
-    threshold x window, each later one after refilling from `kept_after` x window. The K each strategy
+    threshold x window, each later one after refilling from `kept_after` x window (default: the recent
+    messages, a quarter of the threshold, plus a summary of a tenth of the window). The K each strategy
     actually reaches is measured by the replay and reported next to the target."""
     if k < 1:
         raise ValueError(f"k must be >= 1, got {k}")
-    target = threshold * window * (1 + (k - 1) * (threshold - kept_after) / threshold) + window * 0.05
+    kept = threshold / 4 + 0.1 if kept_after is None else kept_after
+    refill = max(threshold - kept, 0.05) * window
+    target = threshold * window + (k - 1) * refill + window * 0.05
     base, probe = conversation_tokens(make(0), counter), 16
     per_turn = max(1.0, (conversation_tokens(make(probe), counter) - base) / probe)
     size = max(1, math.ceil((target - base) / per_turn))

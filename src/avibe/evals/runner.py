@@ -24,7 +24,7 @@ from avibe.evals.probes import ask_all
 from avibe.evals.replay import DEFAULT_THRESHOLD, ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
-from avibe.evals.strategy import NotApplicable, StrategyUnavailable
+from avibe.evals.strategy import CompactionFailed, NotApplicable, StrategyUnavailable
 from avibe.ports import ModelClient, TokenCounter
 
 log = logging.getLogger(__name__)
@@ -49,7 +49,7 @@ class Job:
 
 
 @dataclass(frozen=True, slots=True)
-class Settings:
+class RunSettings:
     """One evaluation's fixed conditions: every strategy runs on the same model, window and threshold."""
 
     window: int
@@ -80,7 +80,7 @@ def plan(
     return jobs
 
 
-def _base(job: Job, settings: Settings) -> dict[str, Any]:
+def _base(job: Job, settings: RunSettings) -> dict[str, Any]:
     key = job.key
     return {
         "scenario": key.scenario,
@@ -106,7 +106,11 @@ def _checkpoint_meta(result: ReplayResult) -> dict[str, int]:
 
 
 def run_one(
-    job: Job, model: ModelClient, counter: TokenCounter, settings: Settings, judge: ModelClient | None = None
+    job: Job,
+    model: ModelClient,
+    counter: TokenCounter,
+    settings: RunSettings,
+    judge: ModelClient | None = None,
 ) -> dict[str, Any]:
     """Replay, measure and probe one job; the JSON-ready result line."""
     row = _base(job, settings)
@@ -121,7 +125,7 @@ def run_one(
         )
     except (NotApplicable, StrategyUnavailable) as err:
         return {**row, "status": "n/a", "reason": str(err)}
-    except AvibeError as err:
+    except (AvibeError, CompactionFailed) as err:
         log.warning("run %s failed: %s", job.key, err)
         return {**row, "status": "error", "reason": f"{type(err).__name__}: {err}"}
     measured = measure(job.scenario, result.context, counter)
@@ -191,7 +195,7 @@ def run_all(
     jobs: Iterable[Job],
     model_for: Callable[[], ModelClient],
     counter: TokenCounter,
-    settings: Settings,
+    settings: RunSettings,
     results: Path,
     *,
     judge: ModelClient | None = None,

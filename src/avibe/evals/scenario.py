@@ -16,6 +16,9 @@ from typing import Any, Final, Literal, cast, get_args
 
 import yaml
 
+from avibe.evals.strict import Reader
+from avibe.evals.strict import ScenarioError as ScenarioError  # re-exported: part of this module's API
+
 FORMAT_VERSION: Final = 1
 BackgroundKind = Literal["watch", "timer", "callback", "agent"]
 ItemKind = Literal["constraint", "authorisation", "preference"]
@@ -23,10 +26,6 @@ ItemStatus = Literal["active", "revoked", "superseded"]
 RefKind = Literal["job_id", "path", "command", "error"]
 ProbeKind = Literal["exact", "rubric", "next_action"]
 DEFAULT_START: Final = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-
-
-class ScenarioError(ValueError):
-    """A scenario file that does not follow docs/eval-format.md; the message names the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,78 +164,8 @@ class Scenario:
 # --- strict reading -------------------------------------------------------------------------------
 
 
-class _Reader:
-    """Reads one mapping, remembering the path for error messages and rejecting unknown keys."""
-
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, Mapping):
-            raise ScenarioError(f"{path or 'scenario'}: expected a mapping, got {type(data).__name__}")
-        self.data = cast(Mapping[str, object], data)
-        self.path = path
-        self.seen: set[str] = set()
-
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
-
-    def raw(self, key: str, default: object = ..., *, required: bool = True) -> object:
-        self.seen.add(key)
-        if key in self.data:
-            return self.data[key]
-        if required and default is ...:
-            raise ScenarioError(f"{self.at(key)}: required field is missing")
-        return default
-
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self.raw(key, ... if default is None else default)
-        if not isinstance(value, str):
-            raise ScenarioError(f"{self.at(key)}: expected a string, got {type(value).__name__}")
-        return value
-
-    def nonempty(self, key: str) -> str:
-        value = self.text(key)
-        if not value.strip():
-            raise ScenarioError(f"{self.at(key)}: must not be empty")
-        return value
-
-    def choice(self, key: str, allowed: Sequence[str], default: str | None = None) -> str:
-        value = self.text(key, default)
-        if value not in allowed:
-            raise ScenarioError(f"{self.at(key)}: {value!r} is not one of {', '.join(allowed)}")
-        return value
-
-    def integer(self, key: str, default: int | None = None) -> int:
-        value = self.raw(key, ... if default is None else default)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ScenarioError(f"{self.at(key)}: expected an integer, got {type(value).__name__}")
-        return value
-
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.raw(key, default)
-        if not isinstance(value, bool):
-            raise ScenarioError(f"{self.at(key)}: expected true or false, got {type(value).__name__}")
-        return value
-
-    def seq(self, key: str) -> list[object]:
-        value = self.raw(key, [])
-        if not isinstance(value, list):
-            raise ScenarioError(f"{self.at(key)}: expected a list, got {type(value).__name__}")
-        return value
-
-    def texts(self, key: str) -> tuple[str, ...]:
-        values = self.seq(key)
-        for i, value in enumerate(values):
-            if not isinstance(value, str):
-                raise ScenarioError(f"{self.at(key)}[{i}]: expected a string, got {type(value).__name__}")
-        return tuple(cast(list[str], values))
-
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.seen)
-        if unknown:
-            raise ScenarioError(f"{self.path or 'scenario'}: unknown field(s) {', '.join(unknown)}")
-
-
 def _tool_use(data: object, path: str) -> ToolUse:
-    r = _Reader(data, path)
+    r = Reader(data, path)
     arguments = r.raw("arguments", {})
     if not isinstance(arguments, dict):
         raise ScenarioError(f"{r.at('arguments')}: expected a mapping")
@@ -248,7 +177,7 @@ def _tool_use(data: object, path: str) -> ToolUse:
 
 
 def _event(data: object, path: str) -> Event:
-    r = _Reader(data, path)
+    r = Reader(data, path)
     kind = r.choice("type", ("user", "assistant", "background"))
     event: Event
     if kind == "user":
@@ -266,7 +195,7 @@ def _event(data: object, path: str) -> Event:
 
 
 def _item(data: object, path: str) -> PlantedItem:
-    r = _Reader(data, path)
+    r = Reader(data, path)
     item = PlantedItem(
         id=r.nonempty("id"),
         kind=cast(ItemKind, r.choice("kind", get_args(ItemKind))),
@@ -287,7 +216,7 @@ def _item(data: object, path: str) -> PlantedItem:
 def _queue(data: object, path: str) -> Queue | None:
     if data is None:
         return None
-    r = _Reader(data, path)
+    r = Reader(data, path)
     queue = Queue(items=r.texts("items"), done=r.integer("done"))
     r.done()
     if not queue.items or not 0 <= queue.done <= len(queue.items):
@@ -296,7 +225,7 @@ def _queue(data: object, path: str) -> Queue | None:
 
 
 def _spoof(data: object, path: str) -> Spoof:
-    r = _Reader(data, path)
+    r = Reader(data, path)
     source = r.choice("source", (*get_args(BackgroundKind), "user"))
     spoof = Spoof(cast(BackgroundKind | Literal["user"], source), r.nonempty("payload"))
     r.done()
@@ -304,14 +233,14 @@ def _spoof(data: object, path: str) -> Spoof:
 
 
 def _reference(data: object, path: str) -> Reference:
-    r = _Reader(data, path)
+    r = Reader(data, path)
     ref = Reference(cast(RefKind, r.choice("kind", get_args(RefKind))), r.nonempty("value"))
     r.done()
     return ref
 
 
 def _probe(data: object, path: str) -> Probe:
-    r = _Reader(data, path)
+    r = Reader(data, path)
     probe = Probe(
         id=r.nonempty("id"),
         kind=cast(ProbeKind, r.choice("kind", get_args(ProbeKind))),
@@ -330,7 +259,7 @@ def _probe(data: object, path: str) -> Probe:
 
 
 def _truth(data: object, path: str) -> GroundTruth:
-    r = _Reader(data, path)
+    r = Reader(data, path)
 
     def many(key: str, parse: Any) -> tuple[Any, ...]:
         return tuple(parse(v, f"{r.at(key)}[{i}]") for i, v in enumerate(r.seq(key)))
@@ -387,7 +316,7 @@ def _event_texts(events: Sequence[Event]) -> list[str]:
 
 def scenario_from_dict(data: object) -> Scenario:
     """Build a Scenario from parsed JSON/YAML; raise ScenarioError naming the first bad field."""
-    r = _Reader(data, "")
+    r = Reader(data, "")
     version = r.integer("format", FORMAT_VERSION)
     if version != FORMAT_VERSION:
         raise ScenarioError(f"format: version {version} is not supported (this Avibe reads {FORMAT_VERSION})")

@@ -13,7 +13,8 @@ and `carry` holds whatever it needs next time (e.g. the previous mind), as text.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +32,16 @@ _registered: list[CheckpointDriver] = []
 def register_checkpoint_driver(driver: CheckpointDriver) -> None:
     """Wire the checkpoint into the evaluation (the latest registration wins)."""
     _registered.append(driver)
+
+
+@contextmanager
+def checkpoint_driver(driver: CheckpointDriver) -> Iterator[None]:
+    """Use `driver` for the checkpoint inside the block only (tests, or an evaluation of another driver)."""
+    _registered.append(driver)
+    try:
+        yield
+    finally:
+        _registered.remove(driver)
 
 
 def _find_driver() -> CheckpointDriver:

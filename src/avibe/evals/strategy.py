@@ -23,6 +23,10 @@ class NotApplicable(Exception):
     """The strategy cannot run on this scenario at this window (e.g. the full context does not fit)."""
 
 
+class CompactionFailed(Exception):
+    """The strategy could not make the context fit at all; the run is recorded as an error, with why."""
+
+
 class StrategyUnavailable(Exception):
     """The strategy is not wired in this build (e.g. the checkpoint driver is missing)."""
 

@@ -42,12 +42,13 @@ def open_model(name: str, settings: Settings) -> ModelClient:
         return open_embedded(name, settings.model_cache)
     from avibe.providers.hosted import HostedModel
 
-    return HostedModel(model_facts(name))
+    return HostedModel(model_facts(name, settings.model_window))
 
 
 def open_counter(name: str, settings: Settings, model: ModelClient | None = None) -> TokenCounter:
     """The TokenCounter for a model: exact for local ones (shares `model`'s vocabulary when given),
-    a calibrated tiktoken estimate for hosted ones (feed it with `.observe(messages, prompt_tokens)`)."""
+    a calibrated tiktoken estimate for hosted ones - given the HostedModel, every reply's reported prompt
+    tokens calibrate it automatically."""
     _refuse_scripted(name)
     if is_local(name):
         from avibe.providers.embedded import EmbeddedModel, open_embedded_counter
@@ -55,7 +56,11 @@ def open_counter(name: str, settings: Settings, model: ModelClient | None = None
         if isinstance(model, EmbeddedModel):
             return model.counter
         return open_embedded_counter(name, settings.model_cache)
-    model_facts(name)  # unknown names fail here, as they do in open_model
+    model_facts(name, settings.model_window)  # unknown names fail here, as they do in open_model
     from avibe.providers.counting import hosted_counter
+    from avibe.providers.hosted import HostedModel
 
-    return hosted_counter(name)
+    counter = hosted_counter(name)
+    if isinstance(model, HostedModel):  # every reply's reported usage calibrates the estimate
+        model.on_prompt_usage(counter.observe)
+    return counter

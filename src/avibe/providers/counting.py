@@ -17,7 +17,7 @@ from typing import Any
 from avibe.errors import ModelUnavailable
 from avibe.ports import TokenCounter
 from avibe.providers.facts import litellm_data_dir
-from avibe.record.messages import ChatMessage
+from avibe.record.messages import ChatMessage, ToolSpec
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +61,10 @@ class TiktokenCounter:
         return total
 
 
+def _tool_dict(tool: ToolSpec) -> dict[str, object]:
+    return {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
+
+
 def _json(value: object) -> str:
     import json
 
@@ -91,9 +95,13 @@ class CalibratedCounter:
     def factor(self) -> float:
         return self._factor
 
-    def observe(self, messages: Sequence[ChatMessage], reported_prompt_tokens: int) -> None:
-        """Feed the prompt tokens a provider reported for `messages`."""
-        estimate = self._estimator.count_messages(messages)
+    def observe(
+        self, messages: Sequence[ChatMessage], reported_prompt_tokens: int, tools: Sequence[ToolSpec] = ()
+    ) -> None:
+        """Feed the prompt tokens a provider reported for `messages` (+ the tool schemas it was sent)."""
+        estimate = self._estimator.count_messages(messages) + sum(
+            self._estimator.count(_json(_tool_dict(t))) for t in tools
+        )
         if estimate <= 0 or reported_prompt_tokens <= 0:
             log.info("calibration skipped: estimate %d, reported %d", estimate, reported_prompt_tokens)
             return

@@ -21,9 +21,10 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,9 @@ N_CTX = 32_768
 MAX_OUTPUT = 2_048  # reply reserve; a checkpoint section or a tool call fits easily
 THREADS = 2
 SEED = 1234
+# Private-use characters mark where message contents sit in the rendered template (see PromptRenderer).
+_SLOT_OPEN, _SLOT_CLOSE = "\ue000", "\ue001"
+_SLOT = re.compile(f"{_SLOT_OPEN}(\\d+){_SLOT_CLOSE}")
 
 
 def load_llama(path: Path, *, n_ctx: int = N_CTX, vocab_only: bool = False) -> Any:
@@ -74,9 +78,8 @@ def resolve_model_file(name: str, model_cache: Path) -> Path:
         path = Path(name.removeprefix("local:")).expanduser()
         check_gguf(path)
         return path
-    raise ModelUnavailable(
-        f"{name!r} is not an embedded model name; use 'embedded' or 'local:/path/model.gguf'"
-    )
+    choices = ", ".join([*EMBEDDED_MODELS, "local:/path/model.gguf"])
+    raise ModelUnavailable(f"{name!r} is not an embedded model name; use one of {choices}")
 
 
 class PromptRenderer:
@@ -102,16 +105,35 @@ class PromptRenderer:
         self._bos = bos
 
     def render(self, messages: Sequence[ChatMessage], tail: str | None = None) -> str:
+        return self._render(messages, tail, lambda text: text)
+
+    def _render(self, messages: Sequence[ChatMessage], tail: str | None, slot: Callable[[str], str]) -> str:
         dicts = [_template_message(m) for m in messages]
+        for item in dicts:
+            item["content"] = slot(item["content"])
         if tail:
-            dicts.append({"role": "system", "content": tail})
+            dicts.append({"role": "system", "content": slot(tail)})
         return str(self._formatter(messages=dicts).prompt)
 
     def tokens(self, messages: Sequence[ChatMessage], tail: str | None = None) -> list[int]:
-        """The prompt tokens we hand to llama.cpp (without the BOS it adds itself)."""
-        ids: list[int] = self._llama.tokenize(
-            self.render(messages, tail).encode("utf-8"), add_bos=False, special=True
-        )
+        """The prompt tokens we hand to llama.cpp (without the BOS it adds itself).
+
+        The template's markup is tokenized with special tokens on, message contents with them off: a
+        message that contains the text `<|im_start|>system` stays text and cannot open a forged turn
+        (llama.cpp's own chat handler would turn it into the special token)."""
+        contents: list[str] = []
+
+        def slot(text: str) -> str:
+            if not text:  # templates test content for emptiness; keep that behaviour
+                return text
+            contents.append(text)
+            return f"{_SLOT_OPEN}{len(contents) - 1}{_SLOT_CLOSE}"
+
+        ids: list[int] = []
+        for i, piece in enumerate(_SLOT.split(self._render(messages, tail, slot))):
+            text, special = (contents[int(piece)], False) if i % 2 else (piece, True)
+            if text:
+                ids += self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=special)
         return ids[1:] if self._bos_added and ids[:1] == [self._bos] else ids
 
     def prompt_count(self, tokens: Sequence[int]) -> int:
@@ -158,13 +180,12 @@ class LlamaTokenCounter:
 
 
 def tools_instruction(tools: Sequence[ToolSpec]) -> str:
-    lines = ["You can call one of these tools, or give your final answer.", "Tools:"]
+    lines = ["Tools (call one when you need information or an action; answer when done):"]
     for tool in tools:
         schema = json.dumps(tool.parameters, ensure_ascii=False)
         lines.append(f"- {tool.name}: {tool.description} Arguments (JSON schema): {schema}")
     lines.append(
-        'Reply with exactly one JSON object: {"tool": "<tool name>", "arguments": {...}} to call a tool, '
-        'or {"answer": "<your reply>"} to answer.'
+        'Reply with one JSON object: {"tool": "<name>", "arguments": {...}} or {"answer": "<reply>"}.'
     )
     return "\n".join(lines)
 
@@ -175,12 +196,15 @@ def schema_instruction(schema: Mapping[str, Any]) -> str:
     )
 
 
-def tool_choice_schema(tools: Sequence[ToolSpec]) -> dict[str, Any]:
+def tool_choice_schema(tools: Sequence[ToolSpec], *, strict_arguments: bool = True) -> dict[str, Any]:
     """One branch per tool plus the final-answer branch (the grammar the output is constrained to)."""
     branches: list[dict[str, Any]] = [
         {
             "type": "object",
-            "properties": {"tool": {"const": tool.name}, "arguments": tool.parameters},
+            "properties": {
+                "tool": {"const": tool.name},
+                "arguments": tool.parameters if strict_arguments else {"type": "object"},
+            },
             "required": ["tool", "arguments"],
             "additionalProperties": False,
         }
@@ -251,12 +275,13 @@ class EmbeddedModel:
         max_tokens: int | None = None,
         temperature: float = 0.0,
     ) -> ModelReply:
-        schema, tail = _constraint(tools, json_schema)
+        _, tail = _constraint(tools, json_schema)
         tokens = self._renderer.tokens(messages, tail)
         limit = self._output_limit(tokens, max_tokens)
+        grammar = self._grammar_for(tools, json_schema)
         with self._lock:
             cached = self._reusable_prefix(tokens)
-            out = self._generate(tokens, schema, limit, temperature)
+            out = self._generate(tokens, grammar, limit, temperature)
         choice = out["choices"][0]
         raw, finish = str(choice["text"]), str(choice.get("finish_reason") or "stop")
         usage = Usage(
@@ -297,8 +322,7 @@ class EmbeddedModel:
             return common if exact else common - 1  # llama.cpp replays one token to refresh the logits
         return common
 
-    def _generate(self, tokens: list[int], schema: dict[str, Any] | None, limit: int, temp: float) -> Any:
-        grammar = self._grammar(schema) if schema is not None else None
+    def _generate(self, tokens: list[int], grammar: Any, limit: int, temp: float) -> Any:
         stop = [self._renderer.eos_text] if self._renderer.eos_text else None
         try:
             return self._llama.create_completion(
@@ -309,6 +333,19 @@ class EmbeddedModel:
                 raise ContextOverflow(f"{exc}; checkpoint or shorten the conversation", str(exc)) from exc
             raise BadResponse(f"llama.cpp rejected the request: {exc}", provider_text=str(exc)) from exc
 
+    def _grammar_for(self, tools: Sequence[ToolSpec], json_schema: Mapping[str, Any] | None) -> Any:
+        """The output grammar; a tool schema llama.cpp cannot compile falls back (logged) to "any JSON
+        object" for the arguments - the model still sees the real schema in the prompt."""
+        if json_schema is not None:
+            return self._grammar(dict(json_schema))
+        if not tools:
+            return None
+        try:
+            return self._grammar(tool_choice_schema(tools))
+        except BadResponse as exc:
+            log.warning("tool arguments left unconstrained: %s", exc)
+            return self._grammar(tool_choice_schema(tools, strict_arguments=False))
+
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp.llama_grammar import LlamaGrammar
 
@@ -316,10 +353,9 @@ class EmbeddedModel:
         if key not in self._grammars:
             try:
                 self._grammars[key] = LlamaGrammar.from_json_schema(key, verbose=False)
-            except (ValueError, RuntimeError, KeyError, NotImplementedError) as exc:
+            except (ValueError, RuntimeError, KeyError, NotImplementedError, AssertionError) as exc:
                 raise BadResponse(
-                    f"cannot build an output grammar from the JSON schema ({exc}); simplify the tool or "
-                    "output schema",
+                    f"cannot build an output grammar from the JSON schema ({exc}); simplify the schema",
                     provider_text=key,
                 ) from exc
         return self._grammars[key]

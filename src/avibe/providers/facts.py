@@ -81,16 +81,25 @@ def price_tier_at(key: str, entry: dict[str, Any]) -> int | None:
     return PRICE_TIER_OVERRIDES.get(bare)
 
 
-def hosted_facts(name: str) -> ModelFacts:
+UNMAPPED_MAX_OUTPUT = 4_096  # reply reserve for a model the map lacks (an Ollama or vLLM server)
+
+
+def hosted_facts(name: str, window: int | None = None) -> ModelFacts:
+    """Facts from the model map; `window` (AVIBE_MODEL_WINDOW) overrides its window, and makes a model
+    the map lacks usable (no prices known then, so no price tier)."""
     found = lookup(name)
+    if found is None and window is not None:
+        return ModelFacts(name=name, window=window, max_output=min(UNMAPPED_MAX_OUTPUT, window // 4))
     if found is None:
         raise ModelUnavailable(
             f"unknown model {name!r}: not in LiteLLM's model map; use a `provider/model` name that "
             "`vibe models NAME` knows (e.g. anthropic/claude-sonnet-4-5, openai/gpt-4o), 'embedded', "
-            "or 'local:/path/model.gguf'"
+            "or 'local:/path/model.gguf'; for a server the map lacks (Ollama, vLLM) also set "
+            "AVIBE_MODEL_WINDOW to its context size"
         )
     key, entry = found
-    window = int(entry.get("max_input_tokens") or entry.get("max_tokens") or 0)
+    mapped = int(entry.get("max_input_tokens") or entry.get("max_tokens") or 0)
+    window = min(window, mapped) if window and mapped else (window or mapped)
     if window <= 0:
         raise ModelUnavailable(f"LiteLLM's model map has no context window for {name!r}; pick another model")
     max_output = int(entry.get("max_output_tokens") or entry.get("max_tokens") or 4096)
@@ -108,12 +117,13 @@ def _price(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) else None
 
 
-def model_facts(name: str) -> ModelFacts:
-    """Facts for any model name the harness accepts; the embedded ones without loading weights."""
+def model_facts(name: str, window: int | None = None) -> ModelFacts:
+    """Facts for any model name the harness accepts; the embedded ones without loading weights.
+    `window` (AVIBE_MODEL_WINDOW) caps a hosted model's window or supplies one the map lacks."""
     from avibe.providers.modelfile import EMBEDDED_MODELS
 
     if name in EMBEDDED_MODELS or name.startswith("local:"):
         from avibe.providers.embedded import MAX_OUTPUT, N_CTX
 
         return ModelFacts(name=name, window=N_CTX, max_output=MAX_OUTPUT)
-    return hosted_facts(name)
+    return hosted_facts(name, window)

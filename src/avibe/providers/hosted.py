@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from avibe.errors import (
@@ -23,6 +23,8 @@ from avibe.errors import (
     RateLimited,
 )
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage
+
+UsageListener = Callable[[Sequence[ChatMessage], int, Sequence[ToolSpec]], None]
 
 
 def import_litellm() -> Any:
@@ -78,6 +80,7 @@ class HostedModel:
         num_retries: int = 0,
     ) -> None:
         self._facts = facts
+        self._usage_listeners: list[UsageListener] = []
         # drop_params: LiteLLM leaves out what a model does not take (e.g. temperature on reasoning models)
         self._options: dict[str, Any] = {"timeout": timeout, "num_retries": num_retries, "drop_params": True}
         if api_base:
@@ -88,6 +91,10 @@ class HostedModel:
     @property
     def facts(self) -> ModelFacts:
         return self._facts
+
+    def on_prompt_usage(self, listener: UsageListener) -> None:
+        """Call `listener(messages, prompt_tokens, tools)` after each reply (feeds CalibratedCounter)."""
+        self._usage_listeners.append(listener)
 
     def complete(
         self,
@@ -115,7 +122,11 @@ class HostedModel:
             response = litellm.completion(**request)
         except Exception as exc:  # every LiteLLM/HTTP failure is mapped; the original is chained
             raise map_error(exc, self._facts.name) from exc
-        return parse_response(response, self._facts.name)
+        reply = parse_response(response, self._facts.name)
+        if reply.usage.prompt_tokens:
+            for listener in self._usage_listeners:
+                listener(messages, reply.usage.prompt_tokens, tools)
+        return reply
 
 
 def map_error(exc: Exception, model: str) -> ModelError:

@@ -1,13 +1,18 @@
-"""A tiny driver for the checkpoint-turn generator in tests: performs its effects in memory.
+"""Test doubles for the checkpoint core's plan, carry and turn tests (a module with its own name: importing
+from `conftest` breaks when several test folders run together, each with a conftest of that name).
 
-Model calls go to a model object with `complete(...)` (the strict ScriptedModel, or a test's own chaos
-model); a ModelError becomes the ModelFailure value the real driver sends. Files read come from a dict.
+- CharCounter: a deterministic TokenCounter (about four characters per token, monotone in length).
+- make_entry: a record entry of any kind.
+- drive: performs a checkpoint turn's effects in memory. Model calls go to an object with `complete(...)`
+  (the strict ScriptedModel, or a test's own chaos model); a ModelError becomes the ModelFailure value the
+  real driver sends. Files read come from a dict.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from avibe.checkpoint.turn import (
@@ -21,6 +26,24 @@ from avibe.checkpoint.turn import (
     WriteWorkFiles,
 )
 from avibe.errors import ModelError
+from avibe.record.entries import Entry, Kind, Source
+from avibe.record.messages import ChatMessage
+
+AT = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class CharCounter:
+    """About four characters per token, rounded up: deterministic and monotone in the text's length."""
+
+    def count(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+    def count_messages(self, messages: Sequence[ChatMessage]) -> int:
+        return sum(self.count(m.content) + 4 for m in messages)
+
+
+def make_entry(seq: int, text: str, kind: Kind = "user", session: str = "s1") -> Entry:
+    return Entry(session=session, seq=seq, source=Source(kind=kind, name=kind), text=text, at=AT)
 
 
 class Model(Protocol):
