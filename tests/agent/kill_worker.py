@@ -8,11 +8,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vibey_doubles import BEFORE_STEPS, CharCounter, StepClock, tool_step
+
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.providers.scripted import ScriptedModel
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
-from conftest import BEFORE_STEPS, CharCounter, StepClock, tool_step
 
 
 def main(db: str, workdir: str, session_dir: str, marker: str) -> None:

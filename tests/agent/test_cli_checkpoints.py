@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from typer.testing import CliRunner
+from vibey_doubles import BEFORE_STEPS, checkpoint_steps, tool_step, write_lines
 
 from avibe.cli import app
 from avibe.providers.scripted import reply
-from conftest import BEFORE_STEPS, checkpoint_steps, tool_step, write_lines
 
 
 @pytest.fixture
@@ -26,7 +26,9 @@ def checkpointed(tmp_path: Path, make_harness: Any) -> tuple[dict[str, str], str
         reply("c read"),
         tool_step("read_file", path="d.txt"),
         tool_step("read_file", path="e.txt"),
-        *checkpoint_steps(5, mission=()),
+        *checkpoint_steps(
+            5, workstream=("W1", "ticket queue; next: 004"), lesson="Keep the CHANGELOG in order."
+        ),
         reply("d and e read"),
     ]
     h = make_harness(steps, db=home / "avibe.db")

@@ -10,10 +10,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from vibey_doubles import checkpoint_steps, write_lines
+
 from avibe.agent.state import STATE_KEY
 from avibe.providers.scripted import reply
 from avibe.record.entries import EntryQuery
-from conftest import checkpoint_steps, write_lines
 
 HERE = Path(__file__).parent
 

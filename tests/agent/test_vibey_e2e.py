@@ -13,12 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from vibey_doubles import (
+    BEFORE_STEPS,
+    SCENE_ANSWER,
+    Harness,
+    answer,
+    checkpoint_steps,
+    tool_step,
+    write_lines,
+)
 
 from avibe.agent.state import STATE_KEY
 from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.entries import EntryQuery, Source
 from avibe.record.messages import ToolCall
-from conftest import BEFORE_STEPS, SCENE_ANSWER, Harness, answer, checkpoint_steps, tool_step, write_lines
 
 RULE = "Please read the files I name, one by one. Never touch vendor/ - it belongs to another team."
 SECOND = "Now read b.txt."

@@ -4,21 +4,18 @@ recorded provider responses (no network)."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
+from provider_support import WireServer
 
 from avibe.config import load_settings
 from avibe.providers.embedded import EmbeddedModel, open_embedded
 from avibe.providers.modelfile import INSTALL_COMMAND, is_installed
-
-FIXTURES = Path(__file__).parent / "fixtures"
-DUMMY_KEY = "sk-avibe-test-dummy-key-never-recorded"
 
 
 @pytest.fixture(scope="session")
@@ -26,25 +23,10 @@ def embedded_model() -> EmbeddedModel:
     """The real embedded model, loaded once (it needs `vibe models install`)."""
     cache = load_settings().model_cache
     if not is_installed(cache):
+        if os.environ.get("CI"):  # CI installs the model first (scripts/setup.sh): never skip there
+            pytest.fail(f"the embedded model is not installed in {cache}; run `{INSTALL_COMMAND}`")
         pytest.skip(f"the embedded model is not installed in {cache}; run `{INSTALL_COMMAND}`")
     return open_embedded("embedded", cache)
-
-
-def fixture_response(name: str) -> tuple[int, dict[str, Any]]:
-    data = json.loads((FIXTURES / name).read_text(encoding="utf-8"))
-    return int(data["status"]), data["body"]
-
-
-@dataclass
-class WireServer:
-    """Serves queued (status, JSON body) responses to any POST and records what it received."""
-
-    url: str
-    responses: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-
-    def queue(self, *names: str) -> None:
-        self.responses.extend(fixture_response(n) for n in names)
 
 
 @pytest.fixture

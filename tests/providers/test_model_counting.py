@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from provider_support import FIXTURES
 
 from avibe.providers.counting import CalibratedCounter, TiktokenCounter, encoding_for, hosted_counter
 from avibe.record.messages import ChatMessage
-from conftest import FIXTURES
 
 
 def _corpus() -> list[tuple[list[ChatMessage], int]]:

@@ -9,11 +9,11 @@ import llama_cpp
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from provider_support import FIXTURES
 
 from avibe.errors import BadResponse, ContextOverflow
 from avibe.providers.embedded import EmbeddedModel
 from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
-from conftest import FIXTURES
 
 pytestmark = pytest.mark.embedded
 

@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from provider_support import DUMMY_KEY, FIXTURES, WireServer
 
 from avibe.config import load_settings
 from avibe.errors import AuthError, BadResponse, ContextOverflow, ModelUnavailable, RateLimited
@@ -15,7 +16,6 @@ from avibe.providers.counting import CalibratedCounter
 from avibe.providers.facts import model_facts
 from avibe.providers.hosted import HostedModel
 from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
-from conftest import DUMMY_KEY, FIXTURES, WireServer
 
 READ = ToolSpec("read", "Read a text file.", {"type": "object", "properties": {"path": {"type": "string"}}})
 ASK = [ChatMessage("system", "You are Vibey."), ChatMessage("user", "Do the tests pass?")]
