@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 from eval_scripts import checkpoint_answer
 
+from avibe.errors import BadResponse
 from avibe.evals.generators import generate
 from avibe.evals.metrics import measure
 from avibe.evals.replay import replay, trigger_fraction
@@ -62,3 +63,16 @@ def test_V5_V7_V8_failed_checkpoints_change_nothing_then_move_out_without_the_mo
     assert result.k == len(moved) and len(model.requests) == result.calls
     measured = measure(scenario, result.context, counter)
     assert measured.counts["items_exact"] == (3, 3)  # V7's memo holds every moved-out user message
+
+
+def _broken(request: ModelRequest) -> ModelReply:
+    raise BadResponse("the model's reply is not valid JSON; it stopped at max_tokens")
+
+
+def test_V5_a_model_error_is_a_failed_checkpoint_whose_cost_is_counted(counter: TokenCounter) -> None:
+    scenario = generate("pitfalls", 2, 30)
+    model = ScriptedModel([_broken] * 50)
+    result = replay(scenario, make_strategy(CHECKPOINT), model, counter, WINDOW, threshold=THRESHOLD)
+    failed = [c for c in result.compactions if not c.changed]
+    assert len(failed) == 2 and all(c.calls >= 1 and c.tokens_spent > 0 for c in failed)
+    assert len(model.requests) == result.calls == sum(c.calls for c in failed)

@@ -1,6 +1,7 @@
-"""The CI smoke on the real embedded model: one scenario, the checkpoint and one summary baseline, K = 1.
-The checkpoint's guarantees (mission kept, user words byte-identical, no spoof in the user's words) must
-hold whatever the small model answers; the baseline's values are only measured."""
+"""The CI smoke on the real embedded model: one scenario, the checkpoint and truncation, K = 1.
+The checkpoint's guarantees (mission kept, user words byte-identical) must hold whatever the small model
+answers - an accepted checkpoint copies them, a failed one changes nothing (V5) or moves out without the
+model (V7) keeping every moved user message; the baseline's values are only measured. Slow on 2 cores."""
 
 from __future__ import annotations
 
@@ -28,14 +29,14 @@ def test_E1_one_scenario_on_the_embedded_model(tmp_path: Path) -> None:
     model = open_model("embedded", settings)
     counter = open_counter("embedded", settings, model)
     threshold = trigger_fraction(model.facts, WINDOW)
-    jobs = plan(["constraint_fidelity"], [], [CHECKPOINT, "rewrite"], [1], [1], WINDOW, counter, threshold)
+    jobs = plan(["constraint_fidelity"], [], [CHECKPOINT, "truncate"], [1], [1], WINDOW, counter, threshold)
     rows = run_all(
         jobs, lambda: model, counter, RunSettings(WINDOW, threshold, probes=False), tmp_path / "r.jsonl"
     )
     by_strategy = {r["strategy"]: r for r in rows}
     assert {r["status"] for r in rows} == {"ok"}, rows
     mine = by_strategy[CHECKPOINT]
-    assert mine["k"] >= 1
+    assert mine["compactions"], "the scenario must reach the trigger at least once"
     assert mine["counts"]["mission_exact"] == [1, 1]
     hits, n = mine["counts"]["items_exact"]
     assert hits == n == 3

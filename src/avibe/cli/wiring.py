@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -76,6 +77,9 @@ def print_event(event: Event) -> None:
         typer.echo(f"vibey> {event.text}")
     elif event.kind == "stop":
         typer.echo(f"[stop] {event.text}")
+    elif event.kind == "tool":
+        arguments = json.dumps(event.data.get("arguments", {}), ensure_ascii=False)
+        typer.echo(f"[tool] {event.text} {arguments[:120]}")
     else:
         typer.echo(f"[{event.kind}] {event.text}")
 

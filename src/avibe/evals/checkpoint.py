@@ -25,6 +25,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from avibe.errors import ModelError
 from avibe.evals.strategies import CheckpointDriver
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
@@ -71,10 +72,14 @@ class _Metered:
         max_tokens: int | None = None,
         temperature: float = 0.0,
     ) -> ModelReply:
-        reply = self.model.complete(
-            messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
-        )
         self.calls += 1
+        try:
+            reply = self.model.complete(
+                messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
+            )
+        except ModelError:
+            self.tokens += self.counter.count_messages(messages)  # a failed call still cost its prompt
+            raise
         reported = reply.usage.prompt_tokens + reply.usage.completion_tokens
         self.tokens += reported or self.counter.count_messages(messages) + self.counter.count(reply.text)
         return reply

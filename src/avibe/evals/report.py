@@ -115,8 +115,8 @@ def _by_type(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]
     return out
 
 
-def _mean(values: Sequence[float]) -> str:
-    return f"{sum(values) / len(values):,.0f}" if values else "-"
+def _mean(values: Sequence[float], spec: str = ",.0f") -> str:
+    return format(sum(values) / len(values), spec) if values else "-"
 
 
 def _cost(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
@@ -130,7 +130,7 @@ def _cost(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
                     [
                         s,
                         str(k),
-                        _mean([r["k"] for r in cell]),
+                        _mean([r["k"] for r in cell], ".1f"),
                         _mean([r["tokens_spent"] for r in cell]),
                         _mean([r["calls"] for r in cell]),
                         _mean([r["values"]["context_tokens"] for r in cell]),
@@ -154,9 +154,19 @@ def headline(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]
     body = []
     for s in strategies:
         mine = [r for r in rows if r["strategy"] == s]
-        cost = [_mean([r["tokens_spent"] for r in mine]), _mean([r["calls"] for r in mine])]
+        cost = [
+            _mean([r["k"] for r in mine], ".1f"),
+            _mean([r["tokens_spent"] for r in mine]),
+            _mean([r["calls"] for r in mine]),
+        ]
         body.append([s, *(_cell(mine, m) for m in metrics), *cost])
-    header = ["strategy", *(RATES[m][0] for m in metrics), "tokens spent (mean)", "calls (mean)"]
+    header = [
+        "strategy",
+        *(RATES[m][0] for m in metrics),
+        "K reached (mean)",
+        "tokens spent (mean)",
+        "calls (mean)",
+    ]
     return _table(header, body)
 
 

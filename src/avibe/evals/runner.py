@@ -151,6 +151,7 @@ def run_one(
                 "after": c.tokens_after,
                 "spent": c.tokens_spent,
                 "calls": c.calls,
+                "changed": c.changed,
                 "notes": list(c.notes),
             }
             for c in result.compactions
