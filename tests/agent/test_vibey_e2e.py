@@ -297,3 +297,13 @@ def test_C1_resume_from_persisted_live_context(make_harness: Any, tmp_path: Path
     assert RULE in contents and any("a.txt line 0000" in c for c in contents)
     saved = again.store.load_state(again.vibey.session_id, STATE_KEY)
     assert saved is not None and json.dumps(saved)
+
+
+def test_a_repeated_identical_tool_call_gets_a_harness_note(make_harness: Any) -> None:
+    same = [tool_step("read_file", path="a.txt"), tool_step("read_file", path="a.txt"), reply("done")]
+    h = make_harness(same)
+    _files(h)
+    h.vibey.send("Read a.txt.")
+    outputs = [m.content for m in h.model.requests[-1].messages if m.role == "tool"]
+    assert len(outputs) == 2
+    assert "same call" not in outputs[0] and "[Avibe: this is the same call" in outputs[1]

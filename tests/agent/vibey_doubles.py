@@ -3,6 +3,7 @@ scripted model. (A module of its own: `from vibey_doubles import` is ambiguous a
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -85,8 +86,12 @@ def checkpoint_steps(count: int = 5, **kw: Any) -> list[Step]:
     return [lambda r: answer(r, **kw) for _ in range(count)]
 
 
+_CALL_IDS = itertools.count(1)
+
+
 def tool_step(name: str, **arguments: Any) -> ModelReply:
-    return reply(tool_calls=[ToolCall(f"c-{name}-{len(arguments)}", name, arguments)])
+    """A reply that calls one tool; call ids are unique, as a real model's are."""
+    return reply(tool_calls=[ToolCall(f"call-{next(_CALL_IDS)}", name, arguments)])
 
 
 BEFORE_STEPS: list[Step] = [

@@ -168,7 +168,7 @@ class CheckpointDriver:
             memo_entries=self._entries(memo_seqs),
             dismissed=dismissed,
             upto_seq=plan.upto_seq,
-            max_tokens=min(CHECKPOINT_REPLY_TOKENS, turn_overhead(budgets.window) // 2),
+            max_tokens=min(CHECKPOINT_REPLY_TOKENS, turn_overhead(budgets.window)),
             cache_tools=tuple(tools),
         )
 

@@ -382,10 +382,12 @@ class Vibey:
 
     def _run_tools(self, state: LiveState, calls: Sequence[ToolCall]) -> LiveState:
         for call in calls:
+            repeated = _repeats_last_call(state.messages, call)
             result = self.run_tool(call)
             mark = " (error)" if result.is_error else ""
             self.events(Event("tool", f"{call.name}{mark}", {"arguments": call.arguments}))
-            output = ChatMessage("tool", result.output, tool_call_id=call.id, name=call.name)
+            text = result.output + (REPEAT_NOTE if repeated else "")
+            output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
             state = self._track(replace(state, messages=(*state.messages, output)), result)
             self.save_state(state)
         return state
@@ -401,6 +403,18 @@ class Vibey:
             others = tuple(s for s in state.skills if s.name != result.skill_loaded)
             state = replace(state, skills=(*others, LoadedSkill(result.skill_loaded, order)))
         return state
+
+
+REPEAT_NOTE = (
+    "\n[Avibe: this is the same call, with the same arguments, as your previous one. Do not repeat it: "
+    "use its result, change the arguments, try another tool, or answer.]"
+)
+
+
+def _repeats_last_call(messages: Sequence[ChatMessage], call: ToolCall) -> bool:
+    """Small models loop on one call; the harness says so in the tool result (the call still runs)."""
+    earlier = [c for m in messages if m.role == "assistant" for c in m.tool_calls if c.id != call.id]
+    return bool(earlier) and (earlier[-1].name, earlier[-1].arguments) == (call.name, call.arguments)
 
 
 def fresh_checkpoint_for_display(stored: StoredCheckpoint | None) -> str:

@@ -54,6 +54,9 @@ SCENE_CHARS: Final[dict[str, int]] = {
     "pitfalls": 400,
     "exact_references": 400,
 }
+# Least characters per scene part, enforced by the grammar: the labels and "none" in the other parts
+# take ~100 characters, so these make even a terse small model's block reach SCENE_MIN_CHARS (V1).
+SCENE_MIN_CHARS_PER_PART: Final[dict[str, int]] = {"current_step": 60, "progress": 20, "next_step": 60}
 # What a small model writes when it has nothing to say: placeholders and the schema's own key names.
 FILLER: Final = frozenset(
     {"", "none", "n a", "na", "null", "nothing", "todo", "tbd", "text", "id", "status", "new", "keep"}
@@ -209,7 +212,13 @@ def _memo_question(work: Work) -> Question | None:
         f"#{c.seq}{' (kept)' if c.kept else ''}: {_one_line(c.text, PREVIEW_CHARS)}" for c in work.candidates
     )
     seqs = [c.seq for c in work.candidates]
-    keep = {"type": "array", "items": {"type": "integer", "enum": seqs}, "uniqueItems": True}
+    # maxItems: the grammar cannot enforce uniqueItems, and a small model repeats numbers without end
+    keep = {
+        "type": "array",
+        "items": {"type": "integer", "enum": seqs},
+        "uniqueItems": True,
+        "maxItems": len(seqs),
+    }
     return Question("memo", render("q_memo", lines=lines), _object({"keep": keep}))
 
 
@@ -373,7 +382,10 @@ def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
 
 
 def _scene_question(work: Work) -> Question:
-    schema = _object({name: _text(limit) for name, limit in SCENE_CHARS.items()})
+    parts = {name: _text(limit) for name, limit in SCENE_CHARS.items()}
+    for name, least in SCENE_MIN_CHARS_PER_PART.items():
+        parts[name]["minLength"] = least
+    schema = _object(parts)
     return Question("scene", render("q_scene"), schema)
 
 

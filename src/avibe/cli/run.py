@@ -16,7 +16,7 @@ from avibe.cli.wiring import die, open_session, settings_or_die, setup_logging
 from avibe.errors import AvibeError
 from avibe.record.entries import KINDS, Source
 
-DEMO_WINDOW = 4096  # small enough that the example task checkpoints at least twice on the embedded model
+DEMO_WINDOW = 6144  # small enough that the example task checkpoints at least twice on the embedded model
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Model name (default: $AVIBE_MODEL or embedded).")
