@@ -623,3 +623,12 @@ def test_F3_every_structured_schema_compiles_to_a_llama_cpp_grammar(first: bool)
     assert len(schemas) == 5 and all(schema is not None for schema in schemas)
     for schema in schemas:
         assert grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False) is not None
+
+
+def test_V1_structured_answer_with_raw_newlines_in_strings_is_read() -> None:
+    """llama.cpp's JSON grammar lets raw newlines and tabs into strings; such an answer still counts."""
+    answers = _answers()
+    scene = json.dumps(SCENE_ANSWER).replace("reviewing PR #412", "reviewing\\nPR\\t#412")
+    answers[-1] = Expect(reply(scene.replace("\\n", "\n").replace("\\t", "\t")), json_schema=True)
+    run = _run(answers, mode="structured")
+    assert isinstance(run.outcome, Accepted), getattr(run.outcome, "problems", None)

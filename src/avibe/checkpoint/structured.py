@@ -192,7 +192,7 @@ def _edit(work: Work, part: str, old: str, new: str) -> None:
 
 def _parse(work: Work, part: str, text: str) -> dict[str, Any] | None:
     try:
-        data = json.loads(text)
+        data = json.loads(text, strict=False)  # grammar-made strings may hold raw newlines or tabs
     except json.JSONDecodeError as exc:
         work.problem(part, f"The answer is not JSON ({exc.msg}). Answer with the JSON object only.")
         return None
