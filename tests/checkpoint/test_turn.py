@@ -632,3 +632,36 @@ def test_V1_structured_answer_with_raw_newlines_in_strings_is_read() -> None:
     answers[-1] = Expect(reply(scene.replace("\\n", "\n").replace("\\t", "\t")), json_schema=True)
     run = _run(answers, mode="structured")
     assert isinstance(run.outcome, Accepted), getattr(run.outcome, "problems", None)
+
+
+def _fill(schema: dict[str, Any], char: str) -> Any:
+    """The longest answer a grammar built from `schema` allows: every array full, every string at maxLength."""
+    if "enum" in schema:
+        return schema["enum"][-1]
+    kind = schema.get("type")
+    if kind == "object":
+        return {name: _fill(sub, char) for name, sub in schema["properties"].items()}
+    if kind == "array":
+        items = schema.get("maxItems", 3)
+        if "enum" in schema["items"]:
+            return list(schema["items"]["enum"])[:items]
+        return [_fill(schema["items"], chr(ord(char) + i)) for i in range(items)]
+    if kind == "string":
+        return (char + " word") * (schema.get("maxLength", 50) // 6) + char
+    if kind == "boolean":
+        return False
+    return 1
+
+
+@pytest.mark.parametrize("window", [6_144, 8_192, 32_768])
+def test_M6_structured_grammar_limits_keep_every_mind_section_within_its_cap(window: int) -> None:
+    """A weak model that writes as much as the grammar lets it (every list full, every string at its
+    maxLength) still cannot push a mind section over its cap: the limits are sized from the caps."""
+
+    def greedy(request: Any) -> Any:
+        return reply(json.dumps(_fill(dict(request.json_schema), "a")))
+
+    budgets = budgets_for(window, window * 6 // 10)
+    run = _run([greedy] * 5, mode="structured", budgets=budgets)
+    problems = getattr(run.outcome, "problems", ()) + getattr(run.outcome, "first_pass_problems", ())
+    assert not [p for p in problems if p.code == "mind.section_over_cap"], problems

@@ -26,10 +26,18 @@ from typing import Any, Final
 
 from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.memo import Candidate, render_checklist
-from avibe.checkpoint.mind import MISSION_HEADING, WORKSTREAMS_HEADING, apply_edit, mission_lines
+from avibe.checkpoint.mind import (
+    MISSION_HEADING,
+    WORKSTREAMS_HEADING,
+    apply_edit,
+    mission_lines,
+    section_texts,
+    strip_guidance,
+)
 from avibe.checkpoint.model import Problem
 from avibe.checkpoint.scene import SceneParts, render_scene
 from avibe.context.prompts import render
+from avibe.ports import TokenCounter
 
 PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "scene")
 MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes")
@@ -57,6 +65,12 @@ SCENE_CHARS: Final[dict[str, int]] = {
 # Least characters per scene part, enforced by the grammar: the labels and "none" in the other parts
 # take ~100 characters, so these make even a terse small model's block reach SCENE_MIN_CHARS (V1).
 SCENE_MIN_CHARS_PER_PART: Final[dict[str, int]] = {"current_step": 60, "progress": 20, "next_step": 60}
+# Sizing the grammar to the mind's caps: a line's markup ("- " ...) costs about LINE_TOKENS; English text
+# runs ~4 characters a token, so CHARS_PER_TOKEN = 3 errs on the safe side; below MIN_ENTRY_CHARS a new
+# line could say nothing useful, so none is offered.
+LINE_TOKENS: Final = 4
+CHARS_PER_TOKEN: Final = 3
+MIN_ENTRY_CHARS: Final = 24
 # What a small model writes when it has nothing to say: placeholders and the schema's own key names.
 FILLER: Final = frozenset(
     {"", "none", "n a", "na", "null", "nothing", "todo", "tbd", "text", "id", "status", "new", "keep"}
@@ -86,11 +100,20 @@ class Work:
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     echo: str = ""  # the question being answered, normalised (see `_clean`)
+    counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
 
     @classmethod
-    def start(cls, previous_mind: str, candidates: Sequence[Candidate], budgets: Budgets) -> Work:
+    def start(
+        cls,
+        previous_mind: str,
+        candidates: Sequence[Candidate],
+        budgets: Budgets,
+        counter: TokenCounter | None = None,
+    ) -> Work:
         ticked = frozenset(c.seq for c in candidates if c.ticked)  # kept from last time until answered
-        return cls(mind=previous_mind, candidates=list(candidates), budgets=budgets, ticked=ticked)
+        return cls(
+            mind=previous_mind, candidates=list(candidates), budgets=budgets, ticked=ticked, counter=counter
+        )
 
     def all_problems(self) -> list[Problem]:
         return [p for part in PARTS for p in self.problems.get(part, [])]
@@ -156,6 +179,23 @@ def _object(properties: Mapping[str, Any]) -> dict[str, Any]:
 
 def _text(limit: int = ENTRY_CHARS) -> dict[str, Any]:
     return {"type": "string", "maxLength": limit}
+
+
+def _room_chars(work: Work, section: str, entries: int, *, replaced: str = "") -> int:
+    """The most characters each of `entries` new lines of a mind section may have, so that all of them
+    together still fit the section's cap (M6): the grammar then makes an over-cap answer impossible.
+    `replaced` is text the answer replaces (lines it rewrites), freed for the new ones."""
+    if work.counter is None:
+        return ENTRY_CHARS
+    body = strip_guidance(section_texts(work.mind).get(section, ""))
+    used = work.counter.count(body) - (work.counter.count(replaced) if replaced else 0)
+    room = work.budgets.mind_cap(section) - used - LINE_TOKENS * entries
+    return max(0, room * CHARS_PER_TOKEN // max(entries, 1))
+
+
+def _sized_array(item: dict[str, Any], chars: int, max_items: int = MAX_NEW) -> dict[str, Any]:
+    """An array of at most `max_items` items, none allowed when there is no room for a useful line."""
+    return _array(item, max_items if chars >= MIN_ENTRY_CHARS else 0)
 
 
 def _section_end(lines: list[str], start: int, heading: str) -> int:
@@ -309,11 +349,13 @@ def _workstream_lines(mind: str) -> dict[str, tuple[str, str]]:
 
 def _workstreams_question(work: Work) -> Question:
     current = _workstream_lines(work.mind)
+    lines = "\n".join(line for line, _ in current.values())
+    chars = min(ENTRY_CHARS, _room_chars(work, "Goals", len(current) + MAX_NEW, replaced=lines))
     item = _object(
         {
             "id": {"type": "string", "enum": [*current, "new"]},
             "status": {"type": "string", "enum": list(WORKSTREAM_STATUSES)},
-            "text": _text(),
+            "text": _text(max(chars, 1)),
         }
     )
     listing = "\n".join(line for line, _ in current.values()) or "(none yet)"
@@ -355,9 +397,16 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
 
 
 def _notes_question(work: Work) -> Question:
-    decision = _object({"decision": _text(160), "reason": _text(160)})
+    here = min(ENTRY_CHARS, _room_chars(work, "I am here", MAX_NEW))
+    decided = min(160, _room_chars(work, "Key decisions", MAX_NEW) // 2)
+    learned = min(160, _room_chars(work, "Lessons", MAX_NEW))
+    decision = _object({"decision": _text(decided), "reason": _text(decided)})
     schema = _object(
-        {"i_am_here": _array(_text()), "decisions": _array(decision), "lessons": _array(_text(160))}
+        {
+            "i_am_here": _sized_array(_text(here), here),
+            "decisions": _sized_array(decision, decided * 2),
+            "lessons": _sized_array(_text(learned), learned),
+        }
     )
     return Question("notes", render("q_notes"), schema)
 

@@ -523,7 +523,7 @@ def _structured_intro(inputs: TurnInputs) -> str:
 
 
 def _structured_turn(st: _State) -> Generator[Effect, EffectResult, TurnOutcome]:
-    work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets)
+    work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets, st.inputs.counter)
     yield WriteWorkFiles(st.mind, st.checklist)
     failure = yield from _structured_round(st, work, structured.PARTS, _structured_intro(st.inputs).strip())
     if failure is not None:
