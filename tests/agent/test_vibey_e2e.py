@@ -307,3 +307,12 @@ def test_a_repeated_identical_tool_call_gets_a_harness_note(make_harness: Any) -
     outputs = [m.content for m in h.model.requests[-1].messages if m.role == "tool"]
     assert len(outputs) == 2
     assert "same call" not in outputs[0] and "[Avibe: this is the same call" in outputs[1]
+
+
+def test_a_model_looping_on_one_call_is_stopped(make_harness: Any) -> None:
+    h = make_harness([tool_step("read_file", path="small.txt") for _ in range(4)])
+    write_lines(h.workdir, "small.txt", 5)
+    result = h.vibey.send("Read small.txt.")
+    h.model.assert_consumed()  # the fourth identical call is not run, and no fifth model call is made
+    assert result.stopped and "same tool call came 4 times" in result.reply
+    assert sum(1 for e in h.events if e.kind == "tool") == 3

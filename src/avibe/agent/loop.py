@@ -365,6 +365,14 @@ class Vibey:
         if not reply.tool_calls:
             self.events(Event("reply", reply.text))
             return state, TurnResult(reply.text)
+        if _same_call_streak(state.messages) >= MAX_SAME_CALLS:
+            message = (
+                f"stopped: the same tool call came {MAX_SAME_CALLS} times in a row "
+                f"({reply.tool_calls[-1].name}); send a message to go on"
+            )
+            log.warning("session %s: %s", self.session_id, message)
+            self.events(Event("stop", message))
+            return state, TurnResult(message, stopped=True)
         return self._run_tools(state, reply.tool_calls), None
 
     def _complete(self, state: LiveState) -> ModelReply:
@@ -409,6 +417,20 @@ REPEAT_NOTE = (
     "\n[Avibe: this is the same call, with the same arguments, as your previous one. Do not repeat it: "
     "use its result, change the arguments, try another tool, or answer.]"
 )
+
+
+MAX_SAME_CALLS = 4  # a small model that loops on one call is stopped instead of burning the turn
+
+
+def _same_call_streak(messages: Sequence[ChatMessage]) -> int:
+    """How many of the latest tool calls in a row are the same call (name and arguments)."""
+    calls = [(c.name, c.arguments) for m in messages if m.role == "assistant" for c in m.tool_calls]
+    streak = 0
+    for call in reversed(calls):
+        if call != calls[-1]:
+            break
+        streak += 1
+    return streak
 
 
 def _repeats_last_call(messages: Sequence[ChatMessage], call: ToolCall) -> bool:
