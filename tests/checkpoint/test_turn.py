@@ -665,3 +665,34 @@ def test_M6_structured_grammar_limits_keep_every_mind_section_within_its_cap(win
     run = _run([greedy] * 5, mode="structured", budgets=budgets)
     problems = getattr(run.outcome, "problems", ()) + getattr(run.outcome, "first_pass_problems", ())
     assert not [p for p in problems if p.code == "mind.section_over_cap"], problems
+
+
+def test_M4_P1_first_checkpoint_without_a_mission_gets_one_quoted_from_the_user() -> None:
+    """A small model that gives no mission (or only an echo, which is dropped) still leaves a mission:
+    the harness quotes the earliest user message moved out - the user's words, never the model's."""
+    answers = _answers(mission={"new": ["the final purpose of this conversation"], "status": []})
+    answers[1] = Expect(
+        reply(json.dumps({"new": ["the final purpose of this conversation"]})), json_schema=True
+    )
+    run = _run(answers, mode="structured", previous=None, memo_entries=())
+    outcome = run.outcome
+    assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+    assert mission_lines(outcome.checkpoint.mind) == {
+        "M1": f'- [M1] (active) The user\'s request (message #5): "{RULE}"'
+    }
+    assert any("written by the harness from message #5" in n for n in outcome.notes)
+
+
+def test_V1_scene_copied_from_the_request_text_is_dropped() -> None:
+    """A small model copies the checkpoint request itself into the scene; such parts count as empty."""
+    copied = {
+        k: "Before they go, Avibe asks you a few short questions to save what must survive."
+        for k in SCENE_ANSWER
+    }
+    answers = _answers(scene=copied)
+    answers.append(Expect(reply(json.dumps(SCENE_ANSWER)), json_schema=True))  # the repair round
+    run = _run(answers, mode="structured")
+    outcome = run.outcome
+    assert isinstance(outcome, Accepted) and outcome.repaired
+    assert any(p.part == "scene" for p in outcome.first_pass_problems)
+    assert "Avibe asks you" not in outcome.checkpoint.scene

@@ -100,6 +100,7 @@ class Work:
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     echo: str = ""  # the question being answered, normalised (see `_clean`)
+    intro: str = ""  # the turn's request text, normalised: a small model copies it into answers too
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
 
     @classmethod
@@ -334,6 +335,21 @@ def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
     _append_under(work, "mission", MISSION_HEADING, entries)
 
 
+def ensure_mission(work: Work) -> None:
+    """A mind must never leave a checkpoint without a mission (M4, P1). When the model gave none - a
+    small model's answer is often only an echo of the question, dropped - the harness writes one from
+    the stored record: the earliest user message being moved out, quoted and marked as such (the words
+    are the user's, copied, never the model's)."""
+    if mission_lines(work.mind) or not work.candidates:
+        return
+    first = min(work.candidates, key=lambda c: c.seq)
+    room = max(_room_chars(work, "Goals", 1), MIN_ENTRY_CHARS * 2)
+    quoted = _one_line(first.text, min(room, ENTRY_CHARS))
+    line = f'- [M1] (active) The user\'s request (message #{first.seq}): "{quoted}"'
+    _append_under(work, "mission", MISSION_HEADING, [line])
+    work.notes.append(f"no mission given: M1 written by the harness from message #{first.seq}")
+
+
 # ---- workstreams (M1, M5) ---------------------------------------------------------------------------
 
 
@@ -464,8 +480,13 @@ _APPLY: Final[dict[str, Callable[[Work, Mapping[str, Any]], None]]] = {
 def question(part: str, work: Work) -> Question | None:
     """The part's question (None: nothing to ask); remembers its wording to spot echoed answers."""
     asked = _QUESTIONS[part](work)
-    work.echo = _norm(asked.text) if asked else ""
+    work.echo = f"{_norm(asked.text)} {work.intro}" if asked else ""
     return asked
+
+
+def remember_request(work: Work, text: str) -> None:
+    """Answers copied from the turn's request text are dropped like those copied from a question."""
+    work.intro = _norm(text)
 
 
 def apply_answer(part: str, work: Work, text: str) -> None:

@@ -495,6 +495,8 @@ def _structured_round(
         if isinstance(reply, ModelFailure):
             return reply
         structured.apply_answer(part, work, reply.text)
+        if part == "mission":
+            structured.ensure_mission(work)
         yield from _mirror(st, work)
     return None
 
@@ -524,8 +526,10 @@ def _structured_intro(inputs: TurnInputs) -> str:
 
 def _structured_turn(st: _State) -> Generator[Effect, EffectResult, TurnOutcome]:
     work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets, st.inputs.counter)
+    intro = _structured_intro(st.inputs).strip()
+    structured.remember_request(work, intro)
     yield WriteWorkFiles(st.mind, st.checklist)
-    failure = yield from _structured_round(st, work, structured.PARTS, _structured_intro(st.inputs).strip())
+    failure = yield from _structured_round(st, work, structured.PARTS, intro)
     if failure is not None:
         return _model_failed(st, failure)
     draft, first = _structured_draft(st, work)
