@@ -635,7 +635,7 @@ def test_V1_structured_answer_with_raw_newlines_in_strings_is_read() -> None:
 
 
 def _fill(schema: dict[str, Any], char: str) -> Any:
-    """The longest answer a grammar built from `schema` allows: every array full, every string at maxLength."""
+    """The longest answer a grammar from `schema` allows: every array full, every string at maxLength."""
     if "enum" in schema:
         return schema["enum"][-1]
     kind = schema.get("type")
