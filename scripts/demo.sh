@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+.venv/bin/vibe models install embedded-1.5b  # the demo's agent (see DEMO_MODEL in avibe/cli/run.py)
 exec .venv/bin/vibe demo "$@"

@@ -446,7 +446,7 @@ def test_V5_structured_failing_twice_changes_nothing() -> None:
 
 
 def test_M6_structured_over_cap_reasks_the_mind_questions_from_the_previous_mind() -> None:
-    long_lessons = {"i_am_here": [], "decisions": [], "lessons": ["x" * 160] * 3}
+    long_lessons = {"i_am_here": [], "decisions": [], "lessons": [c * 160 for c in "xyz"]}
     small = budgets_for(8_000, 7_000)
     steps = _answers(notes=long_lessons)
     retry = [
@@ -696,3 +696,18 @@ def test_V1_scene_copied_from_the_request_text_is_dropped() -> None:
     assert isinstance(outcome, Accepted) and outcome.repaired
     assert any(p.part == "scene" for p in outcome.first_pass_problems)
     assert "Avibe asks you" not in outcome.checkpoint.scene
+
+
+def test_M3_repeated_or_cut_short_entries_are_left_out() -> None:
+    """A small model repeats an entry, often cut shorter; memory converges instead of growing."""
+    notes = {
+        "i_am_here": [],
+        "decisions": [],
+        "lessons": ["Install dev extras before running tests.", "Install dev extras before", "Run make lint."],
+    }
+    run = _run(_answers(notes=notes), mode="structured")
+    outcome = run.outcome
+    assert isinstance(outcome, Accepted)
+    lessons = outcome.checkpoint.mind.split("## Lessons", 1)[1]
+    assert lessons.count("Install dev extras") == 1 and "Run make lint." in lessons
+    assert any("repeated entry left out" in n for n in outcome.notes)

@@ -20,6 +20,7 @@ from avibe.agent.state import STATE_KEY, LiveState, LoadedSkill, remember_file
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.carry import LoadedSkill as CarrySkill
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer, skills_to_put_back
+from avibe.checkpoint.mind import strip_guidance
 from avibe.checkpoint.plan import (
     CheckpointRunState,
     StopDecision,
@@ -443,4 +444,5 @@ def fresh_checkpoint_for_display(stored: StoredCheckpoint | None) -> str:
     """The last checkpoint as the user sees it at the end of `vibe demo` (mission, scene, memo)."""
     checkpoint = checkpoint_from_stored(stored) or empty_checkpoint()
     memo = "\n".join(f"  #{item.seq}: {item.text}" for item in checkpoint.memo) or "  (empty)"
-    return f"{checkpoint.mind.strip()}\n\n{checkpoint.scene.strip()}\n\nMemo (the user's own words):\n{memo}"
+    mind = strip_guidance(checkpoint.mind).strip()
+    return f"{mind}\n\n{checkpoint.scene.strip()}\n\nMemo (the user's own words):\n{memo}"

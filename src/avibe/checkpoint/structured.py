@@ -210,7 +210,7 @@ def _section_end(lines: list[str], start: int, heading: str) -> int:
 def _append_under(work: Work, part: str, heading: str, new_lines: Sequence[str]) -> None:
     """Append lines at the end of a section or subsection, as one `apply_edit` (never a rewrite)."""
     lines = work.mind.split("\n")
-    new = [line for line in new_lines if line not in lines]
+    new = _not_repeated(work, lines, new_lines)
     if not new:
         return
     start = next((i for i, line in enumerate(lines) if line.strip() == heading), None)
@@ -221,6 +221,22 @@ def _append_under(work: Work, part: str, heading: str, new_lines: Sequence[str])
     last = max(i for i in range(start, end) if lines[i].strip())
     old = "\n".join(lines[start : last + 1])
     _edit(work, part, old, old + "\n" + "\n".join(new))
+
+
+def _not_repeated(work: Work, lines: Sequence[str], new_lines: Sequence[str]) -> list[str]:
+    """New lines that say something new: a line whose words already stand in the mind (or in a line
+    added just before it) is a small model's repetition - often the same entry cut shorter - and
+    is left out, with a note (M3: memory converges instead of growing)."""
+    seen = [f" {_norm(line)} " for line in lines if _norm(line)]
+    kept = []
+    for line in new_lines:
+        words = f" {_norm(line)} "
+        if words.strip() and any(words in old for old in seen):
+            work.notes.append(f"repeated entry left out: {line.strip()!r}")
+            continue
+        kept.append(line)
+        seen.append(words)
+    return kept
 
 
 def _edit(work: Work, part: str, old: str, new: str) -> None:

@@ -17,6 +17,9 @@ from avibe.errors import AvibeError
 from avibe.record.entries import KINDS, Source
 
 DEMO_WINDOW = 6144  # small enough that the example task checkpoints at least twice on the embedded model
+# The 0.5B default model keeps every harness guarantee, but as an agent it loops on one tool call and
+# never gets through a ticket; the 1.5B tier does the tickets, so the demo shows checkpoints in real work.
+DEMO_MODEL = "embedded-1.5b"
 
 ModelOpt = Annotated[
     str | None, typer.Option("--model", "-m", help="Model name (default: $AVIBE_MODEL or embedded).")
@@ -73,7 +76,9 @@ def _copy_workspace(target: Path) -> None:
 
 
 def demo(
-    model: ModelOpt = None,
+    model: Annotated[
+        str, typer.Option("--model", "-m", help="Model name (the demo's default: the 1.5B embedded tier).")
+    ] = DEMO_MODEL,
     window: Annotated[int, typer.Option("--window", help="Context window for the demo.")] = DEMO_WINDOW,
     workdir: Annotated[
         Path | None, typer.Option("--workdir", "-C", help="Where to copy the example (default: a temp dir).")
@@ -90,7 +95,7 @@ def demo(
     try:
         with open_session(
             settings,
-            model_name=model or settings.model,
+            model_name=model,
             workdir=target.resolve(),
             session_id=None,
             window=window,
