@@ -703,7 +703,11 @@ def test_M3_repeated_or_cut_short_entries_are_left_out() -> None:
     notes = {
         "i_am_here": [],
         "decisions": [],
-        "lessons": ["Install dev extras before running tests.", "Install dev extras before", "Run make lint."],
+        "lessons": [
+            "Install dev extras before running tests.",
+            "Install dev extras before",
+            "Run make lint.",
+        ],
     }
     run = _run(_answers(notes=notes), mode="structured")
     outcome = run.outcome
