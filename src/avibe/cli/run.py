@@ -11,7 +11,7 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from avibe.agent.loop import TurnResult, fresh_checkpoint_for_display
+from avibe.agent.loop import Vibey, fresh_checkpoint_for_display
 from avibe.cli.wiring import die, open_session, settings_or_die, setup_logging
 from avibe.errors import AvibeError
 from avibe.record.entries import KINDS, Source
@@ -91,7 +91,6 @@ def demo(
     log_path = setup_logging(settings)
     target = workdir or Path(tempfile.mkdtemp(prefix="vibey-demo-"))
     _copy_workspace(target)
-    results: list[TurnResult] = []
     try:
         with open_session(
             settings,
@@ -103,7 +102,7 @@ def demo(
         ) as vibey:
             typer.echo(f"[session] {vibey.session_id} in {target} (window {window}; log: {log_path})")
             for item in _demo_inputs():
-                results.extend(_demo_input(vibey, item))
+                _demo_input(vibey, item)
             stored = vibey.store.list_checkpoints(vibey.session_id)
             typer.echo(f"\n=== {len(stored)} checkpoints; what the last one kept ===")
             typer.echo(fresh_checkpoint_for_display(stored[-1] if stored else None))
@@ -112,17 +111,18 @@ def demo(
         die(str(exc))
 
 
-def _demo_input(vibey: Any, item: dict[str, Any]) -> list[TurnResult]:
+def _demo_input(vibey: Vibey, item: dict[str, Any]) -> None:
+    """A user input starts a turn; any other is delivered with its source and read by the next turn."""
     if "user" in item:
         typer.echo(f"\nuser> {item['user']}")
-        return [vibey.send(item["user"])]
+        vibey.send(item["user"])
+        return
     kind = next(iter(item))
     if kind not in KINDS or kind in ("user", "assistant"):
         raise AvibeError(f"demo script: unknown input kind {kind!r}")
     fields = item[kind]
     typer.echo(f"\n[{kind} {fields['name']}] {fields['text']}")
     vibey.deliver(Source(kind, name=fields["name"], ref=fields.get("ref", "")), fields["text"])
-    return []
 
 
 def register(app: typer.Typer) -> None:
