@@ -1,0 +1,1 @@
+"""Alembic revisions of the record schema (a package so wheels ship them)."""
