@@ -705,7 +705,7 @@ def test_M3_repeated_or_cut_short_entries_are_left_out() -> None:
         "decisions": [],
         "lessons": [
             "Install dev extras before running tests.",
-            "Install dev extras before",
+            "Install dev extras before runn",
             "Run make lint.",
         ],
     }

@@ -71,6 +71,7 @@ SCENE_MIN_CHARS_PER_PART: Final[dict[str, int]] = {"current_step": 60, "progress
 LINE_TOKENS: Final = 4
 CHARS_PER_TOKEN: Final = 3
 MIN_ENTRY_CHARS: Final = 24
+LOOSE_MATCH_WORDS: Final = 4  # a repeat cut mid-word is only recognised on lines this long
 # What a small model writes when it has nothing to say: placeholders and the schema's own key names.
 FILLER: Final = frozenset(
     {"", "none", "n a", "na", "null", "nothing", "todo", "tbd", "text", "id", "status", "new", "keep"}
@@ -231,7 +232,9 @@ def _not_repeated(work: Work, lines: Sequence[str], new_lines: Sequence[str]) ->
     kept = []
     for line in new_lines:
         words = f" {_norm(line)} "
-        if words.strip() and any(words in old for old in seen):
+        # a line cut short by a length limit ends mid-word: match it without its last word boundary
+        loose = words.rstrip() if len(words.split()) >= LOOSE_MATCH_WORDS else words
+        if words.strip() and any(loose in old for old in seen):
             work.notes.append(f"repeated entry left out: {line.strip()!r}")
             continue
         kept.append(line)
