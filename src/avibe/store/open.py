@@ -5,6 +5,7 @@ with the password masked."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -51,13 +52,28 @@ def _lower(value: str | None) -> str | None:
     return None if value is None else value.lower()
 
 
+def _use_wal(cursor: sqlite3.Cursor) -> None:
+    """Switch the file to WAL (persistent). SQLite may answer "database is locked" at once, without its
+    busy handler, while another process is switching or creating the same new file: retry for up to
+    the busy timeout."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            cursor.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, record: ConnectionPoolEntry) -> None:
     # The driver's own transaction handling is switched off so `_on_sqlite_begin` decides how to BEGIN.
     dbapi_connection.isolation_level = None
     cursor = dbapi_connection.cursor()
     try:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
+        _use_wal(cursor)
         # WAL + NORMAL: a commit survives a crash of the process; only power loss can undo the last ones.
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
