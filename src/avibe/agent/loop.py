@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -213,9 +214,13 @@ class Vibey:
         stored = stored or self.latest_checkpoint()
         return assemble(self._system(), self._recollection(state, stored), state.messages)
 
+    @cached_property
+    def _tool_tokens(self) -> int:
+        """The tool list's cost, counted once: it does not change within a run."""
+        return sum(self.counter.count(f"{t.name} {t.description} {t.parameters}") for t in self.tool_specs)
+
     def _tokens(self, messages: Sequence[ChatMessage]) -> int:
-        tools = sum(self.counter.count(f"{t.name} {t.description} {t.parameters}") for t in self.tool_specs)
-        return self.counter.count_messages(messages) + tools
+        return self.counter.count_messages(messages) + self._tool_tokens
 
     # ---- making room (F1, V5-V9, U3) -----------------------------------------------------------------
 
