@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avibe.evals.generators import generate
-from avibe.evals.metrics import item_fate, measure, view_of
+from avibe.evals.metrics import item_fate, measure, user_words_fate, view_of
 from avibe.evals.scenario import PlantedItem, Scenario
 from avibe.evals.strategy import SUMMARY_KIND
 from avibe.ports import TokenCounter
@@ -130,3 +130,51 @@ def test_N3_a_superseded_preference_shown_without_its_replacement_is_stale(count
     assert stale.details["item:v3"] == "loosened"  # an older value stands where the current one should
     current = measure(scenario, _summary(f"Preference: {v3.text}"), counter)
     assert current.counts["items_exact"] == (1, 1) and current.counts["stale_without_replacement"] == (0, 2)
+
+
+def _user_words_scenario() -> tuple[Scenario, str]:
+    scenario = generate("constraint_fidelity", 4, 2)
+    first = next(e.text for e in scenario.events if e.type == "user" and len(e.text) > 60)
+    return scenario, first
+
+
+def test_N4_a_memo_quoted_line_by_line_is_the_users_words_byte_identical(counter: TokenCounter) -> None:
+    scenario, first = _user_words_scenario()
+    quoted = "\n".join(f"> {line}" if line else ">" for line in first.split("\n"))
+    recollection = ChatMessage(
+        "system", f"## The user's words still in force\nMessage #1:\n{quoted}\n", kind="checkpoint"
+    )
+    measured = measure(scenario, (SYSTEM, recollection), counter)
+    verbatim, carried = measured.counts["user_words_verbatim"]
+    assert verbatim == carried >= 1
+
+
+def test_N5_a_memo_entry_cut_with_its_note_still_counts_as_byte_identical() -> None:
+    _, first = _user_words_scenario()
+    cut = first[:50] + "\n[... cut; full text: message #1 in the record]"
+    recollection = ChatMessage("system", "## Memo\n" + cut, kind="checkpoint")
+    view = view_of((SYSTEM, recollection))
+    assert user_words_fate(first, view) == "verbatim"
+    assert user_words_fate(first[:20] + "X" + first[21:], view) != "verbatim"  # one byte differs
+
+
+def test_N4_a_summary_that_retypes_the_users_words_is_retold_not_verbatim(counter: TokenCounter) -> None:
+    scenario, first = _user_words_scenario()
+    words = first.split()
+    retyped = " ".join([*words[:-1], words[-1].upper() + "!"])
+    view = view_of(_summary(f"## All user messages\n- {retyped}"))
+    assert user_words_fate(first, view) == "retold"
+    assert user_words_fate(first, view_of(_summary("We fixed three tests."))) == "absent"
+    measured = measure(scenario, _summary(f"## All user messages\n- {retyped}"), counter)
+    assert measured.counts["user_words_verbatim"][0] == 0
+
+
+def test_N7_the_checkpoints_recollection_is_read_as_a_strategys_writing(counter: TokenCounter) -> None:
+    """The recollection is a system message; it must still be searched for spoofs presented as the user's
+    (a check that could never fail if it were skipped as raw conversation)."""
+    scenario = _spoofed()
+    watch = next(s for s in scenario.truth.spoofs if s.source == "watch")
+    leaked = ChatMessage(
+        "system", f"## The user's words still in force\nMessage #4:\n> {watch.payload}\n", kind="checkpoint"
+    )
+    assert measure(scenario, (SYSTEM, leaked), counter).counts["spoofs_attributed"] == (1, 3)

@@ -118,10 +118,14 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
         for r in mine
         if "items_exact" in r["counts"]
     )
+    audits = [r["checkpoint"] for r in mine]
+    assert sum(a["memo_entries"] for a in audits) > 0  # N4, N7 audited on real memo entries
+    assert all(a["memo_verbatim"] == a["memo_entries"] and a["memo_non_user"] == 0 for a in audits)
     naive = [r for r in rows if r["strategy"] == "rewrite" and r["type"] == "spoofed_user"]
     assert all(r["counts"]["spoofs_attributed"][0] > 0 for r in naive)  # the careless summary retells them
     text = render_markdown(rows, {"model": "scripted"})
-    assert "## Paired differences against avibe-checkpoint" in text and "## Checkpoint validation" in text
+    assert "## Paired differences against avibe-checkpoint" in text
+    assert "## Checkpoint: memo audit and validation" in text
     assert "avibe-checkpoint - rewrite" in text
 
 

@@ -62,6 +62,18 @@ SCENE_CHARS: Final[dict[str, int]] = {
     "pitfalls": 400,
     "exact_references": 400,
 }
+# Below this window the scene's parts shrink in proportion, to SCENE_FLOOR_CHARS at the least: a small
+# model fills whatever room the grammar gives (~700 tokens of scene in a 4k window crowds out the work it
+# describes, and generating it costs a minute on two cores). Exact references keep more room (S6).
+SCENE_REFERENCE_WINDOW: Final = 32_768
+SCENE_FLOOR_CHARS: Final[dict[str, int]] = {
+    "current_step": 160,
+    "progress": 160,
+    "waiting_for": 160,
+    "next_step": 200,
+    "pitfalls": 200,
+    "exact_references": 300,
+}
 # Least characters per scene part, enforced by the grammar: the labels and "none" in the other parts
 # take ~100 characters, so these make even a terse small model's block reach SCENE_MIN_CHARS (V1).
 SCENE_MIN_CHARS_PER_PART: Final[dict[str, int]] = {"current_step": 60, "progress": 20, "next_step": 60}
@@ -465,8 +477,14 @@ def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
 # ---- scene (S1-S6) ----------------------------------------------------------------------------------
 
 
+def scene_limits(window: int) -> dict[str, int]:
+    """Each scene part's character limit for this window (see SCENE_REFERENCE_WINDOW)."""
+    share = min(1.0, window / SCENE_REFERENCE_WINDOW)
+    return {name: max(SCENE_FLOOR_CHARS[name], int(limit * share)) for name, limit in SCENE_CHARS.items()}
+
+
 def _scene_question(work: Work) -> Question:
-    parts = {name: _text(limit) for name, limit in SCENE_CHARS.items()}
+    parts = {name: _text(limit) for name, limit in scene_limits(work.budgets.window).items()}
     for name, least in SCENE_MIN_CHARS_PER_PART.items():
         parts[name]["minLength"] = least
     schema = _object(parts)
@@ -474,7 +492,8 @@ def _scene_question(work: Work) -> Question:
 
 
 def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
-    values = {name: _clean(work, data.get(name, ""), limit) for name, limit in SCENE_CHARS.items()}
+    limits = scene_limits(work.budgets.window)
+    values = {name: _clean(work, data.get(name, ""), limit) for name, limit in limits.items()}
     work.scene = render_scene(SceneParts(**values))
 
 

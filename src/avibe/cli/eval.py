@@ -88,6 +88,7 @@ def _command_line(
     window: int,
     threshold: float,
     out: Path,
+    probes: bool = True,
 ) -> str:
     """The command that reproduces this report, with every default spelled out."""
     words = ["vibe", "eval"]
@@ -100,6 +101,7 @@ def _command_line(
         w for x in ks or [1, 2, 4, 8] for w in ("--k", str(x))
     ]
     words += ["--window", str(window), "--threshold", f"{threshold:.4g}", "--out", str(out)]
+    words += [] if probes else ["--no-probes"]
     return shlex.join(words)
 
 
@@ -194,7 +196,9 @@ def eval_command(
         )
 
     _run_with_progress(matrix, run, out)
-    command = _command_line(types, scenario, session, strategies, name, judge, seed, k, size, fraction, out)
+    command = _command_line(
+        types, scenario, session, strategies, name, judge, seed, k, size, fraction, out, probes
+    )
     header = {
         "model": name,
         "judge": judge or name,

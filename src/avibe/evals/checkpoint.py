@@ -29,7 +29,7 @@ from avibe.errors import ModelError
 from avibe.evals.strategies import CheckpointDriver
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
-from avibe.record.entries import NewEntry
+from avibe.record.entries import Entry, NewEntry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
 Mode = Literal["tools", "structured"]
@@ -200,6 +200,23 @@ def _compact(
     return _accepted(state, result, carry, failures, system, metered)
 
 
+def memo_audit(memo: Sequence[Mapping[str, Any]], record: Sequence[Entry]) -> dict[str, int]:
+    """The memo's guarantees checked against the record, not taken on trust (N4, N7): how many entries,
+    how many hold their record entry's text byte for byte (or a prefix + cut note, N5), and how many
+    come from anything but a user message."""
+    from avibe.checkpoint.memo import memo_text_matches
+    from avibe.checkpoint.model import MemoItem
+
+    by_seq = {entry.seq: entry for entry in record}
+    verbatim = non_user = 0
+    for data in memo:
+        item = MemoItem.from_dict(data)
+        entry = by_seq.get(item.seq)
+        verbatim += entry is not None and memo_text_matches(item, entry.text)
+        non_user += entry is None or entry.source.kind != "user"
+    return {"memo_entries": len(memo), "memo_verbatim": verbatim, "memo_non_user": non_user}
+
+
 def _accepted(
     state: CompactState, result: Any, carry: _Carry, failures: int, system: ChatMessage, metered: _Metered
 ) -> Compacted:
@@ -211,6 +228,7 @@ def _accepted(
         "first_pass_valid": result.fallback != "model-free" and not meta_in.get("problems"),
         "repaired": bool(meta_in.get("repair_used")),
         "fallback": result.fallback,
+        **memo_audit(stored.memo, state.record),
     }
     dismissed = tuple(sorted(set(carry.dismissed) | set(result.dismissed)))
     new_carry = _Carry(_as_carried(stored), dismissed, failures, number).dump()

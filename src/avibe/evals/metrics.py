@@ -64,6 +64,8 @@ class ContextView:
     text: str
     user_words: tuple[str, ...]
     derived: tuple[str, ...]  # messages written by a strategy (summaries, checkpoints)
+    attributed: tuple[str, ...] = ()  # lines of `derived` presented as the user's words
+    raw_user_seqs: frozenset[int] = frozenset()  # user messages still in the context as themselves
 
     @property
     def norm(self) -> str:
@@ -76,8 +78,9 @@ def _message_text(message: ChatMessage) -> str:
 
 
 def _is_raw(message: ChatMessage) -> bool:
-    """Verbatim conversation (record kinds, tool output, the system prompt), not a strategy's writing."""
-    return message.role in {"tool", "system"} or message.kind in KINDS
+    """Verbatim conversation (record kinds, tool output, the system prompt), not a strategy's writing.
+    A system message with a kind (the checkpoint's recollection) is a strategy's writing and is read."""
+    return message.role == "tool" or message.kind in KINDS or (message.role == "system" and not message.kind)
 
 
 def _attributed_lines(text: str) -> list[str]:
@@ -99,14 +102,20 @@ def _attributed_lines(text: str) -> list[str]:
 def view_of(context: Sequence[ChatMessage]) -> ContextView:
     user_words: list[str] = []
     derived: list[str] = []
+    attributed: list[str] = []
+    raw_user: set[int] = set()
     for message in context:
         if message.role == "user" and message.kind == "user":
             user_words.append(message.content)
+            if message.seq is not None:
+                raw_user.add(message.seq)
         elif not _is_raw(message):
             derived.append(message.content)
-            user_words.extend(_attributed_lines(message.content))
+            attributed.extend(_attributed_lines(message.content))
     text = "\n".join(_message_text(m) for m in context)
-    return ContextView(text, tuple(user_words), tuple(derived))
+    return ContextView(
+        text, (*user_words, *attributed), tuple(derived), tuple(attributed), frozenset(raw_user)
+    )
 
 
 def _sentences(text: str) -> list[str]:
@@ -145,6 +154,70 @@ class Measured:
     counts: dict[str, tuple[int, int]] = field(default_factory=dict)  # name -> (hits, n)
     values: dict[str, float] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)  # e.g. item id -> fate
+
+
+UserWordsFate = Literal["verbatim", "retold", "absent"]
+_QUOTE_MARK: Final = re.compile(r"^[ \t]*>[ \t]?(?:user: )?", re.MULTILINE)
+_CUT_MARK: Final = "\n[... cut"
+_WORD: Final = re.compile(r"[\w$/.-]{4,}")
+_ANCHOR_CHARS: Final = 40
+
+
+def _unquoted(text: str) -> str:
+    """Strategy text with quote markers ("> ", "> user: ") taken off each line, so a message quoted line
+    by line reads as the contiguous text it was."""
+    return _QUOTE_MARK.sub("", text)
+
+
+def _verbatim_in(message: str, text: str) -> bool:
+    """The whole message byte-identical in `text`, or a prefix of it that ends in a cut note (N5)."""
+    if message in text:
+        return True
+    anchor = message[: min(_ANCHOR_CHARS, len(message))]
+    start = text.find(anchor)
+    while start >= 0:
+        tail = text[start:]
+        same = next((i for i, (a, b) in enumerate(zip(message, tail, strict=False)) if a != b), None)
+        if same is not None and tail[same:].startswith(_CUT_MARK):
+            return True
+        start = text.find(anchor, start + 1)
+    return False
+
+
+def _content_words(text: str) -> set[str]:
+    return {w.strip(".-").casefold() for w in _WORD.findall(text)} - {""}
+
+
+def user_words_fate(message: str, view: ContextView, derived_text: str | None = None) -> UserWordsFate:
+    """What a strategy's own text did with one user message that left the context: quoted it
+    byte-identical (verbatim), retold it in other words as the user's (retold: a line presented as the
+    user's shares half of its content words), or neither (absent)."""
+    text = _unquoted("\n".join(view.derived)) if derived_text is None else derived_text
+    if _verbatim_in(message, text):
+        return "verbatim"
+    words = _content_words(message)
+    need = max(2, (len(words) + 1) // 2)
+    if words and any(len(words & _content_words(line)) >= need for line in view.attributed):
+        return "retold"
+    return "absent"
+
+
+def _measure_user_words(scenario: Scenario, view: ContextView, m: Measured) -> None:
+    """The user's own messages that left the context: how many a strategy's text still carries, and of
+    those, how many byte-identical (N4) - the checkpoint's memo copies them; a summary retypes them."""
+    moved = [
+        e.text
+        for seq, e in enumerate(scenario.events, 1)
+        if e.type == "user" and seq not in view.raw_user_seqs and e.text.strip()
+    ]
+    if not moved:
+        return
+    text = _unquoted("\n".join(view.derived))
+    fates = [user_words_fate(message, view, text) for message in moved]
+    carried = sum(f != "absent" for f in fates)
+    m.counts["user_words_carried"] = (carried, len(moved))
+    if carried:
+        m.counts["user_words_verbatim"] = (fates.count("verbatim"), carried)
 
 
 def _present(value: str, view: ContextView) -> bool:
@@ -189,6 +262,7 @@ def measure(scenario: Scenario, context: Sequence[ChatMessage], counter: TokenCo
         m.counts["queue_next"] = (int(nxt is not None and _present(nxt, view)), 1)
         m.counts["queue_in_order"] = (int(_ordered(truth.queue.remaining, view.text)), 1)
     _measure_spoofs(scenario, view, context, m)
+    _measure_user_words(scenario, view, m)
     for kind in ("job_id", "path", "command", "error"):
         refs = [r for r in truth.references if r.kind == kind]
         if refs:

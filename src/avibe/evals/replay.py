@@ -4,6 +4,7 @@ exceed the threshold, count the compactions K. Every strategy runs through this 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -82,6 +83,7 @@ class Compaction:
     notes: tuple[str, ...] = ()
     meta: dict[str, Any] = field(default_factory=dict)
     changed: bool = True  # False: an attempt that changed nothing (a failed checkpoint that still fits, V5)
+    seconds: float = 0.0  # wall time of the compaction (model calls included)
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +160,9 @@ def replay(
             len(compactions) + 1,
             threshold,
         )
-        before = context.tokens
+        before, started = context.tokens, time.monotonic()
         done = strategy.compact(state, model, counter, window)
+        seconds = time.monotonic() - started
         changed = done.messages != state.messages
         if not changed and not done.calls:
             continue  # nothing happened (the ceiling while it still fits)
@@ -174,6 +177,7 @@ def replay(
             done.notes,
             dict(done.meta),
             changed,
+            round(seconds, 2),
         )
         compactions.append(compaction)
         if on_compaction is not None:

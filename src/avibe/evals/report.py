@@ -19,6 +19,8 @@ from avibe.evals.stats import paired_bootstrap, wilson
 RATES: Final[dict[str, tuple[str, bool]]] = {
     "mission_kept": ("mission kept", True),
     "mission_exact": ("mission byte-identical", True),
+    "user_words_verbatim": ("user's words byte-identical (of those carried)", True),
+    "user_words_carried": ("user's moved-out messages carried", True),
     "items_exact": ("constraints byte-identical", True),
     "items_kept": ("constraints kept (exact or faithful)", True),
     "items_loosened": ("constraints loosened", False),
@@ -36,6 +38,7 @@ RATES: Final[dict[str, tuple[str, bool]]] = {
 }
 HEADLINE: Final = (
     "mission_kept",
+    "user_words_verbatim",
     "items_exact",
     "spoofs_attributed",
     "forged_tags",
@@ -134,6 +137,7 @@ def _cost(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
                         _mean([r["tokens_spent"] for r in cell]),
                         _mean([r["calls"] for r in cell]),
                         _mean([r["values"]["context_tokens"] for r in cell]),
+                        _mean([sum(c.get("seconds", 0.0) for c in r["compactions"]) for r in cell], ",.1f"),
                     ]
                 )
     header = [
@@ -143,6 +147,7 @@ def _cost(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
         "tokens spent compacting",
         "calls",
         "final context tokens",
+        "seconds compacting",
     ]
     return _table(header, body)
 
@@ -218,26 +223,41 @@ def _probes(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
 
 
 def _checkpoint(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
+    """Per strategy and K: validation outcomes (V1-V8) and the memo audited against the record on every
+    checkpoint (N4: entries byte-identical to the record; N7: entries that are not the user's)."""
     body = []
     for s in strategies:
-        metas = [
-            r["checkpoint"] for r in rows if r["strategy"] == s and r.get("checkpoint", {}).get("checkpoints")
-        ]
-        n = sum(m["checkpoints"] for m in metas)
-        if n:
-            body.append(
-                [
-                    s,
-                    *(
-                        wilson(sum(m[f] for m in metas), n).format()
-                        for f in ("first_pass_valid", "repaired", "fallback")
-                    ),
-                    str(n),
-                ]
-            )
-    return (
-        _table(["strategy", "first-pass valid", "repaired", "fallback", "checkpoints"], body) if body else []
-    )
+        for k in _order(r["k_target"] for r in rows if r["strategy"] == s):
+            metas = [
+                r["checkpoint"]
+                for r in rows
+                if r["strategy"] == s and r["k_target"] == k and r.get("checkpoint", {}).get("checkpoints")
+            ]
+            n = sum(m["checkpoints"] for m in metas)
+            if not n:
+                continue
+            entries = sum(m.get("memo_entries", 0) for m in metas)
+            memo = [
+                wilson(sum(m.get(f, 0) for m in metas), entries).format() if entries else "-"
+                for f in ("memo_verbatim", "memo_non_user")
+            ]
+            validation = [
+                wilson(sum(m[f] for m in metas), n).format()
+                for f in ("first_pass_valid", "repaired", "fallback")
+            ]
+            body.append([s, str(k), *memo, str(entries), *validation, str(n)])
+    header = [
+        "strategy",
+        "K",
+        "memo entries byte-identical to the record",
+        "memo entries not from the user (lower is better)",
+        "memo entries",
+        "first-pass valid",
+        "repaired",
+        "fallback",
+        "checkpoints",
+    ]
+    return _table(header, body) if body else []
 
 
 def _skipped(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -288,7 +308,7 @@ def render_markdown(
         ]
     checkpoint = _checkpoint(ok, strategies)
     if checkpoint:
-        out += ["## Checkpoint validation", "", *checkpoint, ""]
+        out += ["## Checkpoint: memo audit and validation", "", *checkpoint, ""]
     skipped = _skipped(all_rows)
     if skipped:
         out += ["## Runs not measured", "", *skipped, ""]

@@ -28,6 +28,7 @@ from avibe.evals.strategy import CompactionFailed, NotApplicable, StrategyUnavai
 from avibe.ports import ModelClient, TokenCounter
 
 log = logging.getLogger(__name__)
+MEMO_AUDIT: Final = ("memo_entries", "memo_verbatim", "memo_non_user")
 AS_GIVEN: Final = 0  # the K key of a scenario file replayed as it is (no size to choose)
 
 
@@ -102,6 +103,8 @@ def _checkpoint_meta(result: ReplayResult) -> dict[str, int]:
         "first_pass_valid": sum(bool(m.get("first_pass_valid")) for m in metas),
         "repaired": sum(bool(m.get("repaired")) for m in metas),
         "fallback": sum(m.get("fallback") is not None for m in metas),
+        # N4, N7 audited on every checkpoint's memo against the record (avibe.evals.checkpoint.memo_audit)
+        **{key: sum(int(m.get(key, 0)) for m in metas) for key in MEMO_AUDIT},
     }
 
 
@@ -152,6 +155,7 @@ def run_one(
                 "spent": c.tokens_spent,
                 "calls": c.calls,
                 "changed": c.changed,
+                "seconds": c.seconds,
                 "notes": list(c.notes),
             }
             for c in result.compactions
