@@ -1,4 +1,5 @@
-"""`vibe import`: Claude Code session JSONL and Codex rollout JSONL (fixtures in their documented formats)
+"""`vibe import`: Claude Code session JSONL, Codex rollout JSONL and OpenCode sessions (an export and a
+storage tree; fixtures in their documented formats)
 become Avibe sessions - inputs through ingress, replies as assistant entries, tool output kept out of the
 record (A3) - and replay through two strategies."""
 
@@ -28,6 +29,9 @@ from avibe.store import SqlStore
 FIXTURES = Path(__file__).parent / "fixtures"
 CLAUDE = FIXTURES / "claude_session.jsonl"
 CODEX = FIXTURES / "codex_rollout.jsonl"
+OPENCODE = FIXTURES / "opencode_export.json"
+OPENCODE_STORED = next((FIXTURES / "opencode_storage" / "session").glob("*/ses_*.json"))
+AGENTS = {CLAUDE: "claude-code", CODEX: "codex", OPENCODE: "opencode", OPENCODE_STORED: "opencode"}
 
 
 def _users(path: Path) -> list[str]:
@@ -36,6 +40,22 @@ def _users(path: Path) -> list[str]:
 
 def test_E1_formats_are_detected() -> None:
     assert detect_format(CLAUDE) == "claude" and detect_format(CODEX) == "codex"
+    assert detect_format(OPENCODE) == detect_format(OPENCODE_STORED) == "opencode"
+
+
+def test_N7_opencode_synthetic_parts_reasoning_and_steps_are_not_the_users_words() -> None:
+    users = _users(OPENCODE)
+    assert users == [
+        "Migrate the Larkspur ledger to the new schema. Never drop the audit table; "
+        "spend at most $120 on CI.",
+        "Create ledger_v2 first, then rerun.",
+    ]
+    events = parse_session_file(OPENCODE, "kofi").scenario.events
+    uses = [u for e in events if isinstance(e, AssistantTurn) for u in e.tool_uses]
+    assert [(u.name, u.is_error) for u in uses] == [("bash", False), ("bash", True), ("write", False)]
+    assert uses[1].output == 'psql: error: relation "ledger_v2" does not exist'
+    assert not any("I should look" in e.text for e in events)  # reasoning is not a reply
+    assert parse_session_file(OPENCODE_STORED, "kofi").scenario.events == events  # storage == export
 
 
 def test_N7_claude_code_tool_results_meta_and_sidechains_are_not_the_users_words() -> None:
@@ -64,7 +84,7 @@ def test_N7_codex_injected_context_and_ui_events_are_skipped() -> None:
     assert texts.count("The script runs quillctl in the background. Starting it for shard 12.") == 1
 
 
-@pytest.mark.parametrize("path", [CLAUDE, CODEX])
+@pytest.mark.parametrize("path", [CLAUDE, CODEX, OPENCODE_STORED])
 def test_A3_import_records_inputs_and_replies_but_no_tool_output(sqlite_store: SqlStore, path: Path) -> None:
     store: RecordStore = sqlite_store
     imported = parse_session_file(path, "kofi")
@@ -73,7 +93,7 @@ def test_A3_import_records_inputs_and_replies_but_no_tool_output(sqlite_store: S
     assert [e.text for e in entries if e.kind == "user"] == _users(path)
     assert all(e.source.name == "kofi" for e in entries if e.kind == "user")
     replies = [e for e in entries if e.kind == "assistant"]
-    assert replies and {e.source.name for e in replies} == {"claude-code" if path == CLAUDE else "codex"}
+    assert replies and {e.source.name for e in replies} == {AGENTS[path]}
     outputs = [
         u.output for e in imported.scenario.events if isinstance(e, AssistantTurn) for u in e.tool_uses
     ]
@@ -82,7 +102,7 @@ def test_A3_import_records_inputs_and_replies_but_no_tool_output(sqlite_store: S
     assert state is not None and scenario_from_dict(state) == imported.scenario
 
 
-@pytest.mark.parametrize("path", [CLAUDE, CODEX])
+@pytest.mark.parametrize("path", [CLAUDE, CODEX, OPENCODE])
 @pytest.mark.parametrize("strategy", ["truncate", "rewrite"])
 def test_E1_imported_sessions_replay_through_two_strategies(
     path: Path, strategy: str, counter: TokenCounter, scripted: Callable[[int], ScriptedModel]
@@ -99,7 +119,9 @@ def test_E1_imported_sessions_replay_through_two_strategies(
 def test_E1_a_file_that_is_neither_format_is_refused(tmp_path: Path) -> None:
     other = tmp_path / "other.jsonl"
     other.write_text('{"hello": 1}\n', encoding="utf-8")
-    with pytest.raises(SessionImportError, match="neither a Claude Code session nor a Codex rollout"):
+    with pytest.raises(
+        SessionImportError, match="neither a Claude Code session, a Codex rollout nor an OpenCode"
+    ):
         parse_session_file(other, "kofi")
     broken = tmp_path / "broken.jsonl"
     broken.write_text('{"type": "user"}\nnot json\n', encoding="utf-8")

@@ -1,5 +1,5 @@
-"""`vibe import`: a Claude Code session or a Codex rollout becomes an Avibe session, replayable by
-`vibe eval --session ID` through every strategy."""
+"""`vibe import`: a Claude Code session, a Codex rollout or an OpenCode session becomes an Avibe session,
+replayable by `vibe eval --session ID` through every strategy."""
 
 from __future__ import annotations
 
@@ -10,15 +10,19 @@ import typer
 
 from avibe.cli.wiring import die, open_record, settings_or_die
 from avibe.errors import AvibeError
-from avibe.evals.importers import Format, SessionImportError, parse_session_file, record_import
+from avibe.evals.importers import FORMATS, Format, SessionImportError, parse_session_file, record_import
 from avibe.evals.scenario import AssistantTurn, UserMessage, save_scenario
 
 
 def import_command(
     path: Annotated[
-        Path, typer.Argument(help="A Claude Code <session>.jsonl or a Codex rollout-*.jsonl file.")
+        Path,
+        typer.Argument(
+            help="A Claude Code <session>.jsonl, a Codex rollout-*.jsonl, or an OpenCode session "
+            "(`opencode export` JSON, or storage/session/<project>/<id>.json)."
+        ),
     ],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="auto, claude or codex.")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", "-f", help="auto, claude, codex or opencode.")] = "auto",
     user: Annotated[str | None, typer.Option("--user", help="The person's name; default AVIBE_USER.")] = None,
     title: Annotated[str, typer.Option("--title", help="Session title.")] = "",
     scenario_out: Annotated[
@@ -28,10 +32,10 @@ def import_command(
 ) -> None:
     """Import a session: the person's messages and the replies go into the record (tool output does not,
     A3); the whole conversation is kept for replays."""
-    if fmt not in {"auto", "claude", "codex"}:
-        die(f"--format must be auto, claude or codex, not {fmt!r}")
+    if fmt != "auto" and fmt not in FORMATS:
+        die(f"--format must be auto, claude, codex or opencode, not {fmt!r}")
     settings = settings_or_die()
-    chosen: Format | None = None if fmt == "auto" else ("claude" if fmt == "claude" else "codex")
+    chosen: Format | None = next((f for f in FORMATS if f == fmt), None)
     try:
         imported = parse_session_file(path, user or settings.user_name, chosen)
         session = record_import(open_record(settings), imported, title)

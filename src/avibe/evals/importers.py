@@ -1,4 +1,5 @@
-"""Import real conversations: Claude Code session JSONL and Codex rollout JSONL (issue 6, item 4).
+"""Import real conversations: Claude Code session JSONL, Codex rollout JSONL and OpenCode sessions
+(issue 6, item 4).
 
 Both become a `Scenario` (type "imported", no ground truth) that every strategy can replay, with tool
 output attached to its tool call, and can be recorded as an Avibe session: the person's messages through
@@ -12,6 +13,10 @@ Codex (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): lines {timestamp, type, 
 tool calls come from `response_item` payloads (message, function_call, function_call_output,
 custom_tool_call, custom_tool_call_output); `event_msg` lines repeat them for the UI and are skipped,
 as are the injected `<environment_context>` / `<user_instructions>` / AGENTS.md messages.
+OpenCode: `opencode export <id>` JSON ({info, messages: [{info, parts}]}), or a session file of its
+storage (`storage/session/<project>/<id>.json`, messages in `storage/message/<id>/*.json`, their parts in
+`storage/part/<message id>/*.json`); text parts (synthetic ones are OpenCode's, not the person's) and tool
+parts whose `state` holds input and output (or error); reasoning, step and patch parts are skipped.
 """
 
 from __future__ import annotations
@@ -36,7 +41,9 @@ from avibe.evals.scenario import (
 from avibe.ports import RecordStore
 
 log = logging.getLogger(__name__)
-Format = Literal["claude", "codex"]
+Format = Literal["claude", "codex", "opencode"]
+FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode")
+AGENT_NAMES: Final[dict[Format, str]] = {"claude": "claude-code", "codex": "codex", "opencode": "opencode"}
 REPLAY_STATE_KEY: Final = "eval.replay"
 _INJECTED: Final = (
     "<environment_context>",
@@ -247,6 +254,83 @@ def parse_codex(path: Path, user: str) -> Imported:
     return _finish(c, path, "codex", origin)
 
 
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except OSError as err:
+        raise SessionImportError(f"{path}: cannot read ({err.strerror})") from err
+    except json.JSONDecodeError as err:
+        raise SessionImportError(f"{path}:{err.lineno}: not JSON ({err.msg})") from err
+
+
+def _opencode_time(info: Mapping[str, Any]) -> datetime:
+    created = (info.get("time") or {}).get("created") if isinstance(info.get("time"), Mapping) else None
+    if isinstance(created, int | float):
+        return datetime.fromtimestamp(created / 1000, UTC)  # OpenCode stores epoch milliseconds
+    return DEFAULT_START
+
+
+def _opencode_storage(path: Path, session: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Messages with their parts, read from the storage folders beside the session file."""
+    root, sid = path.parents[2], str(session.get("id") or path.stem)
+    folder = root / "message" / sid
+    if not folder.is_dir():
+        raise SessionImportError(f"{path}: no message folder {folder} for session {sid}")
+    messages = []
+    for file in sorted(folder.glob("*.json")):
+        info = _read_json(file)
+        parts_dir = root / "part" / str(info.get("id", file.stem))
+        parts = [_read_json(p) for p in sorted(parts_dir.glob("*.json"))] if parts_dir.is_dir() else []
+        messages.append({"info": info, "parts": parts})
+    return messages
+
+
+def _opencode_reply_part(c: _Collector, part: Mapping[str, Any], at: datetime) -> None:
+    """One part of an assistant message: its text, or a tool call with its output (or error)."""
+    if _spoken(part):
+        c.text(at, str(part.get("text", "")))
+    elif part.get("type") == "tool":
+        state: Mapping[str, Any] = part["state"] if isinstance(part.get("state"), Mapping) else {}
+        call_id = str(part.get("callID") or part.get("id") or "")
+        arguments = state.get("input")
+        c.call(
+            at, call_id, str(part.get("tool", "tool")), dict(arguments) if isinstance(arguments, dict) else {}
+        )
+        if state.get("status") == "error":
+            c.output(call_id, str(state.get("error", "")), error=True)
+        else:
+            c.output(call_id, str(state.get("output", "")))
+
+
+def parse_opencode(path: Path, user: str) -> Imported:
+    data = _read_json(path)
+    if not isinstance(data, dict):
+        raise SessionImportError(f"{path}: expected a JSON object")
+    session: Mapping[str, Any]
+    if isinstance(data.get("messages"), list):  # `opencode export`
+        session = data["info"] if isinstance(data.get("info"), Mapping) else {}
+        messages = data["messages"]
+    else:  # a session file of OpenCode's storage
+        session, messages = data, _opencode_storage(path, data)
+    entries = [m for m in messages if isinstance(m, Mapping) and isinstance(m.get("info"), Mapping)]
+    entries.sort(key=lambda m: (_opencode_time(m["info"]), str(m["info"].get("id", ""))))
+    c = _Collector(user)
+    for message in entries:
+        info, at = message["info"], _opencode_time(message["info"])
+        parts = [p for p in message.get("parts") or [] if isinstance(p, Mapping)]
+        if info.get("role") == "user":  # one person's message, however many text parts it came in
+            c.say("\n".join(str(p.get("text", "")) for p in parts if _spoken(p)), at)
+        elif info.get("role") == "assistant":
+            for part in parts:
+                _opencode_reply_part(c, part, at)
+    return _finish(c, path, "opencode", str(session.get("id", "")))
+
+
+def _spoken(part: Mapping[str, Any]) -> bool:
+    """A text part the person typed (OpenCode marks the ones it adds itself as synthetic)."""
+    return part.get("type") == "text" and not part.get("synthetic") and not part.get("ignored")
+
+
 def _finish(c: _Collector, path: Path, fmt: Format, origin: str) -> Imported:
     c.flush()
     if not c.events:
@@ -264,8 +348,24 @@ def _finish(c: _Collector, path: Path, fmt: Format, origin: str) -> Imported:
     return Imported(scenario, tuple(c.times), fmt, origin)
 
 
+def _is_opencode(path: Path) -> bool:
+    """An OpenCode export ({info, messages}) or storage session file (ses_ id), both one JSON object."""
+    if path.suffix != ".json":
+        return False
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return False
+    if not isinstance(data, dict):
+        return False
+    return isinstance(data.get("messages"), list) or str(data.get("id", "")).startswith("ses_")
+
+
 def detect_format(path: Path) -> Format:
-    """Codex rollouts have {type, payload} lines; Claude Code lines have type user/assistant + message."""
+    """Codex rollouts have {type, payload} lines; Claude Code lines have type user/assistant + message;
+    OpenCode sessions are one JSON object (an export, or a session file of its storage)."""
+    if _is_opencode(path):
+        return "opencode"
     for _, data in _lines(path):
         if "payload" in data and data.get("type") in {
             "session_meta",
@@ -276,12 +376,14 @@ def detect_format(path: Path) -> Format:
             return "codex"
         if data.get("type") in {"user", "assistant", "summary"} and ("message" in data or "summary" in data):
             return "claude"
-    raise SessionImportError(f"{path}: neither a Claude Code session nor a Codex rollout")
+    raise SessionImportError(
+        f"{path}: neither a Claude Code session, a Codex rollout nor an OpenCode session"
+    )
 
 
 def parse_session_file(path: Path, user: str, fmt: Format | None = None) -> Imported:
-    fmt = fmt or detect_format(path)
-    return parse_claude(path, user) if fmt == "claude" else parse_codex(path, user)
+    parsers = {"claude": parse_claude, "codex": parse_codex, "opencode": parse_opencode}
+    return parsers[fmt or detect_format(path)](path, user)
 
 
 def record_import(store: RecordStore, imported: Imported, title: str = "") -> str:
@@ -290,7 +392,7 @@ def record_import(store: RecordStore, imported: Imported, title: str = "") -> st
     from avibe.ingress import deliver, record_reply
     from avibe.record.entries import Source
 
-    agent = "claude-code" if imported.format == "claude" else "codex"
+    agent = AGENT_NAMES[imported.format]
     session = store.create_session(title or imported.scenario.description)
     for event, at in zip(imported.scenario.events, imported.times, strict=True):
         if isinstance(event, UserMessage):
