@@ -12,3 +12,28 @@ def test_V1_the_scene_grammar_shrinks_with_small_windows_but_keeps_its_floors() 
         limits = scene_limits(window)
         assert all(SCENE_FLOOR_CHARS[p] <= limits[p] <= SCENE_CHARS[p] for p in SCENE_CHARS)
         assert all(limits[p] > least for p, least in SCENE_MIN_CHARS_PER_PART.items())
+
+
+def test_M6_lines_that_would_push_a_section_over_its_cap_are_left_out_newest_first() -> None:
+    """The grammar sizes answers from an estimate; the harness counts real tokens, so one long note can
+    never fail a whole checkpoint on a section cap (V2)."""
+    import json
+
+    from core_doubles import CharCounter
+
+    from avibe.checkpoint.budgets import budgets_for
+    from avibe.checkpoint.mind import EMPTY_MIND, section_texts, strip_guidance
+    from avibe.checkpoint.structured import Work, apply_answer
+
+    counter, budgets = CharCounter(), budgets_for(4096, 2048)
+    work = Work.start(EMPTY_MIND, (), budgets, counter)
+    cap = budgets.mind_cap("Lessons")
+    # three distinct lessons of ~150 characters (~38 tokens) each: together over the 100-token cap
+    long = [f"lesson {n}: " + " ".join(f"w{n}x{i}" for i in range(28)) for n in range(3)]
+    assert cap == 100 and sum(counter.count(f"- {line}") for line in long) > cap
+    apply_answer("notes", work, json.dumps({"i_am_here": [], "decisions": [], "lessons": long}))
+    body = section_texts(strip_guidance(work.mind))["Lessons"]
+    assert counter.count(body) <= cap
+    assert "lesson 0" in body and "lesson 2" not in body  # the newest went first
+    assert any("within its cap" in n and "lesson 2" in n for n in work.notes)
+    assert not work.all_problems()

@@ -90,6 +90,7 @@ FILLER: Final = frozenset(
     | {"i am here", "decisions", "decision", "reason", "lessons", "workstreams", "user changed mission"}
     | {" ".join(name.split("_")) for name in SCENE_CHARS}
 )
+_HEADING2_NAME = re.compile(r"^##(?!#)[ \t]*(.*?)\s*$")
 _WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\][ \t]*(?:\([^)\n]*\))?[ \t]*(.*)$")
 _MISSION_STATUS = re.compile(r"^([-*+][ \t]+\[M\d+\][ \t]*)(?:\([^)\n]*\))?[ \t]*")
 
@@ -232,8 +233,38 @@ def _append_under(work: Work, part: str, heading: str, new_lines: Sequence[str])
         return
     end = _section_end(lines, start, heading)
     last = max(i for i in range(start, end) if lines[i].strip())
+    if heading != MISSION_HEADING:  # a mission entry is never dropped (M4): validation and repair see it
+        new = _within_cap(work, lines, last, new, _section_of(lines, start))
+        if not new:
+            return
     old = "\n".join(lines[start : last + 1])
     _edit(work, part, old, old + "\n" + "\n".join(new))
+
+
+def _section_of(lines: Sequence[str], index: int) -> str:
+    """The name of the '## ' section that line `index` belongs to."""
+    for i in range(index, -1, -1):
+        match = _HEADING2_NAME.match(lines[i])
+        if match:
+            return match.group(1)
+    return ""
+
+
+def _within_cap(work: Work, lines: Sequence[str], last: int, new: list[str], section: str) -> list[str]:
+    """The new lines that fit the section's cap (M6), newest left out first, each with a note. The grammar
+    sizes answers from an estimate of characters per token; this counts the real tokens, so an answer
+    can never push a section over its cap and fail the whole checkpoint on a line of notes."""
+    if work.counter is None or not section:
+        return new
+    cap = work.budgets.mind_cap(section)
+    kept = list(new)
+    while kept:
+        mind = "\n".join([*lines[: last + 1], *kept, *lines[last + 1 :]])
+        body = section_texts(strip_guidance(mind)).get(section, "")
+        if work.counter.count(body) <= cap:
+            break
+        work.notes.append(f"left out to keep '## {section}' within its cap of {cap} tokens: {kept.pop()!r}")
+    return kept
 
 
 def _not_repeated(work: Work, lines: Sequence[str], new_lines: Sequence[str]) -> list[str]:
