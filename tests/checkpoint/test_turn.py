@@ -446,9 +446,15 @@ def test_V5_structured_failing_twice_changes_nothing() -> None:
 
 
 def test_M6_structured_over_cap_reasks_the_mind_questions_from_the_previous_mind() -> None:
-    long_lessons = {"i_am_here": [], "decisions": [], "lessons": [c * 160 for c in "xyz"]}
+    """New lines of notes are left out to fit a cap (see test_structured); a new mission entry never is,
+    and an edited workstream line is an edit, so these push Goals over its cap and the questions are
+    asked again from the previous mind."""
+    mission = {"user_changed_mission": True, "new": ["Also " + " ".join(f"m{i}" for i in range(60))]}
+    long_w1 = {
+        "workstreams": [{"id": "W1", "status": "active", "text": " ".join(f"w{i}" for i in range(60))}]
+    }
     small = budgets_for(8_000, 7_000)
-    steps = _answers(notes=long_lessons)
+    steps = _answers(mission={**mission, "status": []}, workstreams=long_w1)
     retry = [
         Expect(reply(json.dumps({"new": [], "status": []})), last_message_contains="problem"),
         reply(json.dumps({"workstreams": []})),
