@@ -34,6 +34,16 @@ THIRD = "Now read c.txt, then tell me what you saw."
 SHORT_SCENE = {k: "x" for k in SCENE_ANSWER}
 
 
+def failing_checkpoint() -> list[Any]:
+    """A checkpoint turn that fails: a scene too short (V1), then a repair answer that is not JSON at all
+    (a still-short scene would be completed by the harness from the record on the repair round)."""
+    return [
+        *checkpoint_steps(4),
+        lambda r: answer(r, scene=SHORT_SCENE),
+        reply("The scene is fine as it is."),
+    ]
+
+
 def _files(h: Harness, c_lines: int = 90) -> None:
     write_lines(h.workdir, "a.txt", 180)
     write_lines(h.workdir, "b.txt", 180)
@@ -113,11 +123,7 @@ def test_V4_invalid_scene_is_repaired_with_one_request(make_harness: Any) -> Non
 def test_V5_failed_checkpoint_changes_nothing_when_the_request_still_fits(
     make_harness: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bad = [
-        *checkpoint_steps(4),
-        lambda r: answer(r, scene=SHORT_SCENE),
-        lambda r: answer(r, scene=SHORT_SCENE),
-    ]
+    bad = failing_checkpoint()
     steps = [*BEFORE, tool_step("read_file", path="c.txt"), *bad, reply("c read")]
     h = make_harness(steps)
     _files(h)
@@ -132,11 +138,7 @@ def test_V5_failed_checkpoint_changes_nothing_when_the_request_still_fits(
 
 
 def test_V7_failed_twice_then_model_free_move_out_keeps_every_user_message(make_harness: Any) -> None:
-    bad = [
-        *checkpoint_steps(4),
-        lambda r: answer(r, scene=SHORT_SCENE),
-        lambda r: answer(r, scene=SHORT_SCENE),
-    ]
+    bad = failing_checkpoint()
     steps = [*BEFORE, tool_step("read_file", path="c.txt"), *bad, *bad, reply("c read")]
     h = make_harness(steps)
     _files(h, c_lines=185)  # too large for a checkpoint turn (V6) and over the hard limit
@@ -159,11 +161,7 @@ def test_V7_failed_twice_then_model_free_move_out_keeps_every_user_message(make_
 def test_V6_too_large_for_one_checkpoint_turn_checkpoints_the_older_part_in_two_tries(
     make_harness: Any,
 ) -> None:
-    bad = [
-        *checkpoint_steps(4),
-        lambda r: answer(r, scene=SHORT_SCENE),
-        lambda r: answer(r, scene=SHORT_SCENE),
-    ]
+    bad = failing_checkpoint()
     steps = [*BEFORE, tool_step("read_file", path="c.txt"), *bad, *checkpoint_steps(5), reply("c read")]
     h = make_harness(steps)
     _files(h, c_lines=185)
@@ -179,11 +177,7 @@ def test_V6_too_large_for_one_checkpoint_turn_checkpoints_the_older_part_in_two_
 def test_V8_no_more_checkpoints_after_two_failures_in_a_run(
     make_harness: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bad = [
-        *checkpoint_steps(4),
-        lambda r: answer(r, scene=SHORT_SCENE),
-        lambda r: answer(r, scene=SHORT_SCENE),
-    ]
+    bad = failing_checkpoint()
     steps = [
         *BEFORE,
         tool_step("read_file", path="c.txt"),

@@ -439,10 +439,26 @@ def test_V4_structured_repair_reasks_only_the_failing_parts() -> None:
 
 def test_V5_structured_failing_twice_changes_nothing() -> None:
     steps = _answers(scene={k: "" for k in SCENE_ANSWER})
-    steps.append(reply(json.dumps({k: "x" for k in SCENE_ANSWER})))
+    steps.append(reply("The scene is fine as it is."))  # the repair answer is not JSON at all
     run = _run(steps, mode="structured")
     assert isinstance(run.outcome, Failed)
-    assert "scene.too_short" in [p.code for p in run.outcome.problems]
+    assert {"answer.scene", "scene.missing"} & {p.code for p in run.outcome.problems}
+
+
+def test_V1_a_scene_still_too_short_when_asked_again_is_completed_from_the_record() -> None:
+    """The repair round's answer is short again: the harness completes it from what it holds - the mind's
+    workstreams and the latest user message moving out, quoted - instead of failing the checkpoint. The
+    first answer is never completed (the first-pass rate measures the model)."""
+    steps = _answers(scene={k: "x" for k in SCENE_ANSWER})
+    steps.append(reply(json.dumps({k: "x" for k in SCENE_ANSWER})))
+    run = _run(steps, mode="structured")
+    outcome = run.outcome
+    assert isinstance(outcome, Accepted) and outcome.repaired
+    assert "scene.too_short" in [p.code for p in outcome.first_pass_problems]
+    scene = outcome.checkpoint.scene
+    assert "(from the record) the user's message #5:" in scene  # the latest one that says something
+    assert "(from the mind) [W1] (active) PR queue" in scene
+    assert any("next_step completed from the record" in n for n in outcome.notes)
 
 
 def test_M6_structured_over_cap_reasks_the_mind_questions_from_the_previous_mind() -> None:

@@ -35,7 +35,7 @@ from avibe.checkpoint.mind import (
     strip_guidance,
 )
 from avibe.checkpoint.model import Problem
-from avibe.checkpoint.scene import SceneParts, render_scene
+from avibe.checkpoint.scene import SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
 from avibe.context.prompts import render
 from avibe.ports import TokenCounter
 
@@ -114,6 +114,7 @@ class Work:
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     echo: str = ""  # the question being answered, normalised (see `_clean`)
+    asked_again: frozenset[str] = frozenset()  # parts being asked a second time (the repair round)
     intro: str = ""  # the turn's request text, normalised: a small model copies it into answers too
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
 
@@ -135,6 +136,7 @@ class Work:
 
     def reset(self, parts: Sequence[str], previous_mind: str) -> None:
         """Undo the parts about to be asked again (mind parts restart from the previous mind together)."""
+        self.asked_again = self.asked_again | frozenset(parts)
         for part in parts:
             self.problems.pop(part, None)
         if any(p in MIND_PARTS for p in parts):
@@ -526,6 +528,37 @@ def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
     limits = scene_limits(work.budgets.window)
     values = {name: _clean(work, data.get(name, ""), limit) for name, limit in limits.items()}
     work.scene = render_scene(SceneParts(**values))
+    if "scene" in work.asked_again and len(scene_blocks(work.scene)[0].strip()) < SCENE_MIN_CHARS:
+        work.scene = render_scene(SceneParts(**_completed_scene(work, values, limits)))
+
+
+def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, int]) -> dict[str, str]:
+    """A scene still too short for V1 when asked again - most often a small model's echo, dropped by
+    `_clean` - completed from what the harness holds, never invented, rather than failing the whole
+    checkpoint: the mind's workstream (or mission) lines as current step and progress (S1, S2), and the
+    latest user message moving out, quoted, as the next step (S4). Each addition says where it came
+    from, and is noted. The first answer is never completed, so the first-pass rate measures the model."""
+    streams = [line.strip("-* ").strip() for line, _ in _workstream_lines(work.mind).values()]
+    missions = [line.strip("-* ").strip() for line in mission_lines(work.mind).values()]
+    newest = sorted(work.candidates, key=lambda c: c.seq, reverse=True)
+    latest = next((c for c in newest if len(c.text.strip()) >= MIN_ENTRY_CHARS), None) or next(
+        iter(newest), None
+    )
+    quote = _one_line(latest.text, max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
+    additions = {
+        "current_step": ("from the mind", "; ".join(streams[:1] or missions[:1])),
+        "progress": ("from the mind", "; ".join(streams)),
+        "next_step": ("from the record", f'the user\'s message #{latest.seq}: "{quote}"' if latest else ""),
+    }
+    completed = dict(values)
+    for part, (origin, extra) in additions.items():
+        if extra and len(completed[part]) < SCENE_MIN_CHARS_PER_PART[part]:
+            text = f"({origin}) {extra}"
+            completed[part] = _one_line(
+                f"{completed[part]}; {text}" if completed[part] else text, limits[part]
+            )
+            work.notes.append(f"scene too short: {part} completed {origin}")
+    return completed
 
 
 # ---- dispatch ---------------------------------------------------------------------------------------
