@@ -51,9 +51,11 @@ def test_E1_vibe_eval_writes_report_plots_and_raw_results_and_resumes(
     assert len(rows) == 4
     report = (out / "report.md").read_text(encoding="utf-8")
     assert "`vibe eval -t queue" in report and "3,000 tokens" in report
-    second = runner.invoke(app, args, env=env)
+    second = runner.invoke(app, [*args, "--no-probes", "--origin", "bash scripts/eval-mine.sh"], env=env)
     assert second.exit_code == 0, second.output
     assert len((out / "results.jsonl").read_text(encoding="utf-8").splitlines()) == 4  # nothing redone
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "`bash scripts/eval-mine.sh`" in report and "`vibe eval -t queue" not in report
 
 
 def test_E1_vibe_eval_refuses_unknown_choices(env: dict[str, str]) -> None:
@@ -97,3 +99,15 @@ def test_E1_vibe_eval_scenarios_writes_loadable_files(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     (path,) = tmp_path.glob("*.yaml")
     assert load_scenario(path).type == "pitfalls"
+
+
+def test_E1_the_reproducing_command_line_keeps_every_choice() -> None:
+    from avibe.cli.eval import _command_line
+
+    line = _command_line(
+        ["queue"], None, None, ["truncate"], "embedded", None, None, None, 4096, 0.5, Path("o"), False
+    )
+    assert line == (
+        "vibe eval -t queue -s truncate --model embedded --seed 1 --k 1 --k 2 --k 4 --k 8 "
+        "--window 4096 --threshold 0.5 --out o --no-probes"
+    )

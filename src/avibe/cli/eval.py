@@ -150,6 +150,14 @@ def eval_command(
         Path, typer.Option("--out", "-o", help="Results folder; rerunning with it resumes.")
     ] = Path("eval-results"),
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
+    origin: Annotated[
+        str | None,
+        typer.Option(
+            "--origin",
+            help="What produced the results in --out, for the report's header (default: this command); "
+            "for results gathered by several commands, e.g. a script.",
+        ),
+    ] = None,
 ) -> None:
     """Run the memory evaluation and write report.md, PNG plots and results.jsonl into --out."""
     settings = settings_or_die()
@@ -204,7 +212,7 @@ def eval_command(
         "judge": judge or name,
         "window": f"{size:,} tokens",
         "threshold": f"{fraction:.0%} of the window ({int(fraction * size):,} tokens)",
-        "command": f"`{command}`",
+        "command": f"`{origin or command}`",
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
     }
     files_written = write_report(read_results(out / RESULTS), out, header, plots=not no_plots)

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The memory evaluation behind the README's table, on the embedded 0.5B model (~2 hours on 2 cores):
+# all eight scenario types at K = 1, the K sweep (2, 4, 8) on constraint_fidelity and mission_fade, all
+# seven strategies, window 4,096, compaction above half of it. Every step appends to the same results
+# file and is resumable; the last one writes the report over all of them into $OUT (default eval-embedded).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+OUT="${1:-eval-embedded}"
+common=(--model embedded --window 4096 --threshold 0.5 --no-probes --out "$OUT" --origin "bash scripts/eval-embedded.sh")
+.venv/bin/vibe eval --k 1 "${common[@]}"
+for type in constraint_fidelity mission_fade; do
+  for k in 2 4 8; do
+    .venv/bin/vibe eval -t "$type" --k "$k" "${common[@]}"
+  done
+done
