@@ -139,3 +139,20 @@ def test_E1_a_strategy_that_cannot_compact_is_recorded_as_an_error(
     with checkpoint_driver(hopeless):
         (row,) = run_all(jobs, lambda: ScriptedModel([]), counter, RunSettings(WINDOW), tmp_path / "r.jsonl")
     assert row["status"] == "error" and "nothing could be moved out" in row["reason"]
+
+
+def test_E1_per_k_tables_pool_only_the_scenarios_run_at_every_k() -> None:
+    """K=1 ran on two scenarios, K=2 on one: a K=1 column over both would compare scenario mixes."""
+
+    def row(scenario: str, k: int, hits: int) -> dict[str, Any]:
+        return {"scenario": scenario, "seed": 1, "strategy": "truncate", "k_target": k, "type": scenario,
+                "status": "ok", "k": k, "tokens_spent": 0, "calls": 0, "compactions": [],
+                "values": {"context_tokens": 10.0}, "counts": {"mission_kept": [hits, 1]}}  # fmt: skip
+
+    rows = [row("queue", 1, 1), row("pitfalls", 1, 0), row("queue", 2, 1)]
+    text = render_markdown(rows, {"model": "scripted"})
+    per_k = text[text.index("## Per strategy and K") : text.index("## Per scenario type")]
+    assert "Only the scenarios run at every K are pooled here: queue." in per_k
+    assert "| truncate | 100% [21%, 100%] | 100% [21%, 100%] |" in per_k  # pitfalls' miss left out here
+    headline = text[text.index("## Headline") : text.index("## Per strategy and K")]
+    assert "67% [21%, 94%]" in headline  # ...but counted where all runs are pooled

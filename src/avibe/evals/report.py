@@ -105,6 +105,19 @@ def _by_strategy_and_k(rows: Sequence[dict[str, Any]], strategies: list[str], me
     return [f"#### {label}", "", *_table(["strategy", *(f"K={k}" for k in ks)], body), ""]
 
 
+def _swept(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The rows of the scenarios run at every K, so each K column pools the same scenarios (a K with
+    other scenarios than the next would compare scenario mixes, not compactions)."""
+    ks = _order(r["k_target"] for r in rows)
+    by_k = [{r["scenario"] for r in rows if r["k_target"] == k} for k in ks]
+    common = set.intersection(*by_k) if by_k else set()
+    if all(scenarios == common for scenarios in by_k):
+        return list(rows), []
+    kept = [r for r in rows if r["scenario"] in common]
+    names = ", ".join(sorted(common)) or "none"
+    return kept, [f"Only the scenarios run at every K are pooled here: {names}.", ""]
+
+
 def _by_type(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
     out: list[str] = []
     for kind in _order(r["type"] for r in rows):
@@ -293,9 +306,10 @@ def render_markdown(
         *headline(ok, strategies),
         "",
     ]
-    out += ["## Per strategy and K", ""]
-    for metric in _metrics_present(ok):
-        out += _by_strategy_and_k(ok, strategies, metric)
+    swept, note = _swept(ok)
+    out += ["## Per strategy and K", "", *note]
+    for metric in _metrics_present(swept):
+        out += _by_strategy_and_k(swept, strategies, metric)
     out += ["## Per scenario type", "", *_by_type(ok, strategies)]
     out += ["## Cost", "", *_cost(ok, strategies), ""]
     out += [f"## Paired differences against {reference}", "", *_paired(ok, reference, strategies), ""]
@@ -365,7 +379,7 @@ def make_plots(rows: Sequence[dict[str, Any]], folder: Path) -> list[Path]:
     import matplotlib
 
     matplotlib.use("Agg")
-    ok = _ok(latest(rows))
+    ok, _ = _swept(_ok(latest(rows)))
     present = set(_metrics_present(ok))
     plots = [_plot_metric(ok, m, folder / f"{m}_vs_k.png") for m in PLOTTED if m in present]
     if "items_kept" in present:
