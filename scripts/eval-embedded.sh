@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The memory evaluation behind the README's table, on the embedded 0.5B model (~2 hours on 2 cores):
+# The memory evaluation behind the README's tables, on the embedded 0.5B model (~2.5 hours on 2 cores):
 # all eight scenario types at K = 1, the K sweep (2, 4, 8) on constraint_fidelity and mission_fade, all
 # seven strategies, window 4,096, compaction above half of it. Every step appends to the same results
-# file and is resumable; the last one writes the report over all of them into $OUT (default eval-embedded).
+# file and is resumable; the last one writes the report over all of them into $OUT (default eval-embedded);
+# then the probes (queue, waiting_on at K = 1) into $OUT-probes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -14,3 +15,6 @@ for type in constraint_fidelity mission_fade; do
     .venv/bin/vibe eval -t "$type" --k "$k" "${common[@]}"
   done
 done
+# Probes answered by the same model from each compacted context, in a folder of their own.
+.venv/bin/vibe eval -t queue -t waiting_on --k 1 --model embedded --window 4096 --threshold 0.5 \
+  --out "$OUT-probes"
