@@ -55,3 +55,14 @@ def test_every_readme_command_and_option_exists(command: list[str], options: lis
     assert result.exit_code == 0, result.output
     for option in options:
         assert option in result.output, f"`vibe {' '.join(path)}` has no {option}"
+
+
+def test_every_script_the_readme_names_exists_and_parses() -> None:
+    import subprocess
+
+    scripts = sorted(set(re.findall(r"bash (scripts/[\w.-]+\.sh)", README)))
+    assert "scripts/eval-embedded.sh" in scripts  # the command behind the memory evaluation's table
+    for script in scripts:
+        assert (ROOT / script).is_file(), script
+        checked = subprocess.run(["bash", "-n", str(ROOT / script)], capture_output=True, text=True)
+        assert checked.returncode == 0, checked.stderr
