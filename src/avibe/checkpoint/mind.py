@@ -11,6 +11,7 @@ API:
     parse_mind(text: str) -> ParsedMind | list[Problem]     every structural problem at once; never raises
     heading_problems(text: str) -> list[Problem]            only the four-headings check (V2)
     heading_titles(text: str) -> list[str]                  titles of the level-2 headings, in order
+    section_at(text: str, index: int) -> str                title of the section holding line `index`
     section_texts(text: str) -> dict[str, str]              body of each heading found (tolerant)
     mission_ids(text: str) -> tuple[str, ...]               distinct "M<n>" ids of mission lines, in order
     mission_lines(text: str) -> dict[str, str]              id -> the mission line as written
@@ -136,6 +137,11 @@ def _headings(text: str) -> list[tuple[int, str]]:
 
 def heading_titles(text: str) -> list[str]:
     return [title for _, title in _headings(text)]
+
+
+def section_at(text: str, index: int) -> str:
+    """Title of the level-2 section that line `index` (of text.splitlines()) belongs to; "" before any."""
+    return next((title for at, title in reversed(_headings(text)) if at <= index), "")
 
 
 def _headings_complete(text: str) -> bool:

@@ -31,6 +31,7 @@ from avibe.checkpoint.mind import (
     WORKSTREAMS_HEADING,
     apply_edit,
     mission_lines,
+    section_at,
     section_texts,
     strip_guidance,
 )
@@ -90,7 +91,6 @@ FILLER: Final = frozenset(
     | {"i am here", "decisions", "decision", "reason", "lessons", "workstreams", "user changed mission"}
     | {" ".join(name.split("_")) for name in SCENE_CHARS}
 )
-_HEADING2_NAME = re.compile(r"^##(?!#)[ \t]*(.*?)\s*$")
 _WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\][ \t]*(?:\([^)\n]*\))?[ \t]*(.*)$")
 _MISSION_STATUS = re.compile(r"^([-*+][ \t]+\[M\d+\][ \t]*)(?:\([^)\n]*\))?[ \t]*")
 
@@ -236,20 +236,11 @@ def _append_under(work: Work, part: str, heading: str, new_lines: Sequence[str])
     end = _section_end(lines, start, heading)
     last = max(i for i in range(start, end) if lines[i].strip())
     if heading != MISSION_HEADING:  # a mission entry is never dropped (M4): validation and repair see it
-        new = _within_cap(work, lines, last, new, _section_of(lines, start))
+        new = _within_cap(work, lines, last, new, section_at(work.mind, start))
         if not new:
             return
     old = "\n".join(lines[start : last + 1])
     _edit(work, part, old, old + "\n" + "\n".join(new))
-
-
-def _section_of(lines: Sequence[str], index: int) -> str:
-    """The name of the '## ' section that line `index` belongs to."""
-    for i in range(index, -1, -1):
-        match = _HEADING2_NAME.match(lines[i])
-        if match:
-            return match.group(1)
-    return ""
 
 
 def _within_cap(work: Work, lines: Sequence[str], last: int, new: list[str], section: str) -> list[str]:
