@@ -1,3 +1,11 @@
+"""Structured checkpoint answers under a small window: grammar limits and the harness's own cap checks."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+
 def test_V1_the_scene_grammar_shrinks_with_small_windows_but_keeps_its_floors() -> None:
     from avibe.checkpoint.structured import (
         SCENE_CHARS,
@@ -37,3 +45,34 @@ def test_M6_lines_that_would_push_a_section_over_its_cap_are_left_out_newest_fir
     assert "lesson 0" in body and "lesson 2" not in body  # the newest went first
     assert any("within its cap" in n and "lesson 2" in n for n in work.notes)
     assert not work.all_problems()
+
+
+# lines of 15-30 random words: three of them pass a 100-token cap together
+WORDY = st.lists(st.text(alphabet="abcdefghijklmnop", min_size=3, max_size=8), min_size=15, max_size=30).map(
+    " ".join
+)
+
+
+@given(lessons=st.lists(WORDY, max_size=5), here=st.lists(WORDY, max_size=5))
+@settings(max_examples=150, deadline=None)
+def test_M4_M6_whatever_notes_a_model_gives_no_section_passes_its_cap_and_the_mission_stays(
+    lessons: list[str], here: list[str]
+) -> None:
+    import json
+
+    from core_doubles import CharCounter
+
+    from avibe.checkpoint.budgets import budgets_for
+    from avibe.checkpoint.mind import mission_lines, section_texts, strip_guidance
+    from avibe.checkpoint.structured import Work, apply_answer
+
+    counter, budgets = CharCounter(), budgets_for(4096, 2048)
+    start = (
+        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Ship the queue.\n### Workstreams\n\n"
+        "## Key decisions\n\n## Lessons\n"
+    )
+    work = Work.start(start, (), budgets, counter)
+    apply_answer("notes", work, json.dumps({"i_am_here": here, "decisions": [], "lessons": lessons}))
+    for section in ("I am here", "Lessons"):
+        assert counter.count(section_texts(strip_guidance(work.mind))[section]) <= budgets.mind_cap(section)
+    assert mission_lines(work.mind) == mission_lines(start)
