@@ -313,6 +313,8 @@ def parse_opencode(path: Path, user: str) -> Imported:
     else:  # a session file of OpenCode's storage
         session, messages = data, _opencode_storage(path, data)
     entries = [m for m in messages if isinstance(m, Mapping) and isinstance(m.get("info"), Mapping)]
+    if len(entries) < len(messages):
+        log.warning("%s: %d messages without an info object skipped", path, len(messages) - len(entries))
     entries.sort(key=lambda m: (_opencode_time(m["info"]), str(m["info"].get("id", ""))))
     c = _Collector(user)
     for message in entries:
