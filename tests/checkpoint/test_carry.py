@@ -6,6 +6,7 @@ from core_doubles import CharCounter
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from avibe.agent.state import remember_file
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.carry import (
     MODIFIED_SHOWN,
@@ -70,17 +71,32 @@ def test_A1_caps_hold_for_any_skills_and_window(specs: list[tuple[str, int]], wi
 
 
 def test_A2_file_list_newest_first_deduplicated_with_a_note_when_pushed_out() -> None:
-    modified = [f"src/m{i}.py" for i in range(12)] + ["src/m3.py"]
-    read = ["README.md", "src/m11.py", "docs/a.md", "docs/b.md", "docs/c.md", "docs/d.md", "docs/e.md"]
+    """Both lists come newest first, as the live state keeps them (repeats allowed)."""
+    modified = ["src/m3.py", *(f"src/m{i}.py" for i in reversed(range(12)))]  # m3 modified last
+    read = ["docs/e.md", "docs/d.md", "docs/c.md", "docs/b.md", "docs/a.md", "src/m11.py", "README.md"]
     text = file_list(modified, read)
     mod_lines = text.split("Files read")[0]
-    assert mod_lines.index("src/m3.py") < mod_lines.index("src/m11.py")  # m3 was modified last
+    assert mod_lines.index("src/m3.py") < mod_lines.index("src/m11.py")
     assert mod_lines.count("- ") == MODIFIED_SHOWN
+    assert "src/m0.py" not in mod_lines and "src/m1.py" not in mod_lines  # the oldest two pushed out
     assert "(2 older modified files pushed out of this list)" in text
     read_part = text.split("Files read recently (newest first):")[1]
     assert read_part.count("- ") == READ_SHOWN and "src/m11.py" not in read_part
     assert "docs/e.md" in read_part and "README.md" not in read_part
     assert "(1 older read files pushed out of this list)" in text
+
+
+def test_A2_files_edited_in_order_through_the_live_state_list_newest_first() -> None:
+    """The bug of issue 16: after editing m0..m13 in order the list showed m0-m9 as newest first and
+    said the 4 newest were pushed out. Goes through `remember_file`, as the loop does."""
+    modified: tuple[str, ...] = ()
+    for i in range(14):
+        modified = remember_file(modified, f"m{i}.py")
+    read = remember_file(remember_file((), "tickets/001.md"), "tickets/002.md")
+    lines = file_list(modified, read).splitlines()
+    assert lines[1:11] == [f"- m{i}.py" for i in range(13, 3, -1)]
+    assert lines[11] == "(4 older modified files pushed out of this list)"
+    assert lines[13:15] == ["- tickets/002.md", "- tickets/001.md"]
 
 
 def test_A2_empty_lists_and_no_note_when_nothing_pushed_out() -> None:

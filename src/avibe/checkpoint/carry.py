@@ -4,7 +4,7 @@ API:
     LoadedSkill(name: str, text: str, loaded_order: int)       a skill whose loaded text is leaving
     PutBackSkill(name: str, text: str, cut: bool, tokens: int)
     skills_to_put_back(loaded, counter, budgets) -> list[PutBackSkill]                      (A1)
-    file_list(modified: Sequence[str], read: Sequence[str]) -> str                          (A2)
+    file_list(modified: Sequence[str], read: Sequence[str]) -> str     both newest first  (A2)
     record_pointer(session_id: str, where: str) -> str                                      (A3)
 """
 
@@ -94,10 +94,10 @@ def skills_to_put_back(
     return chosen
 
 
-def _newest_distinct(paths: Sequence[str], exclude: Collection[str] = ()) -> list[str]:
-    """Distinct paths, newest first, from a list in the order events happened (oldest first)."""
+def _distinct(paths: Sequence[str], exclude: Collection[str] = ()) -> list[str]:
+    """Distinct paths in their given order (first occurrence wins), leaving out `exclude`."""
     seen: list[str] = []
-    for path in reversed(paths):
+    for path in paths:
         if path not in seen and path not in exclude:
             seen.append(path)
     return seen
@@ -106,12 +106,14 @@ def _newest_distinct(paths: Sequence[str], exclude: Collection[str] = ()) -> lis
 def file_list(modified: Sequence[str], read: Sequence[str]) -> str:
     """A2: paths only - the 10 most recently modified and the 5 most recently read, newest first.
 
-    Both lists are in the order the tools touched the files (oldest first, repeats allowed). A file
-    modified and read is listed once, as modified. A note says how many older ones were pushed out.
+    Both lists come NEWEST FIRST, as the live state keeps them (`remember_file` puts each file the tools
+    touch at the front). Reading them as oldest-first reversed the list end to end: after m0..m13 it
+    showed m0-m9 and said the four newest were pushed out. A file modified and read is listed once, as
+    modified. A note says how many older ones were pushed out.
     """
-    mod_all = _newest_distinct(modified)
+    mod_all = _distinct(modified)
     shown_mod = mod_all[:MODIFIED_SHOWN]
-    read_all = _newest_distinct(read, set(mod_all))
+    read_all = _distinct(read, set(mod_all))
     shown_read = read_all[:READ_SHOWN]
     lines = ["Files modified recently (newest first):", *(f"- {p}" for p in shown_mod or ["(none)"])]
     if len(mod_all) > MODIFIED_SHOWN:
