@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.memo import (
-    TICK_GUIDANCE,
     Candidate,
     build_memo,
     cut_message,
@@ -23,6 +22,7 @@ from avibe.checkpoint.memo import (
 )
 from avibe.checkpoint.model import MemoItem
 from avibe.ports import TokenCounter
+from avibe.prompts import template
 from avibe.record.entries import KINDS, Entry, Kind
 
 BUDGETS = budgets_for(192_000, 172_800)  # 300 tokens per message, 3,000 in all
@@ -65,11 +65,14 @@ def test_N1_checklist_has_checkbox_number_and_single_line_cut_preview() -> None:
     assert text == "- [x] #7 keep\n- [ ] #12 Deploy only on Fridays. Never on week...\n"
 
 
-def test_N2_N3_guidance_names_what_to_keep_and_what_to_let_go() -> None:
+@pytest.mark.parametrize("name", ["checkpoint_request", "q_memo"])
+def test_N2_N3_guidance_names_what_to_keep_and_what_to_let_go(name: str) -> None:
+    """Both texts that ask a model to tick (tools mode, structured mode) say what to keep and let go."""
+    guidance = template(name).template
     for phrase in ("constraint", "prohibition", "preference", "authorisation", "direction"):
-        assert phrase in TICK_GUIDANCE  # N2
-    for phrase in ("withdrawn", "superseded", "completed", "already fully in the mind", '"continue"'):
-        assert phrase in TICK_GUIDANCE  # N3
+        assert phrase in guidance  # N2
+    for phrase in ("withdrawn", "superseded", "completed", '"continue"'):
+        assert phrase in guidance  # N3
 
 
 CHECKLIST = "- [ ] #3 use postgres\n- [x] #5 never touch prod\n- [ ] #8 ok\n"

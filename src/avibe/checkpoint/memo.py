@@ -1,7 +1,6 @@
 """The memo: the user's own words, copied from the record, never retold (N1-N7).
 
 API:
-    TICK_GUIDANCE: str     what to tick (N2) and what to let go (N3), for the checkpoint request
     Candidate(seq: int, text: str, ticked: bool, kept: bool)   one checklist line; kept: from the last memo
     memo_candidates(moved_out: Sequence[Entry], previous_memo: Sequence[MemoItem],
                     already_dismissed: frozenset[int]) -> list[Candidate]          (N1, N6, N7)
@@ -36,12 +35,6 @@ from avibe.ports import TokenCounter
 from avibe.record.entries import Entry
 
 DEFAULT_PREVIEW_CHARS: Final = 80
-# What to tick (N2) and what to let go (N3), for the checkpoint request; short enough for a small model.
-TICK_GUIDANCE: Final = """\
-Tick [x] a message that sets or changes direction, states a constraint or a prohibition, expresses a
-preference, or grants authorisation. Leave [ ] a message that was withdrawn, superseded or completed,
-whose meaning is already fully in the mind, that only pushes work along ("continue"), or that is a short
-reply meaning nothing alone. Change nothing but the boxes."""
 _CHECK_LINE = re.compile(r"^[-*][ \t]*\[([ xX])\][ \t]*#(\d+)(?:[ \t]+(.*?))?[ \t]*$")
 _WORD_BREAK_SHARE: Final = 5  # cut at a space when one is within the last fifth of the prefix
 

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from avibe.checkpoint.model import MIND_SECTIONS, Problem
+from avibe.prompts import render
 
 HEADINGS: Final[tuple[str, ...]] = tuple(f"## {name}" for name in MIND_SECTIONS)
 MISSION_HEADING: Final = "### Mission"
@@ -39,31 +40,7 @@ WORKSTREAMS_HEADING: Final = "### Workstreams"
 MISSION_STATUSES: Final[tuple[str, ...]] = ("active", "done", "withdrawn", "replaced by M<n>")
 ORDER_TEXT: Final = ", ".join(f"'{h}'" for h in HEADINGS)
 
-EMPTY_MIND: Final = """\
-## I am here
-<!-- Who the work is for and why. What you are responsible for and where your limits are. The agreements
-with the user: how to report, when to ask, what you may decide alone, how far your authorisation goes. -->
-
-## Goals
-### Mission
-<!-- The final purpose of this conversation, in your own words, one entry per line:
-- [M1] (active) <the purpose>
-Never delete an entry. When it is done, withdrawn by the user or replaced, change its status:
-(done), (withdrawn) or (replaced by M2). -->
-
-### Workstreams
-<!-- The work that serves the mission, one line each: - [W1] (active) <what>; for a queue add
-"queue position 3 of 7; next: <item>". A finished workstream shrinks to one line: - [W1] (done) <what>.
-When the current step is done, go back to its workstream; when the workstream is done, go back to the
-mission or ask the user. -->
-
-## Key decisions
-<!-- Each decision with its reason: - <decision> - because <reason>. An overturned decision merges into
-the one that replaced it. -->
-
-## Lessons
-<!-- Principles that will still apply later. Merge repeated lessons into one principle. -->
-"""
+EMPTY_MIND: Final = render("empty_mind")  # the template for the first checkpoint (F2)
 
 _HEADING2 = re.compile(r"^##(?!#)[ \t]*(.*?)\s*$")
 _HEADING3 = re.compile(r"^###(?!#)[ \t]*(.*?)\s*$")

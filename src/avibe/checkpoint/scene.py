@@ -28,6 +28,7 @@ from dataclasses import dataclass, fields
 from typing import Final
 
 from avibe.checkpoint.model import Problem
+from avibe.prompts import render
 
 OPEN_TAG: Final = "<checkpoint>"
 CLOSE_TAG: Final = "</checkpoint>"
@@ -48,16 +49,7 @@ _LABEL_LINE = re.compile(
 )
 _TAG = re.compile(r"<(/?)checkpoint\s*>", re.IGNORECASE)
 
-SCENE_TEMPLATE: Final = f"""\
-{OPEN_TAG}
-Current step: <what you are doing now> (workstream: [W1] <its name>)
-Progress: done: ...; in progress: ...; blocked: ...; pending: ...
-Waiting for: <background commands, watches, timers, delegated runs, questions to the user - each with its id>
-Next step: <tied to the user's latest request, quoting the user: "...">
-Pitfalls: <mistakes, wrong assumptions, dead ends - with the original error text>
-Exact references: <paths, ids, commands, links, values needed to go on>
-{CLOSE_TAG}
-"""
+SCENE_TEMPLATE: Final = render("scene_template", open=OPEN_TAG, close=CLOSE_TAG)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from typing import Final
 
 from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.model import Checkpoint, MemoItem
-from avibe.context.prompts import render
+from avibe.prompts import render
 from avibe.record.messages import ChatMessage
 from avibe.record.sources import looks_like_tag
 

@@ -1,0 +1,94 @@
+"""The structured checkpoint for small local models: a few small JSON questions, answered under a grammar.
+
+A 0.5B model asked for a free-form checkpoint echoes the instructions and ticks whatever it can count. So
+each question here is small and comes with a JSON schema (llama.cpp turns it into a grammar), and the
+harness - not the model - turns the answers into EDITS on the mind (`apply_edit`, never a rewrite), ticks
+on the checklist, and a scene rendered by `render_scene`. The memo's text is never taken from an answer:
+an answer only names message numbers, and `build_memo` copies the text from the record (N4, N7).
+
+Modules: `work` (the working values, limits, answer cleaning), `schemas` (grammar sizing), `questions`,
+`answers`, `edits` (mind edits within the caps). The turn that asks them is `checkpoint/structured_mode.py`.
+
+API (used by structured_mode.py):
+    PARTS = ("memo", "mission", "workstreams", "notes", "scene")
+    Question(part, text, schema)
+    Work.start(previous_mind, candidates, budgets) -> Work      .reset(parts, previous_mind)
+    question(part, work) -> Question | None                      None: nothing to ask (no memo candidates)
+    remember_request(work, text) -> None                          the request text counts as an echo too
+    apply_answer(part, work, text) -> None                        problems and notes land on `work`
+    ensure_mission(work) -> None                                  M4: a mission from the record if none
+    parts_to_reask(problems, work) -> tuple[str, ...]
+    ticked_checklist(candidates, ticked) -> str
+    scene_limits(window) -> dict[str, int]                        SCENE_CHARS shrunk to SCENE_FLOOR_CHARS
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+from avibe.checkpoint.memo import Candidate, render_checklist
+from avibe.checkpoint.model import Problem
+from avibe.checkpoint.structured.answers import APPLY, ensure_mission
+from avibe.checkpoint.structured.questions import QUESTIONS
+from avibe.checkpoint.structured.schemas import scene_limits
+from avibe.checkpoint.structured.work import (
+    MIND_PARTS,
+    PARTS,
+    SCENE_CHARS,
+    SCENE_FLOOR_CHARS,
+    SCENE_MIN_CHARS_PER_PART,
+    Question,
+    Work,
+    norm,
+    parse,
+)
+
+__all__ = [
+    "PARTS",
+    "SCENE_CHARS",
+    "SCENE_FLOOR_CHARS",
+    "SCENE_MIN_CHARS_PER_PART",
+    "Question",
+    "Work",
+    "apply_answer",
+    "ensure_mission",
+    "parts_to_reask",
+    "question",
+    "remember_request",
+    "scene_limits",
+    "ticked_checklist",
+]
+
+
+def question(part: str, work: Work) -> Question | None:
+    """The part's question (None: nothing to ask); remembers its wording to spot echoed answers."""
+    asked = QUESTIONS[part](work)
+    work.echo = f"{norm(asked.text)} {work.intro}" if asked else ""
+    return asked
+
+
+def remember_request(work: Work, text: str) -> None:
+    """Answers copied from the turn's request text are dropped like those copied from a question."""
+    work.intro = norm(text)
+
+
+def apply_answer(part: str, work: Work, text: str) -> None:
+    data = parse(work, part, text)
+    if data is not None:
+        APPLY[part](work, data)
+
+
+def parts_to_reask(problems: Sequence[Problem], work: Work) -> tuple[str, ...]:
+    """The questions to ask again: those whose answer failed, and those behind each validation problem
+    (any mind problem re-asks all mind questions, since they restart from the previous mind together)."""
+    wanted = {p.code.split(".", 1)[1] for p in problems if p.part == "answer"}
+    wanted |= {p.part for p in problems if p.part in ("memo", "scene")}
+    if wanted & set(MIND_PARTS) or any(p.part in ("mind", "edit") for p in problems):
+        wanted |= set(MIND_PARTS)
+    return tuple(part for part in PARTS if part in wanted)
+
+
+def ticked_checklist(candidates: Sequence[Candidate], ticked: frozenset[int]) -> str:
+    """The checklist file as the answers left it (mirrored for inspection, F2)."""
+    return render_checklist([replace(c, ticked=c.seq in ticked) for c in candidates])

@@ -1,0 +1,204 @@
+"""The structured answers applied by the harness: ticks, mind edits and a rendered scene - never the
+model's own text for the memo (N4, N7), never a rewrite of the mind (M2, M3).
+
+API:
+    APPLY: dict[str, Callable[[Work, Mapping[str, Any]], None]]   part -> how its parsed answer applies
+    ensure_mission(work) -> None     a mission entry from the record when the model gave none (M4, P1)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final
+
+from avibe.checkpoint.mind import MISSION_HEADING, WORKSTREAMS_HEADING, mission_lines
+from avibe.checkpoint.scene import SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
+from avibe.checkpoint.structured.edits import append_under, edit
+from avibe.checkpoint.structured.schemas import room_chars, scene_limits
+from avibe.checkpoint.structured.work import (
+    ENTRY_CHARS,
+    GATE,
+    MAX_NEW,
+    MAX_NEW_MISSION,
+    MIN_ENTRY_CHARS,
+    SCENE_MIN_CHARS_PER_PART,
+    WORKSTREAM_STATUSES,
+    Work,
+    clean,
+    next_id,
+    norm,
+    one_line,
+    strings,
+    workstream_lines,
+)
+
+_MISSION_STATUS = re.compile(r"^([-*+][ \t]+\[M\d+\][ \t]*)(?:\([^)\n]*\))?[ \t]*")
+
+
+# ---- memo (N1-N4) -----------------------------------------------------------------------------------
+
+
+def _apply_memo(work: Work, data: Mapping[str, Any]) -> None:
+    keep = data.get("keep")
+    if not isinstance(keep, list):
+        work.problem("memo", 'The answer needs "keep": a list of message numbers.')
+        return
+    known = {c.seq for c in work.candidates}
+    ticked = {n for n in keep if type(n) is int and n in known}
+    dropped = [repr(n) for n in keep if not (type(n) is int and n in known)]
+    if dropped:  # the grammar forbids these; a model without one may still name them
+        work.notes.append(f"memo answer named numbers that are not candidates, ignored: {', '.join(dropped)}")
+    work.ticked = frozenset(ticked)
+
+
+# ---- mission (M4) -----------------------------------------------------------------------------------
+
+
+def _status_ok(status: Any, targets: Sequence[str]) -> bool:
+    if status in ("active", "done", "withdrawn"):
+        return True
+    return isinstance(status, str) and status.startswith("replaced by ") and status[12:] in targets
+
+
+def _with_status(line: str, status: str) -> str:
+    match = _MISSION_STATUS.match(line)
+    return line if match is None else f"{match.group(1)}({status}) {line[match.end() :]}"
+
+
+def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
+    current = mission_lines(work.mind)
+    if current and data.get(GATE) is not True:  # M4: the mission changes only when the user changed it
+        if data.get("new") or data.get("status"):
+            work.notes.append(f"mission answer ignored: {GATE} was not true")
+        return
+    first_new = next_id(list(current))
+    known = {norm(line.split(")", 1)[-1]) for line in current.values()}
+    new = [t for t in strings(work, data.get("new"))[:MAX_NEW_MISSION] if norm(t) not in known]
+    targets = [*current, *(f"M{first_new + k}" for k in range(len(new)))]
+    changes = data.get("status", [])
+    for change in changes if isinstance(changes, list) else []:
+        mid, status = (change.get("id"), change.get("status")) if isinstance(change, dict) else (None, None)
+        if not isinstance(mid, str) or mid not in current or not _status_ok(status, targets):
+            work.notes.append(f"mission status change ignored (unknown id or status): {change!r}")
+            continue
+        line = current[str(mid)]
+        edit(work, "mission", line, _with_status(line, str(status)))
+    entries = [f"- [M{first_new + k}] (active) {text}" for k, text in enumerate(new)]
+    append_under(work, "mission", MISSION_HEADING, entries)
+
+
+def ensure_mission(work: Work) -> None:
+    """A mind must never leave a checkpoint without a mission (M4, P1). When the model gave none - a
+    small model's answer is often only an echo of the question, dropped - the harness writes one from
+    the stored record: the earliest user message being moved out, quoted and marked as such (the words
+    are the user's, copied, never the model's)."""
+    if mission_lines(work.mind) or not work.candidates:
+        return
+    first = min(work.candidates, key=lambda c: c.seq)
+    room = max(room_chars(work, "Goals", 1), MIN_ENTRY_CHARS * 2)
+    quoted = one_line(first.text, min(room, ENTRY_CHARS))
+    line = f'- [M1] (active) The user\'s request (message #{first.seq}): "{quoted}"'
+    append_under(work, "mission", MISSION_HEADING, [line])
+    work.notes.append(f"no mission given: M1 written by the harness from message #{first.seq}")
+
+
+# ---- workstreams (M1, M5) ---------------------------------------------------------------------------
+
+
+def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
+    items = data.get("workstreams")
+    if not isinstance(items, list):
+        work.problem("workstreams", 'The answer needs "workstreams": a list (it may be empty).')
+        return
+    current = workstream_lines(work.mind)
+    next_number = next_id(list(current))
+    added: list[str] = []
+    for item in items:
+        wid, status = (item.get("id"), item.get("status")) if isinstance(item, dict) else (None, None)
+        if (
+            status not in WORKSTREAM_STATUSES
+            or not isinstance(wid, str)
+            or (wid != "new" and wid not in current)
+        ):
+            work.notes.append(f"workstream change ignored (unknown id or status): {item!r}")
+            continue
+        text = clean(work, item.get("text", ""))
+        if wid == "new" and norm(text) in {norm(t) for _, t in current.values()}:
+            work.notes.append(f"new workstream repeats an existing one, ignored: {text!r}")
+            continue
+        if wid == "new" and text and len(added) < MAX_NEW:
+            added.append(f"- [W{next_number}] ({status}) {text}")
+            next_number += 1
+        elif wid in current:
+            line, old_text = current[str(wid)]
+            edit(work, "workstreams", line, f"- [{wid}] ({status}) {text or old_text}")
+    append_under(work, "workstreams", WORKSTREAMS_HEADING, added)
+
+
+# ---- notes: I am here, key decisions, lessons ----------------------------------------------------------
+
+
+def _decisions(work: Work, value: Any) -> list[str]:
+    lines = []
+    for item in value[:MAX_NEW] if isinstance(value, list) else []:
+        if isinstance(item, dict) and isinstance(item.get("decision"), str):
+            decision, reason = clean(work, item["decision"], 160), clean(work, item.get("reason", ""), 160)
+            if decision:
+                lines.append(f"- {decision}" + (f" - because {reason}" if reason else ""))
+    return lines
+
+
+def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
+    append_under(work, "notes", "## I am here", [f"- {t}" for t in strings(work, data.get("i_am_here"))])
+    append_under(work, "notes", "## Key decisions", _decisions(work, data.get("decisions")))
+    append_under(work, "notes", "## Lessons", [f"- {t}" for t in strings(work, data.get("lessons"), 160)])
+
+
+# ---- scene (S1-S6) ----------------------------------------------------------------------------------
+
+
+def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
+    limits = scene_limits(work.budgets.window)
+    values = {name: clean(work, data.get(name, ""), limit) for name, limit in limits.items()}
+    work.scene = render_scene(SceneParts(**values))
+    if "scene" in work.asked_again and len(scene_blocks(work.scene)[0].strip()) < SCENE_MIN_CHARS:
+        work.scene = render_scene(SceneParts(**_completed_scene(work, values, limits)))
+
+
+def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, int]) -> dict[str, str]:
+    """A scene still too short for V1 when asked again - most often a small model's echo, dropped by
+    `clean` - completed from what the harness holds, never invented, rather than failing the whole
+    checkpoint: the mind's workstream (or mission) lines as current step and progress (S1, S2), and the
+    latest user message moving out, quoted, as the next step (S4). Each addition says where it came
+    from, and is noted. The first answer is never completed, so the first-pass rate measures the model."""
+    streams = [line.strip("-* ").strip() for line, _ in workstream_lines(work.mind).values()]
+    missions = [line.strip("-* ").strip() for line in mission_lines(work.mind).values()]
+    newest = sorted(work.candidates, key=lambda c: c.seq, reverse=True)
+    latest = next((c for c in newest if len(c.text.strip()) >= MIN_ENTRY_CHARS), None) or next(
+        iter(newest), None
+    )
+    quote = one_line(latest.text, max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
+    additions = {
+        "current_step": ("from the mind", "; ".join(streams[:1] or missions[:1])),
+        "progress": ("from the mind", "; ".join(streams)),
+        "next_step": ("from the record", f'the user\'s message #{latest.seq}: "{quote}"' if latest else ""),
+    }
+    completed = dict(values)
+    for part, (origin, extra) in additions.items():
+        if extra and len(completed[part]) < SCENE_MIN_CHARS_PER_PART[part]:
+            text = f"({origin}) {extra}"
+            completed[part] = one_line(
+                f"{completed[part]}; {text}" if completed[part] else text, limits[part]
+            )
+            work.notes.append(f"scene too short: {part} completed {origin}")
+    return completed
+
+
+APPLY: Final[dict[str, Callable[[Work, Mapping[str, Any]], None]]] = {
+    "memo": _apply_memo,
+    "mission": _apply_mission,
+    "workstreams": _apply_workstreams,
+    "notes": _apply_notes,
+    "scene": _apply_scene,
+}

@@ -1,0 +1,185 @@
+"""The structured checkpoint's working values: the answers applied so far, the limits, and the small text
+helpers that clean a weak model's answer before it can land in the mind.
+
+API:
+    PARTS, MIND_PARTS, and the limits (MAX_NEW, ENTRY_CHARS, SCENE_CHARS ... see below)
+    Question(part, text, schema)
+    Work.start(previous_mind, candidates, budgets, counter=None) -> Work
+        .reset(parts, previous_mind)   .problem(part, message)   .all_problems() -> list[Problem]
+    norm(text) -> str                         words only, case folded (echoes, repeats)
+    one_line(value, limit) -> str             safe for one Markdown line; filler becomes ""
+    clean(work, value, limit) -> str          one_line, and "" for a phrase copied from the question
+    strings(work, value, limit) -> list[str]  the cleaned strings of a JSON list (at most MAX_NEW)
+    parse(work, part, text) -> dict | None    the answer's JSON object; a problem on `work` otherwise
+    next_id(ids) -> int                       the number after the highest "M<n>" / "W<n>" id
+    workstream_lines(mind) -> dict[str, tuple[str, str]]   id -> (its line, its text after the status)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.memo import Candidate
+from avibe.checkpoint.model import Problem
+from avibe.ports import TokenCounter
+
+PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "scene")
+MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes")
+PREVIEW_CHARS: Final = 100
+MAX_NEW: Final = 3  # new entries per list and question: a small model answers better with little room
+GATE: Final = "user_changed_mission"
+MAX_NEW_MISSION: Final = 1  # the user changes the purpose one message at a time; more is a weak model's noise
+ENTRY_CHARS: Final = 200
+WORKSTREAM_STATUSES: Final = ("active", "done", "blocked", "pending", "waiting")
+SCENE_CHARS: Final[dict[str, int]] = {
+    "current_step": 300,
+    "progress": 400,
+    "waiting_for": 300,
+    "next_step": 400,
+    "pitfalls": 400,
+    "exact_references": 400,
+}
+# Below this window the scene's parts shrink in proportion, to SCENE_FLOOR_CHARS at the least: a small
+# model fills whatever room the grammar gives (~700 tokens of scene in a 4k window crowds out the work it
+# describes, and generating it costs a minute on two cores). Exact references keep more room (S6).
+SCENE_REFERENCE_WINDOW: Final = 32_768
+SCENE_FLOOR_CHARS: Final[dict[str, int]] = {
+    "current_step": 160,
+    "progress": 160,
+    "waiting_for": 160,
+    "next_step": 200,
+    "pitfalls": 200,
+    "exact_references": 300,
+}
+# Least characters per scene part, enforced by the grammar: the labels and "none" in the other parts
+# take ~100 characters, so these make even a terse small model's block reach SCENE_MIN_CHARS (V1).
+SCENE_MIN_CHARS_PER_PART: Final[dict[str, int]] = {"current_step": 60, "progress": 20, "next_step": 60}
+# Sizing the grammar to the mind's caps: a line's markup ("- " ...) costs about LINE_TOKENS; English text
+# runs ~4 characters a token, so CHARS_PER_TOKEN = 3 errs on the safe side; below MIN_ENTRY_CHARS a new
+# line could say nothing useful, so none is offered.
+LINE_TOKENS: Final = 4
+CHARS_PER_TOKEN: Final = 3
+MIN_ENTRY_CHARS: Final = 24
+LOOSE_MATCH_WORDS: Final = 4  # a repeat cut mid-word is only recognised on lines this long
+# What a small model writes when it has nothing to say: placeholders and the schema's own key names.
+FILLER: Final = frozenset(
+    {"", "none", "n a", "na", "null", "nothing", "todo", "tbd", "text", "id", "status", "new", "keep"}
+    | {"i am here", "decisions", "decision", "reason", "lessons", "workstreams", "user changed mission"}
+    | {" ".join(name.split("_")) for name in SCENE_CHARS}
+)
+_WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\][ \t]*(?:\([^)\n]*\))?[ \t]*(.*)$")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    part: str
+    text: str
+    schema: dict[str, Any]
+
+
+@dataclass
+class Work:
+    """The answers applied so far (mutable; lives inside one checkpoint turn)."""
+
+    mind: str
+    candidates: list[Candidate]
+    budgets: Budgets
+    ticked: frozenset[int]
+    scene: str = ""
+    problems: dict[str, list[Problem]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    echo: str = ""  # the question being answered, normalised (see `clean`)
+    asked_again: frozenset[str] = frozenset()  # parts being asked a second time (the repair round)
+    intro: str = ""  # the turn's request text, normalised: a small model copies it into answers too
+    counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
+
+    @classmethod
+    def start(
+        cls,
+        previous_mind: str,
+        candidates: Sequence[Candidate],
+        budgets: Budgets,
+        counter: TokenCounter | None = None,
+    ) -> Work:
+        ticked = frozenset(c.seq for c in candidates if c.ticked)  # kept from last time until answered
+        return cls(
+            mind=previous_mind, candidates=list(candidates), budgets=budgets, ticked=ticked, counter=counter
+        )
+
+    def all_problems(self) -> list[Problem]:
+        return [p for part in PARTS for p in self.problems.get(part, [])]
+
+    def reset(self, parts: Sequence[str], previous_mind: str) -> None:
+        """Undo the parts about to be asked again (mind parts restart from the previous mind together)."""
+        self.asked_again = self.asked_again | frozenset(parts)
+        for part in parts:
+            self.problems.pop(part, None)
+        if any(p in MIND_PARTS for p in parts):
+            self.mind = previous_mind
+        if "memo" in parts:
+            self.ticked = frozenset(c.seq for c in self.candidates if c.ticked)
+        if "scene" in parts:
+            self.scene = ""
+
+    def problem(self, part: str, message: str) -> None:
+        self.problems.setdefault(part, []).append(Problem(f"answer.{part}", message))
+
+
+def norm(text: str) -> str:
+    """Text compared loosely: words only, case folded (to spot echoes and repeated entries)."""
+    return " ".join(re.sub(r"[\W_]+", " ", text).casefold().split())
+
+
+def one_line(value: str, limit: int = ENTRY_CHARS) -> str:
+    """Model text made safe for one Markdown line: no line breaks, no comment markers, bounded. A weak
+    model's filler - an echoed key name, "...", "none" - becomes "" so it never lands in the mind."""
+    text = " ".join(value.replace("<!--", "").replace("-->", "").split())[:limit]
+    return "" if norm(text) in FILLER else text
+
+
+def clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
+    """`one_line`, and "" for a phrase copied from the question itself (a small model echoes the
+    instructions: "what you may decide alone" as a decision)."""
+    text = one_line(str(value), limit)
+    if text and work.echo and f" {norm(text)} " in f" {work.echo} ":
+        work.notes.append(f"answer copied from the question, ignored: {text!r}")
+        return ""
+    return text
+
+
+def strings(work: Work, value: Any, limit: int = ENTRY_CHARS) -> list[str]:
+    if not isinstance(value, list):
+        return []
+    return [line for v in value[:MAX_NEW] if isinstance(v, str) and (line := clean(work, v, limit))]
+
+
+def parse(work: Work, part: str, text: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(text, strict=False)  # grammar-made strings may hold raw newlines or tabs
+    except json.JSONDecodeError as exc:
+        work.problem(part, f"The answer is not JSON ({exc.msg}). Answer with the JSON object only.")
+        return None
+    if not isinstance(data, dict):
+        work.problem(part, "The answer must be one JSON object.")
+        return None
+    return data
+
+
+def next_id(ids: Sequence[str]) -> int:
+    """The number after the highest "M<n>" / "W<n>" id."""
+    return max((int(i[1:]) for i in ids if i[1:].isdigit()), default=0) + 1
+
+
+def workstream_lines(mind: str) -> dict[str, tuple[str, str]]:
+    """Workstream id -> (its line, its text after the status)."""
+    found: dict[str, tuple[str, str]] = {}
+    for line in mind.split("\n"):
+        match = _WORKSTREAM_ID.match(line)
+        if match and match.group(1) not in found:
+            found[match.group(1)] = (line, match.group(2))
+    return found

@@ -1,0 +1,110 @@
+"""The checkpoint turn in structured mode: small JSON questions under a grammar, answers applied by the
+harness (`checkpoint/structured/`); one repair round re-asks only the questions concerned (V4).
+
+API (used by turn.py):
+    structured_turn(st) -> Generator[Effect, EffectResult, TurnOutcome]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+
+from avibe.checkpoint import structured
+from avibe.checkpoint.effects import (
+    Effect,
+    EffectResult,
+    ModelFailure,
+    TurnInputs,
+    TurnOutcome,
+    WriteWorkFiles,
+)
+from avibe.checkpoint.model import Checkpoint, Problem
+from avibe.checkpoint.turn_state import (
+    TurnState,
+    accept,
+    call,
+    draft,
+    fail,
+    harness_message,
+    model_failed,
+    moving,
+    repair_text,
+)
+from avibe.prompts import render
+from avibe.record.messages import ChatMessage, ModelReply
+
+
+def _ask(
+    st: TurnState, question: structured.Question, preface: str
+) -> Generator[Effect, EffectResult, ModelReply | ModelFailure]:
+    text = f"{preface}\n\n{question.text}" if preface else question.text
+    st.messages.append(harness_message(st.inputs, text))
+    reply = yield from call(st, st.inputs.cache_tools, question.schema)
+    if isinstance(reply, ModelReply):
+        st.messages.append(ChatMessage(role="assistant", content=reply.text))
+    return reply
+
+
+def _round(
+    st: TurnState, work: structured.Work, parts: Sequence[str], preface: str
+) -> Generator[Effect, EffectResult, ModelFailure | None]:
+    """Ask each part's question in order and apply its answer to `work` (edits, ticks, scene)."""
+    for part in parts:
+        question = structured.question(part, work)
+        if question is None:
+            continue
+        reply = yield from _ask(st, question, preface)
+        preface = ""
+        if isinstance(reply, ModelFailure):
+            return reply
+        structured.apply_answer(part, work, reply.text)
+        if part == "mission":
+            structured.ensure_mission(work)
+        yield from _mirror(st, work)
+    return None
+
+
+def _mirror(st: TurnState, work: structured.Work) -> Generator[Effect, EffectResult, None]:
+    """F2: mirror the work files when an answer changed them."""
+    checklist = structured.ticked_checklist(st.candidates, work.ticked)
+    if (work.mind, checklist) != (st.mind, st.checklist):
+        st.mind, st.checklist = work.mind, checklist
+        yield WriteWorkFiles(st.mind, st.checklist)
+
+
+def _draft(st: TurnState, work: structured.Work) -> tuple[Checkpoint, list[Problem]]:
+    proposed, problems = draft(st, work.ticked, work.scene)
+    st.notes[:] = work.notes
+    return proposed, [*work.all_problems(), *problems]
+
+
+def _intro(inputs: TurnInputs) -> str:
+    return render(
+        "structured_request",
+        notice=render("harness_notice").strip(),
+        moving=moving(inputs),
+        question="",
+    ).lstrip()
+
+
+def structured_turn(st: TurnState) -> Generator[Effect, EffectResult, TurnOutcome]:
+    """Every question once; when the draft has problems, the questions concerned once more."""
+    work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets, st.inputs.counter)
+    intro = _intro(st.inputs).strip()
+    structured.remember_request(work, intro)
+    yield WriteWorkFiles(st.mind, st.checklist)
+    failure = yield from _round(st, work, structured.PARTS, intro)
+    if failure is not None:
+        return model_failed(st, failure)
+    proposed, first = _draft(st, work)
+    if not first:
+        return accept(st, proposed, (), repaired=False)
+    parts = structured.parts_to_reask(first, work)
+    work.reset(parts, st.previous_mind)
+    yield from _mirror(st, work)
+    how = render("repair_how_structured").strip()
+    failure = yield from _round(st, work, parts, repair_text(first, how).strip())
+    if failure is not None:
+        return model_failed(st, failure, first)
+    proposed, problems = _draft(st, work)
+    return accept(st, proposed, first, repaired=True) if not problems else fail(st, problems, first)

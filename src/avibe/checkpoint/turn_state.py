@@ -1,0 +1,145 @@
+"""The checkpoint turn's working state and the steps both modes share: the harness's messages, the model
+call, the draft (memo copied from the record, N4), and the outcome.
+
+API (used by tools_mode.py and structured_mode.py):
+    TurnState               mutable working state inside one turn; leaves it only through an outcome
+    start(inputs) -> TurnState
+    harness_message(inputs, text) -> ChatMessage       tagged from stored fields, kind "harness" (T4)
+    moving(inputs) -> str                               which messages leave the context
+    repair_text(problems, how) -> str                   the one repair request (V4)
+    call(st, tools, schema) -> Generator[..., ModelReply | ModelFailure]
+    draft(st, ticked, scene) -> (Checkpoint, problems)  every problem at once (V1-V3)
+    accept(st, draft, first, repaired) -> Accepted      fail(st, problems, first) -> Failed
+    model_failed(st, failure, first) -> Failed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from avibe.checkpoint.effects import (
+    Accepted,
+    CallModel,
+    Effect,
+    EffectResult,
+    Failed,
+    ModelFailure,
+    TurnInputs,
+)
+from avibe.checkpoint.memo import Candidate, build_memo, dismissed, memo_candidates, render_checklist
+from avibe.checkpoint.mind import EMPTY_MIND
+from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
+from avibe.checkpoint.validate import repair_request, validate
+from avibe.prompts import render
+from avibe.record.entries import Entry, Source
+from avibe.record.messages import ChatMessage, ModelReply, ToolSpec
+from avibe.record.sources import render_tag
+
+
+@dataclass
+class TurnState:
+    """Mutable working state inside one turn; never leaves the generator except through an outcome."""
+
+    inputs: TurnInputs
+    previous_mind: str
+    candidates: list[Candidate]
+    checklist: str
+    mind: str
+    messages: list[ChatMessage]
+    scene: str = ""
+    calls: int = 0
+    rounds: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def previous_memo(self) -> tuple[MemoItem, ...]:
+        return self.inputs.previous.memo if self.inputs.previous else ()
+
+    @property
+    def entries(self) -> dict[int, Entry]:
+        return {e.seq: e for e in (*self.inputs.memo_entries, *self.inputs.moved_entries)}
+
+
+def start(inputs: TurnInputs) -> TurnState:
+    previous_mind = inputs.previous.mind if inputs.previous else EMPTY_MIND
+    memo = inputs.previous.memo if inputs.previous else ()
+    candidates = memo_candidates(inputs.moved_entries, memo, inputs.dismissed)
+    return TurnState(
+        inputs=inputs,
+        previous_mind=previous_mind,
+        candidates=candidates,
+        checklist=render_checklist(candidates),
+        mind=previous_mind,
+        messages=list(inputs.live_messages),
+    )
+
+
+def harness_message(inputs: TurnInputs, text: str) -> ChatMessage:
+    """A message from Avibe in the turn: tagged from stored fields, kind "harness", never the user (T4)."""
+    tag = render_tag(Source(kind="harness", name="checkpoint"), inputs.at)
+    return ChatMessage(role="user", content=f"{tag}\n{text}", kind="harness")
+
+
+def moving(inputs: TurnInputs) -> str:
+    """The request's sentence on which messages leave the context."""
+    if inputs.upto_seq is None:
+        return render("moving_oldest").strip()
+    return render("moving_upto", upto=inputs.upto_seq).strip()
+
+
+def repair_text(problems: Sequence[Problem], how: str) -> str:
+    return render(
+        "repair_request",
+        notice=render("harness_notice").strip(),
+        problems=repair_request(problems),
+        how=how,
+    )
+
+
+def call(
+    st: TurnState, tools: tuple[ToolSpec, ...], schema: Mapping[str, Any] | None
+) -> Generator[Effect, EffectResult, ModelReply | ModelFailure]:
+    st.calls += 1
+    result = yield CallModel(tuple(st.messages), tools, schema, st.inputs.max_tokens)
+    if not isinstance(result, ModelReply | ModelFailure):
+        raise TypeError(f"CallModel needs a ModelReply or ModelFailure back, got {type(result).__name__}")
+    return result
+
+
+def _dedup(problems: Sequence[Problem]) -> tuple[Problem, ...]:
+    return tuple(dict.fromkeys(problems))
+
+
+def draft(st: TurnState, ticked: frozenset[int], scene: str) -> tuple[Checkpoint, list[Problem]]:
+    """Memo copied from the record (N4), then every problem at once (V1-V3)."""
+    inputs = st.inputs
+    memo = build_memo(ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
+    proposed = Checkpoint(mind=st.mind, memo=memo.items, scene=scene)
+    covered = all(item.seq in st.entries for item in proposed.memo)
+    found = validate(
+        inputs.previous, proposed, inputs.budgets, inputs.counter, record=st.entries if covered else None
+    )
+    return proposed, list(_dedup([*memo.problems, *found]))
+
+
+def accept(st: TurnState, proposed: Checkpoint, first: Sequence[Problem], repaired: bool) -> Accepted:
+    ticked = frozenset(item.seq for item in proposed.memo)
+    return Accepted(
+        checkpoint=proposed,
+        dismissed_seqs=dismissed(st.candidates, ticked),
+        calls=st.calls,
+        first_pass_problems=tuple(first),
+        repaired=repaired,
+        tool_rounds=st.rounds,
+        notes=tuple(st.notes),
+    )
+
+
+def fail(st: TurnState, problems: Sequence[Problem], first: Sequence[Problem] = ()) -> Failed:
+    return Failed(_dedup(problems), st.calls, st.rounds, tuple(first), tuple(st.notes))
+
+
+def model_failed(st: TurnState, failure: ModelFailure, first: Sequence[Problem] = ()) -> Failed:
+    return fail(st, [Problem("model.error", f"The model call failed: {failure.text}")], first)
