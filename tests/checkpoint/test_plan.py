@@ -18,9 +18,12 @@ from avibe.checkpoint.plan import (
     cut_tool_output,
     may_try_checkpoint,
     model_free_move_out,
+    movable_tokens,
+    movable_units,
     partial_plan,
     plan_move_out,
     record_attempt,
+    request_parts,
     too_long_to_continue,
 )
 from avibe.record.messages import ChatMessage, ToolCall
@@ -261,3 +264,117 @@ def test_U3_stops_only_when_nothing_is_left_to_move_out() -> None:
     assert decision.message.startswith(U3_MESSAGE)
     assert "latest tool output (9000 tokens)" in decision.message and "14000 tokens" in decision.message
     assert "nothing left to move out" in decision.reason
+
+
+# ---- U3: pinned messages never make the cut empty (issue 11) ----------------------------------------
+
+
+def _issue_turn() -> list[ChatMessage]:
+    """Issue 11's turn: the user's message, a 4,800-token file read, a 2,500-token read (CharCounter: four
+    characters a token, four tokens a message)."""
+    return [
+        user(1, "Summarise both files."),
+        *tool_group(2, "r1", ["x" * (4 * 4_792)]),
+        *tool_group(3, "r2", ["y" * (4 * 2_492)]),
+    ]
+
+
+def test_U3_F5_a_pinned_user_message_does_not_make_the_cut_empty() -> None:
+    messages = _issue_turn()
+    big_read = messages[1:3]
+    total = COUNTER.count_messages(messages)
+    assert 7_300 < total < 7_400
+    # V6: the big read alone is over half the conversation, but it fits the checkpoint turn: it goes alone
+    part = partial_plan(messages, COUNTER, room=5_000, attempt=1, current_turn_start=0)
+    assert part is not None and part.moved == tuple(big_read)
+    assert part.kept == (messages[0], *messages[3:]) and part.freed_tokens >= 4_800
+    assert partial_plan(messages, COUNTER, room=5_000, attempt=2, current_turn_start=0) is None
+    assert partial_plan(messages, COUNTER, room=4_000, attempt=1, current_turn_start=0) is None  # V7 then
+    # V7: the model-free move-out moves the big read out around the pinned request
+    previous = Checkpoint("mind", (), "scene")
+    result = model_free_move_out(messages, COUNTER, previous, (), budgets_for(8_000, 7_000), 0)
+    assert result.plan.moved == tuple(big_read)
+    assert messages[0] in result.plan.kept
+    assert COUNTER.count_messages(result.plan.kept) < 2_600  # what is left fits a 7,000-token limit
+    left = [*result.plan.kept]
+    assert model_free_move_out(left, COUNTER, previous, (), budgets_for(8_000, 7_000), 0).plan.is_empty
+    assert movable_units(left, 0) == [] and movable_tokens(left, COUNTER, 0) == 0
+
+
+def test_U3_F5_units_move_out_around_pinned_messages_anywhere_in_the_turn() -> None:
+    messages = [
+        user(1, "old request " * 40),
+        user(2, "Now fix the parser."),
+        *tool_group(3, "a", ["a" * 2_000]),
+        user(4, "Also keep the old API."),
+        *tool_group(5, "b", ["b" * 2_000]),
+        *tool_group(6, "c", ["c" * 400]),
+    ]
+    assert [list(u) for u in movable_units(messages, 1)] == [[0], [2, 3], [5, 6]]
+    plan = plan_move_out(messages, COUNTER, recent_budget=200, current_turn_start=1)
+    assert plan.moved == (messages[0], *messages[2:4], *messages[5:7])
+    assert plan.kept == (messages[1], messages[4], *messages[7:])
+    only_pinned = [user(1, "Fix it."), user(2, "Quickly."), *tool_group(3, "a", ["a" * 4_000])]
+    empty = plan_move_out(only_pinned, COUNTER, recent_budget=10, current_turn_start=0)
+    assert empty.is_empty and "current request" in empty.reason
+
+
+def test_U3_request_parts_name_every_part_of_the_request() -> None:
+    messages = _issue_turn()
+    parts = request_parts(messages, COUNTER, 0, system_prompt=900, tool_list=974, checkpoint=300)
+    assert parts["tool list"] == 974 and parts["checkpoint"] == 300 and parts["system prompt"] == 900
+    assert parts["current request"] == COUNTER.count_messages(messages[:1])
+    assert (
+        parts["older messages"]
+        == COUNTER.count_messages(messages[1:3])
+        == movable_tokens(messages, COUNTER, 0)
+    )
+    assert parts["latest step"] == COUNTER.count_messages(messages[3:])
+    assert sum(parts.values()) == 900 + 974 + 300 + COUNTER.count_messages(messages)
+    decision = too_long_to_continue(parts, 7_000, movable_tokens(messages, COUNTER, 0))
+    assert not decision.stop and "can move out" in decision.reason  # the old planner stopped here
+    left = [messages[0], *messages[3:]]
+    stuck = request_parts(left, COUNTER, 0, system_prompt=900, tool_list=974, checkpoint=300)
+    final = too_long_to_continue(stuck, 3_000, movable_tokens(left, COUNTER, 0))
+    assert final.stop and "latest step (2500 tokens)" in final.message
+    assert "tool list (974 tokens)" in final.message and "checkpoint (" not in final.message
+
+
+@settings(max_examples=300, deadline=None)
+@given(conversations(), st.data())
+def test_U3_whenever_nothing_can_move_out_only_the_current_request_is_left(
+    messages: list[ChatMessage], data: st.DataObject
+) -> None:
+    """Property (issue 11): when the planner says nothing can move out, every unit left other than the
+    newest step is pinned (the current turn's user messages, F5); and when anything else is left, the
+    model-free move-out (V7) and the first partial try (V6) move some of it out."""
+    turn_start = data.draw(st.none() | st.integers(0, max(0, len(messages))))
+    units, movable = _all_units(messages), movable_units(messages, turn_start)
+    previous = Checkpoint("mind", (), "scene")
+    budgets = budgets_for(8_000, 7_000)
+    v7 = model_free_move_out(messages, COUNTER, previous, (), budgets, turn_start).plan
+    v6 = partial_plan(messages, COUNTER, COUNTER.count_messages(messages) + 1, 1, turn_start)
+    if v7.is_empty:
+        for unit in units[:-1]:
+            assert any(messages[i].kind == "user" and i >= (turn_start or 0) for i in unit), unit
+        assert turn_start is not None or len(units) <= 1
+        assert not movable and v6 is None
+        assert movable_tokens(messages, COUNTER, turn_start) == 0
+    else:
+        assert movable and v6 is not None and not v6.is_empty
+        moved = {id(m) for m in v7.moved}
+        assert all(id(messages[i]) in moved for i in movable[0])  # the oldest movable unit goes first
+        assert not any(id(messages[i]) in moved for i in units[-1])  # the newest step stays
+
+
+def _all_units(messages: Sequence[ChatMessage]) -> list[range]:
+    units: list[range] = []
+    i = 0
+    while i < len(messages):
+        end = i + 1
+        if messages[i].role == "assistant" and messages[i].tool_calls:
+            while end < len(messages) and messages[end].role == "tool":
+                end += 1
+        units.append(range(i, end))
+        i = end
+    return units

@@ -12,10 +12,15 @@ API:
     record_attempt(state, freed_tokens, needed, *, failed=False) -> CheckpointRunState
     cut_tool_output(message, counter, max_tokens) -> ChatMessage   (ValueError: note won't fit) (V9)
     StopDecision(stop, reason, message)  too_long_to_continue(parts, limit, movable_tokens) (U3)
+    movable_units(messages, current_turn_start) -> list[range]   movable_tokens(messages, counter, start)
+    request_parts(messages, counter, current_turn_start, *, system_prompt, tool_list, checkpoint) (U3)
 
 `messages` is the conversation part of the live context - what follows the system prompt and the
 recollection - in time order. Messages move out in *units*: an assistant message with tool calls goes
-together with the tool results that answer it, so no plan ever splits a call from its output. Every
+together with the tool results that answer it, so no plan ever splits a call from its output. Two kinds of
+unit never move: the current turn's user messages (pinned, F5) and the newest unit (the step the model is
+working on; V9 cuts its output instead). Pinned messages never make a plan empty: the units after them
+move out around them, so "nothing left to move out" (U3) means that only those two are left. Every
 decision is data with a `reason`, so the driver can log why a fallback was taken (DESIGN).
 """
 
@@ -91,6 +96,26 @@ def _pinned(message: ChatMessage, index: int, current_turn_start: int | None) ->
     return current_turn_start is not None and index >= current_turn_start and message.kind == "user"
 
 
+def _unit_pinned(messages: Sequence[ChatMessage], unit: range, current_turn_start: int | None) -> bool:
+    return any(_pinned(messages[i], i, current_turn_start) for i in unit)
+
+
+def movable_units(messages: Sequence[ChatMessage], current_turn_start: int | None = None) -> list[range]:
+    """The units a plan may move out, oldest first (U3): every unit except the pinned ones (the current
+    turn's user messages, F5) and the newest unit (the step the model is working on; V9 cuts its output
+    instead). The current request is what is left when this list is empty."""
+    units = _units(messages)[:-1]
+    return [unit for unit in units if not _unit_pinned(messages, unit, current_turn_start)]
+
+
+def movable_tokens(
+    messages: Sequence[ChatMessage], counter: TokenCounter, current_turn_start: int | None = None
+) -> int:
+    """Tokens of every movable unit together: what `too_long_to_continue` needs as `movable_tokens`."""
+    moving = [messages[i] for unit in movable_units(messages, current_turn_start) for i in unit]
+    return counter.count_messages(moving) if moving else 0
+
+
 def _split(
     messages: Sequence[ChatMessage],
     counter: TokenCounter,
@@ -133,7 +158,9 @@ def plan_move_out(
         f"move out {len(plan.moved)} oldest messages ({plan.freed_tokens} tokens); keep {len(plan.kept)} "
         f"recent ones ({used} tokens within the recent budget of {recent_budget})"
     )
-    if plan.is_empty:
+    if plan.is_empty and cut > 0:
+        reason = "nothing to move out: every older message is the current request (F5)"
+    elif plan.is_empty:
         reason = f"nothing to move out: the recent messages ({used} tokens) fit the budget of {recent_budget}"
     return replace(plan, reason=reason)
 
@@ -141,14 +168,22 @@ def plan_move_out(
 def _older_part(
     messages: Sequence[ChatMessage], counter: TokenCounter, limit: int, current_turn_start: int | None
 ) -> int:
-    """The largest unit-aligned prefix (as a cut index) whose tokens stay within `limit`."""
+    """The cut index of the largest unit-aligned prefix whose movable units total at most `limit` tokens.
+
+    Pinned units (F5) neither count nor end the prefix: they stay wherever the cut falls (`_split`), so a
+    pinned message at the start of the conversation never makes the cut empty (U3)."""
     used, cut = 0, 0
-    for unit in _units(messages)[:-1]:  # the newest unit always stays
+    for unit in movable_units(messages, current_turn_start):
         cost = _tokens(messages, unit, counter)
         if used + cost > limit:
             break
         used, cut = used + cost, unit.stop
     return cut
+
+
+def _oldest_movable(messages: Sequence[ChatMessage], current_turn_start: int | None) -> range | None:
+    units = movable_units(messages, current_turn_start)
+    return units[0] if units else None
 
 
 def partial_plan(
@@ -161,15 +196,20 @@ def partial_plan(
     """V6: the conversation is too large for one checkpoint turn, so checkpoint only its older part.
 
     `room` is how many conversation tokens a checkpoint turn can carry (window minus system prompt,
-    recollection, request and reply reserve). Attempt 1 takes at most half the conversation, attempt 2 at
-    most a quarter (the first may have failed for size); there is no third (None). None also when not
-    even one unit fits - the caller then falls back to the model-free move-out (V7).
+    recollection, request and reply reserve). Attempt 1 takes at most half the conversation - or, when the
+    oldest movable unit alone is over half but fits `room`, that unit alone (the smallest step there is);
+    attempt 2 at most a quarter (the first may have failed for size); there is no third (None). Pinned
+    messages (F5) stay and do not count. None also when not even one unit fits - the caller then falls
+    back to the model-free move-out (V7).
     """
     if attempt < 1 or attempt > MAX_PARTIAL_TRIES:
         return None
     total = counter.count_messages(messages) if messages else 0
     limit = min(room, total // (2**attempt))
     cut = _older_part(messages, counter, limit, current_turn_start)
+    oldest = _oldest_movable(messages, current_turn_start)
+    if cut == 0 and attempt == 1 and oldest is not None and _tokens(messages, oldest, counter) <= room:
+        cut = oldest.stop  # the oldest movable unit alone is over half: it is the smallest step there is
     plan = _split(messages, counter, cut, current_turn_start, "")
     if plan.is_empty:
         return None
@@ -205,7 +245,9 @@ def model_free_move_out(
     current_turn_start: int | None = None,
 ) -> ModelFreeMoveOut:
     """V7: move out about the oldest half; no model call. The caller keeps the previous skills as they are.
-    With no previous checkpoint the mind is the empty template and the scene empty.
+    With no previous checkpoint the mind is the empty template and the scene empty. When the oldest
+    movable unit alone is over half, it goes alone; the plan is empty only when no unit is movable
+    (`movable_units`), which is when U3 may stop.
 
     `moved_entries` are the record entries behind the moved messages (the driver queries them by
     `plan.moved_seqs`); only kind "user" ones enter the memo (N7). The memo keeps every one of them, even
@@ -214,9 +256,9 @@ def model_free_move_out(
     """
     total = counter.count_messages(messages) if messages else 0
     cut = _older_part(messages, counter, max(1, total // 2), current_turn_start)
-    units = _units(messages)
-    if cut == 0 and len(units) > 1:  # the oldest unit alone is over half: it still goes, or nothing would
-        cut = units[0].stop
+    oldest = _oldest_movable(messages, current_turn_start)
+    if cut == 0 and oldest is not None:  # the oldest movable unit alone is over half: it still goes (U3)
+        cut = oldest.stop
     plan = _split(messages, counter, cut, current_turn_start, "")
     moved = set(plan.moved_seqs)
     new_items = [
@@ -319,6 +361,32 @@ def cut_tool_output(message: ChatMessage, counter: TokenCounter, max_tokens: int
 
 
 # ---- U3: nothing left to move out -------------------------------------------------------------------
+
+
+def request_parts(
+    messages: Sequence[ChatMessage],
+    counter: TokenCounter,
+    current_turn_start: int | None = None,
+    *,
+    system_prompt: int = 0,
+    tool_list: int = 0,
+    checkpoint: int = 0,
+) -> dict[str, int]:
+    """The parts of a request by name, for U3's message: the caller's own pieces (system prompt, tool
+    list, checkpoint recollection - each counted by the caller) and the conversation split into the
+    current request (pinned, F5), the latest step (the newest unit) and the older messages (movable)."""
+    units = _units(messages)
+    pinned = [messages[i] for u in units if _unit_pinned(messages, u, current_turn_start) for i in u]
+    latest = [] if not units or _unit_pinned(messages, units[-1], current_turn_start) else list(units[-1])
+    older = [messages[i] for unit in movable_units(messages, current_turn_start) for i in unit]
+    return {
+        "system prompt": system_prompt,
+        "tool list": tool_list,
+        "checkpoint": checkpoint,
+        "current request": counter.count_messages(pinned) if pinned else 0,
+        "latest step": counter.count_messages([messages[i] for i in latest]) if latest else 0,
+        "older messages": counter.count_messages(older) if older else 0,
+    }
 
 
 @dataclass(frozen=True, slots=True)
