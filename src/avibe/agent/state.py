@@ -3,7 +3,7 @@ resumes after a crash or restart. Tool output lives here only, never in the reco
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from avibe.record.messages import ChatMessage, ToolCall
@@ -56,9 +56,6 @@ class LiveState:
     dismissed: tuple[int, ...] = ()
     checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
     extra: dict[str, Any] = field(default_factory=dict)
-
-    def with_messages(self, messages: tuple[ChatMessage, ...]) -> LiveState:
-        return replace(self, messages=messages)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
