@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from avibe.ports import RecordStore, Tool
 from avibe.record.messages import ToolCall
-from avibe.tools import ToolBox, checkpoint_tools, default_tools
+from avibe.tools import ToolBox, default_tools
 
 EXPECTED = [
     "read_file",
@@ -125,31 +125,3 @@ def test_no_argument_a_model_sends_makes_a_tool_raise(
         arguments = {**arguments, "command": 0}
     result = box.dispatch(ToolCall("c", name, arguments))
     assert isinstance(result.output, str)
-
-
-def test_F3_checkpoint_tools_let_a_misbehaving_model_change_only_its_two_files(
-    tmp_path: Path, workdir: Path
-) -> None:
-    """A model that tries every way to write elsewhere gets errors; only mind and memo change."""
-    turn = tmp_path / "turn"
-    turn.mkdir()
-    mind, memo = turn / "mind.md", turn / "memo.md"
-    mind.write_text("## Goals\nMission: ship\n")
-    memo.write_text("- [ ] #1 preview\n")
-    (workdir / "app.py").write_text("x = 1\n")
-    box = ToolBox(checkpoint_tools(workdir, turn, [mind, memo]))
-    assert box.names == ["read_file", "list_files", "search_files", "edit_file"]
-    attempts = [
-        ToolCall("a", "write_file", {"path": str(mind), "content": "overwritten"}),
-        ToolCall("b", "shell", {"command": f"echo x > {workdir / 'app.py'}"}),
-        ToolCall("c", "edit_file", {"path": "app.py", "old": "x = 1", "new": "x = 2"}),
-        ToolCall("d", "edit_file", {"path": str(turn / "new.md"), "old": "a", "new": "b"}),
-        ToolCall("e", "edit_file", {"path": "../turn/../work/app.py", "old": "x = 1", "new": "x = 3"}),
-    ]
-    for call in attempts:
-        assert box.dispatch(call).is_error, call
-    assert (workdir / "app.py").read_text() == "x = 1\n" and not (turn / "new.md").exists()
-    assert "ship" in box.dispatch(ToolCall("f", "read_file", {"path": str(mind)})).output
-    assert "x = 1" in box.dispatch(ToolCall("g", "read_file", {"path": "app.py"})).output
-    ticked = box.dispatch(ToolCall("h", "edit_file", {"path": str(memo), "old": "- [ ]", "new": "- [x]"}))
-    assert not ticked.is_error and memo.read_text() == "- [x] #1 preview\n"

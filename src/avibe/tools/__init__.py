@@ -18,7 +18,7 @@ from avibe.tools.skills import (
     skill_dirs,
     skill_text,
 )
-from avibe.tools.toolbox import ToolBox, checkpoint_tools, default_tools
+from avibe.tools.toolbox import ToolBox, default_tools
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
@@ -36,7 +36,6 @@ __all__ = [
     "WriteFile",
     "catalogue_text",
     "check_arguments",
-    "checkpoint_tools",
     "cut_text",
     "default_tools",
     "discover_skills",

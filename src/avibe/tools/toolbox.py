@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from avibe.errors import ToolError
@@ -75,11 +75,3 @@ def default_tools(
         SkillLoad(skill_dirs),
         RecordQuery(store, session_id),
     ]
-
-
-def checkpoint_tools(workdir: Path, turn_dir: Path, writable: Collection[Path]) -> list[Tool]:
-    """The checkpoint turn's tools (F3): read, list and search the workdir and the turn's folder; edit
-    only the `writable` files (the mind and the memo checklist). No write_file (the mind is edited,
-    never overwritten whole, M2) and no shell."""
-    policy = PathPolicy.of(workdir, read_roots=[turn_dir], write_only=writable)
-    return [ReadFile(policy), ListFiles(policy), SearchFiles(policy), EditFile(policy)]
