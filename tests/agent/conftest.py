@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from vibey_doubles import CharCounter, Harness, StepClock
 
-from avibe.agent.events import Event
 from avibe.agent.loop import RunConfig, Vibey
+from avibe.host.events import Event
 from avibe.providers.scripted import ScriptedModel, Step
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools

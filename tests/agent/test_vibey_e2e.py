@@ -24,6 +24,7 @@ from vibey_doubles import (
 )
 
 from avibe.agent.state import STATE_KEY
+from avibe.cli.wiring import EventPrinter
 from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.entries import EntryQuery, Source
 from avibe.record.messages import ToolCall
@@ -132,7 +133,9 @@ def test_V5_failed_checkpoint_changes_nothing_when_the_request_still_fits(
     h.model.assert_consumed()
     assert h.checkpoints() == []
     assert "checkpoint failed" in caplog.text  # U2: the reason goes to the log
-    assert not any(e.kind == "checkpoint_failed" for e in h.events)  # ...and nothing to the screen
+    failed = [e for e in h.events if e.kind == "checkpoint_failed"]
+    assert len(failed) == 1  # an event for --verbose and the inspector ...
+    assert EventPrinter()._line(failed[0]) is None  # ...but no line on the screen (U2)
     last = h.model.requests[-1].messages
     assert "a.txt line 0001" in "".join(m.content for m in last)  # the request went out as it was
 
@@ -309,4 +312,4 @@ def test_a_model_looping_on_one_call_is_stopped(make_harness: Any) -> None:
     result = h.vibey.send("Read small.txt.")
     h.model.assert_consumed()  # the fourth identical call is not run, and no fifth model call is made
     assert result.stopped and "same tool call came 4 times" in result.reply
-    assert sum(1 for e in h.events if e.kind == "tool") == 3
+    assert sum(1 for e in h.events if e.kind == "tool_call") == 3

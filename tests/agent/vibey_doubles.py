@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from avibe.agent.events import Event
 from avibe.agent.loop import Vibey
+from avibe.host.events import Event
 from avibe.ports import RecordStore
 from avibe.providers.scripted import ModelRequest, ScriptedModel, Step, reply
 from avibe.record.messages import ChatMessage, ModelReply, ToolCall

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 import pytest
 from eval_scripts import respond
@@ -16,16 +16,6 @@ from avibe.providers.scripted import ScriptedModel
 @pytest.fixture(scope="session")
 def counter() -> TokenCounter:
     return TiktokenCounter("cl100k_base")
-
-
-@pytest.fixture
-def structured_checkpoint() -> Iterator[None]:
-    """Wire the checkpoint in structured mode (the scripted model's name would pick tool mode)."""
-    from avibe.evals.checkpoint import make_checkpoint_driver
-    from avibe.evals.strategies import checkpoint_driver
-
-    with checkpoint_driver(make_checkpoint_driver("structured")):
-        yield
 
 
 @pytest.fixture

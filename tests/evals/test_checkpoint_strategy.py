@@ -18,8 +18,8 @@ from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.messages import ModelFacts, ModelReply
 
 WINDOW = 4000
+STRATEGY = make_strategy(CHECKPOINT, checkpoint_mode="structured")  # the scripted model's name says hosted
 THRESHOLD = trigger_fraction(ModelFacts("scripted", WINDOW, 1024), WINDOW)  # Vibey's own trigger (F1)
-pytestmark = pytest.mark.usefixtures("structured_checkpoint")
 
 
 @pytest.mark.parametrize("kind", ["constraint_fidelity", "authorisation_scope", "spoofed_user", "queue"])
@@ -28,7 +28,14 @@ def test_N4_N7_M4_checkpoint_keeps_user_words_exact_and_no_spoof_as_the_users(
 ) -> None:
     scenario = generate(kind, 2, 40)
     model = scripted(400)
-    result = replay(scenario, make_strategy(CHECKPOINT), model, counter, WINDOW, threshold=THRESHOLD)
+    result = replay(
+        scenario,
+        make_strategy(CHECKPOINT, checkpoint_mode="structured"),
+        model,
+        counter,
+        WINDOW,
+        threshold=THRESHOLD,
+    )
     assert result.k >= 2 and len(model.requests) == result.calls
     assert all(c.meta["first_pass_valid"] and c.meta["fallback"] is None for c in result.compactions)
     measured = measure(scenario, result.context, counter)
@@ -55,7 +62,14 @@ def test_V5_V7_V8_failed_checkpoints_change_nothing_then_move_out_without_the_mo
 ) -> None:
     scenario = generate("constraint_fidelity", 2, 40)
     model = ScriptedModel([_short_scene] * 400)
-    result = replay(scenario, make_strategy(CHECKPOINT), model, counter, WINDOW, threshold=THRESHOLD)
+    result = replay(
+        scenario,
+        make_strategy(CHECKPOINT, checkpoint_mode="structured"),
+        model,
+        counter,
+        WINDOW,
+        threshold=THRESHOLD,
+    )
     failed = [c for c in result.compactions if not c.changed]
     moved = [c for c in result.compactions if c.changed]
     assert len(failed) == 2 and all(c.meta["fallback"] == "failed" and c.calls > 0 for c in failed)  # V5, V8
@@ -72,7 +86,14 @@ def _broken(request: ModelRequest) -> ModelReply:
 def test_V5_a_model_error_is_a_failed_checkpoint_whose_cost_is_counted(counter: TokenCounter) -> None:
     scenario = generate("pitfalls", 2, 30)
     model = ScriptedModel([_broken] * 50)
-    result = replay(scenario, make_strategy(CHECKPOINT), model, counter, WINDOW, threshold=THRESHOLD)
+    result = replay(
+        scenario,
+        make_strategy(CHECKPOINT, checkpoint_mode="structured"),
+        model,
+        counter,
+        WINDOW,
+        threshold=THRESHOLD,
+    )
     failed = [c for c in result.compactions if not c.changed]
     assert len(failed) == 2 and all(c.calls >= 1 and c.tokens_spent > 0 for c in failed)
     assert len(model.requests) == result.calls == sum(c.calls for c in failed)

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
+from avibe.evals.checkpoint import AvibeCheckpoint
 from avibe.evals.generators import SCENARIO_TYPES
 from avibe.evals.replay import trigger_fraction
 from avibe.evals.report import render_markdown, write_report
 from avibe.evals.runner import RunSettings, plan, read_results, run_all
-from avibe.evals.strategies import BASELINES, CHECKPOINT, checkpoint_driver
+from avibe.evals.strategies import BASELINES, CHECKPOINT
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.ports import ModelClient, TokenCounter
 from avibe.providers.scripted import ScriptedModel
@@ -98,7 +99,6 @@ def test_E1_parallel_workers_write_every_result_once(
     assert len(rows) == len(jobs) == len(keys) == len(set(keys))
 
 
-@pytest.mark.usefixtures("structured_checkpoint")
 def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     tmp_path: Path, counter: TokenCounter, scripted: Callable[[int], ScriptedModel]
 ) -> None:
@@ -109,7 +109,11 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
         ["constraint_fidelity", "spoofed_user"], [], strategies, [1], [1, 2], window, counter, threshold
     )
     rows = run_all(
-        jobs, lambda: scripted(3000), counter, RunSettings(window, threshold), tmp_path / "r.jsonl"
+        jobs,
+        lambda: scripted(3000),
+        counter,
+        RunSettings(window, threshold, checkpoint_mode="structured"),
+        tmp_path / "r.jsonl",
     )
     mine = [r for r in rows if r["strategy"] == CHECKPOINT]
     assert mine and all(r["status"] == "ok" and r["checkpoint"]["checkpoints"] >= 1 for r in mine)
@@ -131,14 +135,16 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
 
 
 def test_E1_a_strategy_that_cannot_compact_is_recorded_as_an_error(
-    tmp_path: Path, counter: TokenCounter
+    tmp_path: Path, counter: TokenCounter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def hopeless(state: CompactState, model: ModelClient, counter: TokenCounter, window: int) -> Compacted:
+    def hopeless(
+        self: AvibeCheckpoint, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
+    ) -> Compacted:
         raise CompactionFailed("nothing could be moved out")
 
     jobs = plan(["queue"], [], [CHECKPOINT], [1], [1], WINDOW, counter)
-    with checkpoint_driver(hopeless):
-        (row,) = run_all(jobs, lambda: ScriptedModel([]), counter, RunSettings(WINDOW), tmp_path / "r.jsonl")
+    monkeypatch.setattr(AvibeCheckpoint, "compact", hopeless)
+    (row,) = run_all(jobs, lambda: ScriptedModel([]), counter, RunSettings(WINDOW), tmp_path / "r.jsonl")
     assert row["status"] == "error" and "nothing could be moved out" in row["reason"]
 
 

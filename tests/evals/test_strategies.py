@@ -3,31 +3,22 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from avibe.errors import ScriptError
 from avibe.evals.baselines import MASKED
 from avibe.evals.generators import generate
-from avibe.evals.metrics import measure
 from avibe.evals.replay import replay
-from avibe.evals.strategies import (
-    BASELINES,
-    CHECKPOINT,
-    available_strategies,
-    checkpoint_driver,
-    make_strategy,
-)
+from avibe.evals.strategies import BASELINES, CHECKPOINT, available_strategies, make_strategy
 from avibe.evals.strategy import (
     REQUEST_KIND,
     SUMMARY_KIND,
-    Compacted,
-    CompactState,
     NotApplicable,
-    StrategyUnavailable,
     summarise,
 )
-from avibe.ports import ModelClient, TokenCounter
+from avibe.ports import TokenCounter
 from avibe.providers.scripted import ScriptedModel, reply
 from avibe.record.messages import ChatMessage
 
@@ -126,29 +117,45 @@ def test_E1_a_model_that_misbehaves_is_not_masked(counter: TokenCounter) -> None
         replay(generate("queue", 1, 30), make_strategy("rewrite"), ScriptedModel([]), counter, WINDOW)
 
 
-def test_E1_the_checkpoint_slot_says_when_no_driver_is_wired(monkeypatch: pytest.MonkeyPatch) -> None:
-    from avibe.evals import strategies
+def _checkpoint_replay(counter: TokenCounter) -> tuple[int, list[str | None]]:
+    from eval_scripts import checkpoint_answer
 
-    monkeypatch.setattr(strategies, "DRIVER_MODULES", ("avibe.no_such_module",))
-    assert CHECKPOINT not in available_strategies()
-    with pytest.raises(StrategyUnavailable, match="not wired"):
-        make_strategy(CHECKPOINT)
+    scenario = generate("constraint_fidelity", 2, 40)
+    model = ScriptedModel([checkpoint_answer] * 400)
+    strategy = make_strategy(CHECKPOINT, checkpoint_mode="structured")
+    result = replay(scenario, strategy, model, counter, WINDOW)
+    return result.calls, [c.meta.get("fallback") for c in result.compactions]
 
 
-def test_E1_a_registered_driver_fills_the_checkpoint_slot(counter: TokenCounter) -> None:
-    def keep_last_user(
-        state: CompactState, model: ModelClient, counter: TokenCounter, window: int
-    ) -> Compacted:
-        users = [m for m in state.messages if m.kind == "user"][-1:]
-        meta = {"first_pass_valid": True, "repaired": False, "fallback": None}
-        return Compacted((state.messages[0], *users), 0, 0, carry="mind", meta=meta)
+def test_E1_the_eval_runs_vibeys_room_policy_change_it_and_the_result_changes(
+    counter: TokenCounter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DESIGN: the eval measures the code users run - the same room loop, policy and driver as Vibey."""
+    from avibe.agent import room
+    from avibe.checkpoint import plan
 
-    with checkpoint_driver(keep_last_user):
-        assert CHECKPOINT in available_strategies()
-        scenario = generate("queue", 1, 30)
-        result = replay(scenario, make_strategy(CHECKPOINT), ScriptedModel([]), counter, WINDOW)
-    assert result.k >= 1 and result.compactions[0].meta["first_pass_valid"] is True
-    assert measure(scenario, result.context, counter).values["context_tokens"] < WINDOW
+    decided: list[str] = []
+    real = room.decide_room
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        action = real(*args, **kwargs)
+        decided.append(action.kind)
+        return action
+
+    monkeypatch.setattr(room, "decide_room", watched)
+    calls, fallbacks = _checkpoint_replay(counter)
+    turns = {"checkpoint", "partial"}
+    assert turns & set(decided) and calls > 0 and set(fallbacks) - {"model-free"}  # checkpoints were made
+
+    monkeypatch.setattr(plan, "MAX_STRIKES", 0)  # V8 from the start: Vibey would never try a checkpoint
+    decided.clear()
+    calls, fallbacks = _checkpoint_replay(counter)
+    assert not turns & set(decided) and calls == 0
+    assert fallbacks and set(fallbacks) == {"model-free"}
+
+
+def test_E1_every_strategy_is_available() -> None:
+    assert set(available_strategies()) == {CHECKPOINT, *BASELINES}
 
 
 def test_E1_unknown_strategy_names_fail_clearly() -> None:

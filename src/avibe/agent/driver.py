@@ -20,6 +20,7 @@ from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.plan import MovePlan, model_free_move_out, partial_plan, plan_move_out
+from avibe.checkpoint.room import CHECKPOINT_REPLY_TOKENS, turn_overhead
 from avibe.checkpoint.turn import (
     Accepted,
     CallModel,
@@ -44,13 +45,30 @@ log = logging.getLogger("avibe.checkpoint")
 
 MIND_FILE = "mind.md"
 MEMO_FILE = "memo.md"
-CHECKPOINT_REPLY_TOKENS = 1024  # the most one checkpoint answer may take
+
+# The record entries with these seqs, in seq order (the moved-out messages, the memo's entries). Vibey's
+# reads its record store; the eval's reads the replay's entries: the driver needs no store of its own.
+EntryLookup = Callable[[Sequence[int]], tuple[Entry, ...]]
 
 
-def turn_overhead(window: int) -> int:
-    """Room a checkpoint turn needs beside the conversation: its request and its answers. At most a
-    quarter of the window, which the trigger's reply reserve + margin (F1) always leaves free."""
-    return min(CHECKPOINT_REPLY_TOKENS + 512, window // 4)
+def store_lookup(store: RecordStore, session_id: str) -> EntryLookup:
+    def lookup(seqs: Sequence[int]) -> tuple[Entry, ...]:
+        if not seqs:
+            return ()
+        found = store.query(EntryQuery(session_id, seq_from=min(seqs), seq_to=max(seqs)))
+        wanted = set(seqs)
+        return tuple(e for e in found if e.seq in wanted)
+
+    return lookup
+
+
+def entries_lookup(entries: Sequence[Entry]) -> EntryLookup:
+    by_seq = {entry.seq: entry for entry in entries}
+
+    def lookup(seqs: Sequence[int]) -> tuple[Entry, ...]:
+        return tuple(by_seq[seq] for seq in sorted(set(seqs)) if seq in by_seq)
+
+    return lookup
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +93,12 @@ class TurnStats:
     notes: list[str] = field(default_factory=list)
 
 
+def mode_for(local: bool) -> Mode:
+    """How the checkpoint turn asks (one decision for `vibe run` and the eval): small JSON questions under
+    a grammar for local models, which write poor free-form checkpoints; edit and tick tools otherwise."""
+    return "structured" if local else "tools"
+
+
 def checkpoint_from_stored(stored: StoredCheckpoint | None) -> Checkpoint | None:
     if stored is None:
         return None
@@ -85,7 +109,7 @@ def checkpoint_from_stored(stored: StoredCheckpoint | None) -> Checkpoint | None
 
 @dataclass
 class CheckpointDriver:
-    store: RecordStore
+    lookup: EntryLookup
     model: ModelClient
     counter: TokenCounter
     session_id: str
@@ -139,11 +163,7 @@ class CheckpointDriver:
     # ---- one checkpoint -----------------------------------------------------------------------------
 
     def _entries(self, seqs: Sequence[int]) -> tuple[Entry, ...]:
-        if not seqs:
-            return ()
-        found = self.store.query(EntryQuery(self.session_id, seq_from=min(seqs), seq_to=max(seqs)))
-        wanted = set(seqs)
-        return tuple(e for e in found if e.seq in wanted)
+        return self.lookup(seqs)
 
     def _inputs(
         self,
@@ -184,9 +204,11 @@ class CheckpointDriver:
         turn_start: int | None,
         tools: Sequence[Any],
         meta: dict[str, Any],
+        partial: bool = False,
     ) -> CheckpointResult:
-        """Try one checkpoint (with V6's partial tries when the turn would not fit). Never raises for a
-        model's misbehaviour; returns a result whose `checkpoint` is None on failure (V5: nothing changed).
+        """Try one checkpoint (V6's partial tries when the room policy says the turn would not fit).
+        Never raises for a model's misbehaviour; returns a result whose `checkpoint` is None on failure
+        (V5: nothing changed).
 
         view:       the full request as it would go out now (system + recollection + conversation).
         base_view:  the system prompt and recollection alone (for V6's partial turns).
@@ -197,7 +219,7 @@ class CheckpointDriver:
         if plan.is_empty:
             return CheckpointResult(None, tuple(conversation), reason=plan.reason, attempted=False)
         attempts: list[tuple[MovePlan, Sequence[ChatMessage], str | None]] = []
-        if self.counter.count_messages(view) + turn_overhead(budgets.window) <= budgets.window:
+        if not partial:
             attempts.append((plan, view, None))
         else:
             room = budgets.window - self.counter.count_messages(base_view) - turn_overhead(budgets.window)

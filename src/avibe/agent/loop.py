@@ -1,47 +1,71 @@
-"""Vibey's turn loop (small on purpose, like mini-swe-agent's).
+"""Vibey's turn loop (small on purpose, like mini-swe-agent's). Vibey is an `Agent` the session host
+drives (`avibe.host`): inputs in, events out.
 
-A turn: deliver new inputs through ingress -> derive the view (system prompt + recollection + live
-context) -> make room if the trigger says so (checkpoint, or a fallback) -> call the model -> record the
-reply -> run its tool calls -> repeat until the model answers without tools. The live context is saved
-after every step (in `finally`), so a killed process loses nothing already recorded and resumes.
+A turn: take new inputs from the inbox (rendered by the host, T1-T3) -> derive the view (system prompt +
+recollection + live context) once per step -> make room (the room policy shared with the eval,
+`avibe.agent.room`) -> call the model -> record the reply and its tool calls -> run the tools -> repeat
+until the model answers without tools. The live context is saved after every step, and a checkpoint
+commits in one transaction with the live state it implies, so a killed process loses nothing already
+recorded and resumes exactly where it was.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
-from avibe.agent.driver import CheckpointDriver, CheckpointResult, checkpoint_from_stored, empty_checkpoint
-from avibe.agent.events import Event, EventSink, ignore_events
+from avibe.agent.driver import (
+    CheckpointDriver,
+    CheckpointResult,
+    checkpoint_from_stored,
+    empty_checkpoint,
+    store_lookup,
+)
+from avibe.agent.room import make_room
 from avibe.agent.state import STATE_KEY, LiveState, LoadedSkill, remember_file
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.carry import LoadedSkill as CarrySkill
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer, skills_to_put_back
 from avibe.checkpoint.mind import strip_guidance
-from avibe.checkpoint.plan import (
-    CheckpointRunState,
-    StopDecision,
-    cut_tool_output,
-    may_try_checkpoint,
-    record_attempt,
-    too_long_to_continue,
-)
-from avibe.checkpoint.trigger import should_checkpoint, threshold_for
+from avibe.checkpoint.plan import CheckpointRunState, StopDecision, cut_tool_output, too_long_to_continue
+from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
+from avibe.checkpoint.trigger import TriggerDecision, should_checkpoint
 from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import assemble, recollection, system_prompt
 from avibe.errors import ContextOverflow, ModelError
-from avibe.ingress import deliver, record_reply
+from avibe.host.agent import Inbox, Input, TurnResult, render_input
+from avibe.host.events import (
+    CheckpointAccepted,
+    CheckpointFailed,
+    CheckpointFallback,
+    CheckpointStarted,
+    EventSink,
+    ModelCalled,
+    ModelStarted,
+    Replied,
+    Stopped,
+    ToolCalled,
+    ToolFinished,
+    TurnEnded,
+    TurnStarted,
+    ignore_events,
+)
+from avibe.ingress import record_reply
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
 from avibe.record.entries import Entry, EntryQuery, Source
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, Role, ToolCall, ToolSpec
-from avibe.record.sources import render_entry_text
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
+
+__all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display"]
 
 log = logging.getLogger("avibe.agent")
-CUT_MARGIN = 64  # tokens kept free beside a cut tool output (its note, the next message header)
+CUT_MARGIN: Final = 64  # tokens kept free beside a cut tool output (its note, the next message header)
+# Counted every step: when a calibrating counter changes its factor, cached message counts are stale.
+_PROBE: Final = "Avibe counts this probe text each step to notice when the token counter recalibrates."
 
 IDENTITY = (
     "You are Vibey, the agent of Avibe. You work for the user on long tasks with tools, and you keep "
@@ -72,12 +96,41 @@ class RunConfig:
     record_where: str = "Avibe's record database"
 
 
-@dataclass(frozen=True, slots=True)
-class TurnResult:
-    reply: str
-    stopped: bool = False  # the turn ended without an answer (U3, model error, step limit)
-    steps: int = 0
-    checkpoints: int = 0
+class _MessageCounts:
+    """Token counts of the live messages, each counted once while it stays in the context (one count
+    per step: only what is new since the last step is tokenised)."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self.counter = counter
+        self._by_id: dict[int, tuple[ChatMessage, int]] = {}
+        self._probe = -1
+        self._empty = 0
+
+    def refresh(self) -> None:
+        probe = self.counter.count(_PROBE)
+        if probe != self._probe:
+            self._probe, self._by_id = probe, {}
+            self._empty = self.counter.count_messages(())
+
+    def total(self, messages: Sequence[ChatMessage]) -> int:
+        total, seen = self._empty, {}
+        for message in messages:
+            hit = self._by_id.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = (message, self.counter.count_messages([message]) - self._empty)
+            seen[id(message)] = hit
+            total += hit[1]
+        self._by_id = seen  # forget messages that left the context
+        return total
+
+
+@dataclass
+class _View:
+    """The view of one live state, derived and counted once."""
+
+    state: LiveState
+    messages: list[ChatMessage]
+    tokens: int
 
 
 @dataclass
@@ -94,14 +147,19 @@ class Vibey:
     run_tool: Callable[[ToolCall], ToolResult]
     config: RunConfig = field(default_factory=RunConfig)
     events: EventSink = ignore_events
-    poll_inputs: Callable[[], object] = lambda: None  # e.g. background jobs delivering callbacks
+    poll_inputs: Callable[[], object] = lambda: None  # used by the default inbox (no host)
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
     # V8 counts failures "in the same run": one Vibey object is one run, so this is not persisted.
     run_state: CheckpointRunState = field(default_factory=CheckpointRunState)
+    _latest: list[StoredCheckpoint | None] = field(default_factory=list, repr=False)  # [] = not loaded
+    _recollections: dict[tuple[int, bool], str] = field(default_factory=dict, repr=False)
+    _view: _View | None = field(default=None, repr=False)
+
+    name: Final = "vibey"
 
     # ---- facts and budgets ----------------------------------------------------------------------------
 
-    @property
+    @cached_property
     def facts(self) -> ModelFacts:
         facts = self.model.facts
         if self.config.window is not None:
@@ -109,18 +167,26 @@ class Vibey:
             facts = replace(facts, window=window, max_output=min(facts.max_output, window // 4))
         return facts
 
-    @property
+    @cached_property
+    def limits(self) -> RoomLimits:
+        return limits_for(self.facts, self._tool_tokens)
+
+    @cached_property
     def budgets(self) -> Budgets:
-        return budgets_for(self.facts.window, threshold_for(self.facts))
+        return budgets_for(self.facts.window, self.limits.threshold)
 
     @property
     def hard_limit(self) -> int:
         """The most a request may hold and still leave room for the reply: past this it does not fit."""
-        return self.facts.window - min(self.facts.max_output, self.facts.window // 4)
+        return self.limits.hard_limit
+
+    @cached_property
+    def _counts(self) -> _MessageCounts:
+        return _MessageCounts(self.counter)
 
     def _driver(self) -> CheckpointDriver:
         return CheckpointDriver(
-            store=self.store,
+            lookup=store_lookup(self.store, self.session_id),
             model=self.model,
             counter=self.counter,
             session_id=self.session_id,
@@ -144,34 +210,53 @@ class Vibey:
         self.store.save_state(self.session_id, STATE_KEY, state.to_dict())
 
     def latest_checkpoint(self) -> StoredCheckpoint | None:
-        stored = self.store.list_checkpoints(self.session_id)
-        return stored[-1] if stored else None
+        """Read once per Vibey object; a checkpoint it commits replaces it (one writer per session)."""
+        if not self._latest:
+            stored = self.store.list_checkpoints(self.session_id)
+            self._latest.append(stored[-1] if stored else None)
+        return self._latest[0]
+
+    def _adopt(self, stored: StoredCheckpoint) -> None:
+        self._latest[:] = [stored]
+        self._recollections.clear()
+
+    def cursor(self) -> int:
+        """The newest record seq Vibey has taken in (the host runs a turn when an input is newer)."""
+        return self.load_state().last_seq
 
     # ---- inputs --------------------------------------------------------------------------------------
 
     def deliver(self, source: Source, text: str) -> Entry:
         """Any input enters through ingress (T1); it reaches the model at the next step."""
+        from avibe.ingress import deliver
+
         return deliver(self.store, self.session_id, source, text, clock=self.clock)
+
+    def after(self, seq: int) -> list[Input]:
+        """The inbox when no host drives Vibey (tests, benchmarks): the record itself."""
+        self.poll_inputs()
+        return [render_input(e) for e in self.store.query(EntryQuery(self.session_id, seq_from=seq + 1))]
 
     def send(self, text: str) -> TurnResult:
         """The user's message: record it, then run the turn it starts."""
         self.deliver(Source("user", name=self.config.user_name), text)
         return self.run_turn()
 
-    def _absorb(self, state: LiveState) -> LiveState:
-        """Append record entries not yet in the live context (inputs from any source; T1 tags rendered
-        from stored fields). The loop's own replies are already there."""
-        new = self.store.query(EntryQuery(self.session_id, seq_from=state.last_seq + 1))
+    def _absorb(self, state: LiveState, inbox: Inbox) -> LiveState:
+        """Append record entries not yet in the live context (inputs from any source, rendered by the
+        host from stored fields). The loop's own replies are already there."""
+        new = inbox.after(state.last_seq)
+        if not new:
+            return state
         present = {m.seq for m in state.messages if m.seq is not None}
         messages, turn_users = list(state.messages), list(state.turn_user_seqs)
-        for entry in new:
-            if entry.seq in present:
+        for item in new:
+            if item.seq in present:
                 continue
-            role: Role = "assistant" if entry.kind == "assistant" else "user"
-            messages.append(ChatMessage(role, render_entry_text(entry), seq=entry.seq, kind=entry.kind))
-            if entry.is_user:
-                turn_users.append(entry.seq)
-        last = max([state.last_seq, *(e.seq for e in new)])
+            messages.append(ChatMessage(item.role, item.text, seq=item.seq, kind=item.kind))
+            if item.is_user:
+                turn_users.append(item.seq)
+        last = max([state.last_seq, *(i.seq for i in new)])
         return replace(state, messages=tuple(messages), last_seq=last, turn_user_seqs=tuple(turn_users))
 
     # ---- the view ------------------------------------------------------------------------------------
@@ -190,29 +275,48 @@ class Vibey:
 
     def _recollection(self, state: LiveState, stored: StoredCheckpoint | None) -> str:
         """The checkpoint as recollection. Everything in it is fixed when the checkpoint is made (the file
-        list included), so the request prefix stays the same from call to call and the prompt cache holds."""
-        checkpoint = checkpoint_from_stored(stored)
-        if checkpoint is None or stored is None:
+        list included), so the request prefix stays the same from call to call and the prompt cache holds.
+        Derived once per checkpoint and turn (skills are read at their current version once a turn)."""
+        if stored is None:
             return ""
         interrupted = tuple(stored.meta.get("current_request_seqs", ()))
         still_running = bool(interrupted) and interrupted[0] in state.turn_user_seqs
-        return recollection(
-            checkpoint,
-            number=stored.number,
-            skills=self._put_back(stored),
-            files=str(stored.meta.get("files", "")),
-            pointer=record_pointer(self.session_id, self.config.record_where),
-            current_request_seqs=interrupted if still_running else (),
-        )
+        key = (stored.number, still_running)
+        if key not in self._recollections:
+            checkpoint = checkpoint_from_stored(stored)
+            assert checkpoint is not None  # a stored checkpoint always converts
+            self._recollections[key] = recollection(
+                checkpoint,
+                number=stored.number,
+                skills=self._put_back(stored),
+                files=str(stored.meta.get("files", "")),
+                pointer=record_pointer(self.session_id, self.config.record_where),
+                current_request_seqs=interrupted if still_running else (),
+            )
+        return self._recollections[key]
 
+    @cached_property
     def _system(self) -> str:
         c = self.config
         return system_prompt(c.identity, c.rules, c.skill_catalogue, c.agents_md)
 
+    @cached_property
+    def _system_tokens(self) -> int:
+        return self.counter.count(self._system)
+
     def view(self, state: LiveState, stored: StoredCheckpoint | None = None) -> list[ChatMessage]:
         """The request as it goes out: system prompt, the latest (or the given) checkpoint, live context."""
         stored = stored or self.latest_checkpoint()
-        return assemble(self._system(), self._recollection(state, stored), state.messages)
+        return assemble(self._system, self._recollection(state, stored), state.messages)
+
+    def _derive(self, state: LiveState) -> _View:
+        """The view of `state` and its size, derived once: the room policy, the trigger and the model
+        call of one step all use this one count."""
+        if self._view is not None and self._view.state is state:
+            return self._view
+        messages = self.view(state)
+        self._view = _View(state, messages, self._counts.total(messages) + self._tool_tokens)
+        return self._view
 
     @cached_property
     def _tool_tokens(self) -> int:
@@ -220,21 +324,74 @@ class Vibey:
         return sum(self.counter.count(f"{t.name} {t.description} {t.parameters}") for t in self.tool_specs)
 
     def _tokens(self, messages: Sequence[ChatMessage]) -> int:
-        return self.counter.count_messages(messages) + self._tool_tokens
+        return self._counts.total(messages) + self._tool_tokens
 
     # ---- making room (F1, V5-V9, U3) -----------------------------------------------------------------
 
+    def tokens(self, state: LiveState) -> int:
+        return self._derive(state).tokens
+
+    def trigger(self, tokens: int) -> TriggerDecision:
+        return should_checkpoint(tokens, self.facts)
+
+    def checkpoint(
+        self, state: LiveState, tokens: int, action: Checkpoint | PartialCheckpoint
+    ) -> tuple[LiveState, CheckpointResult]:
+        """One checkpoint attempt (RoomOps); accepted -> committed with the live state it implies."""
+        partial = isinstance(action, PartialCheckpoint)
+        self.events(CheckpointStarted(action.reason, tokens, partial))
+        self.save_state(replace(state, checkpointing=True))
+        previous = self.latest_checkpoint()
+        base = assemble(self._system, self._recollection(state, previous), ())
+        result = self._driver().run(
+            view=self._derive(state).messages,
+            conversation=state.messages,
+            base_view=base,
+            previous=previous,
+            budgets=self.budgets,
+            dismissed=frozenset(state.dismissed),
+            turn_start=self._turn_start(state),
+            tools=self.tool_specs,
+            meta=self._checkpoint_meta(state, action.reason, tokens),
+            partial=partial,
+        )
+        if result.checkpoint is None:
+            if result.attempted:
+                self.events(CheckpointFailed(result.reason))
+            return state, result
+        return self._commit(state, result, tokens), result
+
+    def move_out(self, state: LiveState, tokens: int, action: MoveOut) -> tuple[LiveState, CheckpointResult]:
+        """V7 (RoomOps): the oldest part moves out without the model."""
+        result = self._driver().move_out_without_model(
+            state.messages,
+            self.latest_checkpoint(),
+            self.budgets,
+            self._turn_start(state),
+            self._checkpoint_meta(state, action.reason, tokens),
+        )
+        if result.checkpoint is None:
+            return state, result
+        return self._commit(state, result, tokens), result
+
     def _commit(self, state: LiveState, result: CheckpointResult, before: int) -> LiveState:
-        """Save the accepted checkpoint with the size of the request it leads to; adopt its live context."""
+        """Save the accepted checkpoint and the live state it leads to in one transaction (a crash
+        between the two would resume with the recollection AND the moved-out messages, or lose N6)."""
         assert result.checkpoint is not None
         dismissed = tuple(sorted({*state.dismissed, *result.dismissed}))
-        state = replace(state, messages=result.kept, dismissed=dismissed)
-        after = self._tokens(self.view(state, result.checkpoint))
-        meta = {**result.checkpoint.meta, "tokens_after": after}
-        saved = self.store.save_checkpoint(replace(result.checkpoint, meta=meta))
-        how = f" ({result.fallback})" if result.fallback else ""
-        text = f"checkpoint {saved.number}{how}: {before} -> {after} tokens"
-        self.events(Event("checkpoint", text, {"number": saved.number, "before": before, "after": after}))
+        state = replace(state, messages=result.kept, dismissed=dismissed, checkpointing=False)
+        number = (self.latest_checkpoint().number if self.latest_checkpoint() else 0) + 1  # type: ignore[union-attr]
+        unsaved = replace(result.checkpoint, number=number)
+        after = self._tokens(self.view(state, unsaved))
+        unsaved = replace(unsaved, meta={**unsaved.meta, "tokens_after": after})
+        saved = self.store.save_checkpoint(unsaved, state_key=STATE_KEY, state=state.to_dict())
+        self._adopt(saved)
+        meta = saved.meta
+        if result.fallback == "model-free":
+            self.events(CheckpointFallback(saved.number, before, after, result.reason))
+        else:
+            calls, seconds = int(meta.get("calls", 0)), float(meta.get("seconds", 0.0))
+            self.events(CheckpointAccepted(saved.number, before, after, calls, seconds, result.fallback))
         return state
 
     def _checkpoint_meta(self, state: LiveState, reason: str, before: int) -> dict[str, Any]:
@@ -252,32 +409,6 @@ class Vibey:
             "window": self.facts.window,
         }
 
-    def _try_checkpoint(self, state: LiveState, reason: str, before: int) -> LiveState:
-        if not may_try_checkpoint(self.run_state):
-            log.warning("session %s: no more checkpoints in this run (V8)", self.session_id)
-            return state
-        self.save_state(replace(state, checkpointing=True))
-        base = assemble(self._system(), self._recollection(state, self.latest_checkpoint()), ())
-        result = self._driver().run(
-            view=self.view(state),
-            conversation=state.messages,
-            base_view=base,
-            previous=self.latest_checkpoint(),
-            budgets=self.budgets,
-            dismissed=frozenset(state.dismissed),
-            turn_start=self._turn_start(state),
-            tools=self.tool_specs,
-            meta=self._checkpoint_meta(state, reason, before),
-        )
-        if result.checkpoint is None:
-            if result.attempted:
-                self.run_state = record_attempt(self.run_state, 0, 1, failed=True)
-            return state
-        state = self._commit(state, result, before)
-        after = self._tokens(self.view(state))
-        self.run_state = record_attempt(self.run_state, before - after, before - threshold_for(self.facts))
-        return state
-
     def _cut_latest_tool_output(self, state: LiveState) -> LiveState:
         """V9: when the latest tool output alone does not fit - not even with everything before it moved
         out - cut it, with a note saying so."""
@@ -292,84 +423,83 @@ class Vibey:
         log.info("session %s: latest tool output cut to %d tokens (V9)", self.session_id, limit)
         return replace(state, messages=(*state.messages[:-1], cut))
 
-    def _model_free(self, state: LiveState, reason: str, before: int) -> tuple[LiveState, bool]:
-        result = self._driver().move_out_without_model(
-            state.messages,
-            self.latest_checkpoint(),
-            self.budgets,
-            self._turn_start(state),
-            self._checkpoint_meta(state, reason, before),
-        )
-        if result.checkpoint is None:
-            return state, False
-        return self._commit(state, result, before), True
-
     def make_room(self, state: LiveState) -> tuple[LiveState, StopDecision | None]:
         """F1 trigger -> checkpoint (V8 permitting) -> V5 (goes out as it is when it still fits) ->
         V7 model-free move-outs until it fits -> U3 stop when nothing is left to move out."""
         state = self._cut_latest_tool_output(state)
-        before = self._tokens(self.view(state))
-        decision = should_checkpoint(before, self.facts)
-        if not decision.checkpoint:
-            return state, None
-        state = self._try_checkpoint(state, decision.reason, before)
-        while (tokens := self._tokens(self.view(state))) > self.hard_limit:
-            state, moved = self._model_free(state, f"request of {tokens} tokens does not fit", tokens)
-            if not moved:
-                return state, self._stop_decision(state, tokens)
-        return state, None
+        room = make_room(state, self, self.limits, self.run_state)
+        self.run_state = room.run
+        if room.stop is None:
+            return room.state, None
+        return room.state, self._stop_decision(room.state, room.tokens)
 
     def _stop_decision(self, state: LiveState, tokens: int) -> StopDecision:
-        system = self.counter.count(self._system())
+        system = self._system_tokens
         conversation = self.counter.count_messages(state.messages)
         parts = {
             "system prompt": system,
-            "checkpoint": max(tokens - system - conversation, 0),
+            "tool list": self._tool_tokens,
+            "checkpoint": max(tokens - system - conversation - self._tool_tokens, 0),
             "current messages": conversation,
         }
         return too_long_to_continue(parts, self.hard_limit, 0)
 
     # ---- the turn ------------------------------------------------------------------------------------
 
-    def run_turn(self) -> TurnResult:
+    def run_turn(self, inbox: Inbox | None = None, emit: EventSink | None = None) -> TurnResult:
+        """One turn (the `Agent` protocol): take inputs, work until the model answers without tools."""
+        inbox = inbox or self
+        if emit is not None:
+            self.events = emit
         state = replace(self.load_state(), turn_user_seqs=())
-        checkpoints_before = len(self.store.list_checkpoints(self.session_id))
-        self.events(Event("turn", f"turn in session {self.session_id}"))
+        self._recollections.clear()  # skills are put back at their current version (A1), read once a turn
+        checkpoints_before = self._checkpoint_number()
+        self.events(TurnStarted(self.session_id, self.name))
+        result = TurnResult("", stopped=True)
         try:
             for step in range(1, self.config.max_steps + 1):
-                state, result = self._step(state, step)
-                if result is not None:
-                    count = len(self.store.list_checkpoints(self.session_id)) - checkpoints_before
-                    return replace(result, steps=step, checkpoints=count)
+                state, done = self._step(state, step, inbox)
+                if done is not None:
+                    result = replace(
+                        done, steps=step, checkpoints=self._checkpoint_number() - checkpoints_before
+                    )
+                    return result
             message = (
                 f"stopped after {self.config.max_steps} model calls in one turn; send a message to go on"
             )
-            self.events(Event("stop", message))
-            return TurnResult(message, stopped=True, steps=self.config.max_steps)
+            self.events(Stopped(message))
+            result = TurnResult(message, stopped=True, steps=self.config.max_steps)
+            return result
         finally:
             self.save_state(state)
+            self.events(TurnEnded(result.reply, result.stopped, result.steps, result.checkpoints))
 
-    def _step(self, state: LiveState, step: int) -> tuple[LiveState, TurnResult | None]:
-        self.poll_inputs()
-        state = self._absorb(state)
+    def _checkpoint_number(self) -> int:
+        latest = self.latest_checkpoint()
+        return latest.number if latest else 0
+
+    def _step(self, state: LiveState, step: int, inbox: Inbox) -> tuple[LiveState, TurnResult | None]:
+        self._counts.refresh()
+        state = self._absorb(state, inbox)
         state, stop = self.make_room(state)
         if stop is not None and stop.stop:
             log.warning("session %s: %s", self.session_id, stop.reason)
-            self.events(Event("stop", stop.message))
+            self.events(Stopped(stop.message))
             return state, TurnResult(stop.message, stopped=True)
         try:
-            reply = self._complete(state)
+            reply = self._complete(state, step)
         except ContextOverflow as exc:  # our count was short of the provider's: free room without a model
             log.warning("session %s: context overflow from the model: %s", self.session_id, exc)
-            state, _ = self._model_free(state, f"provider overflow: {exc}", self._tokens(self.view(state)))
+            tokens = self.tokens(state)
+            state, _ = self.move_out(state, tokens, MoveOut(f"provider overflow: {exc}"))
             return state, None
         except ModelError as exc:
             message = f"the model failed: {exc}"
-            self.events(Event("stop", message))
+            self.events(Stopped(message))
             return state, TurnResult(message, stopped=True)
         state = self._record(state, reply)
         if not reply.tool_calls:
-            self.events(Event("reply", reply.text))
+            self.events(Replied(reply.text))
             return state, TurnResult(reply.text)
         if _same_call_streak(state.messages) >= MAX_SAME_CALLS:
             message = (
@@ -377,14 +507,22 @@ class Vibey:
                 f"({reply.tool_calls[-1].name}); send a message to go on"
             )
             log.warning("session %s: %s", self.session_id, message)
-            self.events(Event("stop", message))
+            self.events(Stopped(message))
             return state, TurnResult(message, stopped=True)
         return self._run_tools(state, reply.tool_calls), None
 
-    def _complete(self, state: LiveState) -> ModelReply:
-        view = self.view(state)
-        self.events(Event("model", f"model call ({self._tokens(view)} tokens)"))
-        return self.model.complete(view, self.tool_specs, max_tokens=self.config.reply_max_tokens)
+    def _complete(self, state: LiveState, step: int) -> ModelReply:
+        view = self._derive(state)
+        self.events(ModelStarted(step, view.tokens))
+        started = time.monotonic()
+        reply = self.model.complete(view.messages, self.tool_specs, max_tokens=self.config.reply_max_tokens)
+        u = reply.usage
+        took = round(time.monotonic() - started, 3)
+        calls = len(reply.tool_calls)
+        self.events(
+            ModelCalled(step, view.tokens, u.prompt_tokens, u.cached_tokens, u.completion_tokens, took, calls)
+        )
+        return reply
 
     def _record(self, state: LiveState, reply: ModelReply) -> LiveState:
         """Record the reply's text (C1); tool calls live in the live context only (A3)."""
@@ -397,9 +535,11 @@ class Vibey:
     def _run_tools(self, state: LiveState, calls: Sequence[ToolCall]) -> LiveState:
         for call in calls:
             repeated = _repeats_last_call(state.messages, call)
+            self.events(ToolCalled(call.id, call.name, dict(call.arguments)))
+            started = time.monotonic()
             result = self.run_tool(call)
-            mark = " (error)" if result.is_error else ""
-            self.events(Event("tool", f"{call.name}{mark}", {"arguments": call.arguments}))
+            took = round(time.monotonic() - started, 3)
+            self.events(ToolFinished(call.id, call.name, result.is_error, len(result.output), took))
             text = result.output + (REPEAT_NOTE if repeated else "")
             output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
             state = self._track(replace(state, messages=(*state.messages, output)), result)

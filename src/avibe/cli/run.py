@@ -11,8 +11,8 @@ from typing import Annotated, Any
 import typer
 import yaml
 
-from avibe.agent.loop import Vibey, fresh_checkpoint_for_display
-from avibe.cli.wiring import die, open_session, settings_or_die, setup_logging
+from avibe.agent.loop import fresh_checkpoint_for_display
+from avibe.cli.wiring import EventPrinter, HostedSession, die, open_session, settings_or_die, setup_logging
 from avibe.errors import AvibeError
 from avibe.record.entries import KINDS, Source
 
@@ -41,12 +41,27 @@ def run(
     session: SessionOpt = None,
     workdir: Annotated[Path, typer.Option("--workdir", "-C", help="Folder Vibey works in.")] = Path("."),
     max_steps: StepsOpt = 30,
+    resume_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
+    ] = False,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Also show model calls and checkpoints.")
+    ] = False,
+    json_lines: Annotated[bool, typer.Option("--json", help="Print every event as one JSON line.")] = False,
+    no_wait: Annotated[
+        bool,
+        typer.Option("--no-wait", help="Stop when the turn ends, without waiting for background jobs."),
+    ] = False,
 ) -> None:
-    """Run Vibey headless on TASK; progress lines show turns, tool calls and checkpoints."""
+    """Run Vibey headless on TASK: host the session until Vibey is idle and no background job it waits
+    for is still running (a finished job wakes it again)."""
     settings = settings_or_die()
     log_path = setup_logging(settings)
     if not workdir.is_dir():
         die(f"--workdir {workdir} is not a directory")
+    if session is not None and resume_latest:
+        die("--session and --continue both choose a session; give one")
+    printer = EventPrinter(verbose=verbose, json_lines=json_lines)
     try:
         with open_session(
             settings,
@@ -55,12 +70,16 @@ def run(
             session_id=session,
             window=window,
             max_steps=max_steps,
-        ) as vibey:
-            typer.echo(f"[session] {vibey.session_id} (log: {log_path})")
-            result = vibey.send(task)
+            events=printer,
+            continue_latest=resume_latest,
+        ) as live:
+            if not json_lines:
+                typer.echo(f"[session] {live.session_id} (log: {log_path})")
+            result = live.send(task)
+            results = [result, *live.host.run_until_idle(wait_for_jobs=not no_wait)]
     except AvibeError as exc:
         die(str(exc))
-    raise typer.Exit(1 if result.stopped else 0)
+    raise typer.Exit(1 if results[-1].stopped else 0)
 
 
 def _demo_inputs() -> list[dict[str, Any]]:
@@ -99,30 +118,31 @@ def demo(
             session_id=None,
             window=window,
             max_steps=max_steps,
-        ) as vibey:
-            typer.echo(f"[session] {vibey.session_id} in {target} (window {window}; log: {log_path})")
+            events=EventPrinter(verbose=True),  # the demo shows the checkpoints a normal run keeps quiet
+        ) as live:
+            typer.echo(f"[session] {live.session_id} in {target} (window {window}; log: {log_path})")
             for item in _demo_inputs():
-                _demo_input(vibey, item)
-            stored = vibey.store.list_checkpoints(vibey.session_id)
+                _demo_input(live, item)
+            live.host.run_until_idle()
+            stored = live.store.list_checkpoints(live.session_id)
             typer.echo(f"\n=== {len(stored)} checkpoints; what the last one kept ===")
             typer.echo(fresh_checkpoint_for_display(stored[-1] if stored else None))
-            typer.echo(f"\nInspect: vibe checkpoints -s {vibey.session_id}; vibe log -s {vibey.session_id}")
+            typer.echo(f"\nInspect: vibe checkpoints -s {live.session_id}; vibe log -s {live.session_id}")
     except AvibeError as exc:
         die(str(exc))
 
 
-def _demo_input(vibey: Vibey, item: dict[str, Any]) -> None:
-    """A user input starts a turn; any other is delivered with its source and read by the next turn."""
+def _demo_input(live: HostedSession, item: dict[str, Any]) -> None:
+    """A user input starts a turn; any other is posted with its source and read by the next turn."""
     if "user" in item:
         typer.echo(f"\nuser> {item['user']}")
-        vibey.send(item["user"])
+        live.send(item["user"])
         return
     kind = next(iter(item))
     if kind not in KINDS or kind in ("user", "assistant"):
         raise AvibeError(f"demo script: unknown input kind {kind!r}")
     fields = item[kind]
-    typer.echo(f"\n[{kind} {fields['name']}] {fields['text']}")
-    vibey.deliver(Source(kind, name=fields["name"], ref=fields.get("ref", "")), fields["text"])
+    live.host.post(Source(kind, name=fields["name"], ref=fields.get("ref", "")), fields["text"])
 
 
 def register(app: typer.Typer) -> None:

@@ -4,19 +4,48 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 import typer
 
-from avibe.agent.events import Event
+from avibe.agent.driver import mode_for
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.config import Settings, load_settings
 from avibe.errors import AvibeError
+from avibe.host import SessionHost, TurnResult
+from avibe.host.events import (
+    CHECKPOINT_KINDS,
+    CheckpointAccepted,
+    CheckpointFailed,
+    CheckpointFallback,
+    CheckpointStarted,
+    Event,
+    EventSink,
+    Idle,
+    InputArrived,
+    ModelCalled,
+    ModelStarted,
+    Replied,
+    Stopped,
+    ToolCalled,
+    ToolFinished,
+    TurnStarted,
+    event_to_dict,
+    ignore_events,
+)
 from avibe.ports import RecordStore
+from avibe.record.entries import Entry, Source
+
+if TYPE_CHECKING:
+    from avibe.sources.background import BackgroundJobs
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -71,17 +100,100 @@ def open_existing_record(settings: Settings) -> RecordStore:
         die(f"there is no record yet ({exc}); nothing has run with AVIBE_HOME={settings.home}")
 
 
-def print_event(event: Event) -> None:
-    """Progress lines of a headless run: turns, model calls, tool calls, checkpoints."""
-    if event.kind == "reply":
-        typer.echo(f"vibey> {event.text}")
-    elif event.kind == "stop":
-        typer.echo(f"[stop] {event.text}")
-    elif event.kind == "tool":
-        arguments = json.dumps(event.data.get("arguments", {}), ensure_ascii=False)
-        typer.echo(f"[tool] {event.text} {arguments[:120]}")
-    else:
-        typer.echo(f"[{event.kind}] {event.text}")
+class EventPrinter:
+    """Progress lines of a headless run. What the user sees follows the seed: replies, tool calls, inputs
+    from other sources and stops; context work (checkpoints) only with `verbose` (U1, U2) - the user
+    hears about context only at the U3 stop. `json_lines` prints every event as one JSON line instead."""
+
+    def __init__(self, *, verbose: bool = False, json_lines: bool = False) -> None:
+        self.verbose, self.json_lines = verbose, json_lines
+        self._ticker: _Ticker | None = None
+
+    def __call__(self, event: Event) -> None:
+        if self.json_lines:
+            typer.echo(json.dumps(event_to_dict(event), ensure_ascii=False, default=str))
+            return
+        self._tick(event)
+        line = self._line(event)
+        if line is not None:
+            typer.echo(line)
+
+    def _tick(self, event: Event) -> None:
+        """Elapsed time while the model works (a silent first call on the embedded model takes minutes)."""
+        if isinstance(event, ModelStarted):
+            self._ticker = _Ticker.start()
+        elif self._ticker is not None and not isinstance(event, ModelStarted):
+            self._ticker.stop()
+            self._ticker = None
+
+    def _line(self, event: Event) -> str | None:
+        if isinstance(event, Replied):
+            return f"vibey> {event.text}"
+        if isinstance(event, Stopped):
+            return f"[stop] {event.message}"
+        if isinstance(event, ToolCalled):
+            arguments = json.dumps(event.arguments, ensure_ascii=False)
+            return f"[tool] {event.name} {arguments[:120]}"
+        if isinstance(event, ToolFinished) and event.is_error:
+            return f"[tool] {event.name} failed"
+        if isinstance(event, InputArrived) and event.source not in ("user",):
+            return f"{event.tag} {event.text[:200]}"
+        if isinstance(event, TurnStarted | ModelCalled | Idle) and self.verbose:
+            return _verbose_line(event)
+        if event.kind in CHECKPOINT_KINDS and self.verbose:
+            return _verbose_line(event)
+        return None
+
+
+def _verbose_line(event: Event) -> str:
+    if isinstance(event, ModelCalled):
+        return (
+            f"[model] step {event.step}: {event.view_tokens} tokens in view, {event.prompt_tokens} prompt "
+            f"({event.cached_tokens} cached), {event.output_tokens} out, {event.seconds:.1f}s"
+        )
+    if isinstance(event, CheckpointAccepted):
+        how = f" ({event.fallback})" if event.fallback else ""
+        return (
+            f"[checkpoint] {event.number}{how}: {event.before} -> {event.after} tokens, {event.seconds:.0f}s"
+        )
+    if isinstance(event, CheckpointFallback):
+        return f"[checkpoint] {event.number} (model-free): {event.before} -> {event.after} tokens"
+    if isinstance(event, CheckpointFailed):
+        return f"[checkpoint] failed: {event.reason}"
+    if isinstance(event, CheckpointStarted):
+        return f"[checkpoint] started at {event.tokens} tokens ({event.reason})"
+    if isinstance(event, Idle):
+        return "[idle]" + (f" waiting for {', '.join(event.waiting_for)}" if event.waiting_for else "")
+    data = event_to_dict(event)
+    return f"[{data.pop('kind')}] " + " ".join(f"{k}={v}" for k, v in data.items())
+
+
+class _Ticker:
+    """Prints the seconds a model call has taken so far on stderr, in place, when stderr is a terminal."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._started = time.monotonic()
+
+    @classmethod
+    def start(cls) -> _Ticker:
+        ticker = cls()
+        if sys.stderr.isatty():
+            ticker._thread.start()
+        return ticker
+
+    def _run(self) -> None:
+        while not self._done.wait(1.0):
+            sys.stderr.write(f"\r[model] working {time.monotonic() - self._started:.0f}s ")
+            sys.stderr.flush()
+
+    def stop(self) -> None:
+        self._done.set()
+        if self._thread.is_alive():
+            self._thread.join()
+            sys.stderr.write("\r\033[K")
+            sys.stderr.flush()
 
 
 def _skill_dirs(settings: Settings, workdir: Path) -> list[Path]:
@@ -93,6 +205,48 @@ def _agents_md(workdir: Path) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
+class _JobsSource:
+    """Background jobs as one of the host's input sources: a finished job posts a callback input."""
+
+    def __init__(self, jobs: BackgroundJobs) -> None:
+        self.jobs = jobs
+
+    def poll(self) -> None:
+        self.jobs.collect_finished()
+
+    def waiting_for(self) -> tuple[str, ...]:
+        return tuple(job.id for job in self.jobs.running())
+
+    def close(self) -> None:
+        self.jobs.kill_all()
+
+
+@dataclass
+class HostedSession:
+    """A live session of `vibe run` / `vibe demo`: the host, Vibey in it, the record."""
+
+    host: SessionHost
+    vibey: Vibey
+    store: RecordStore
+
+    @property
+    def session_id(self) -> str:
+        return self.vibey.session_id
+
+    def send(self, text: str) -> TurnResult:
+        return self.host.send(text, self.vibey.config.user_name)
+
+
+def find_session(store: RecordStore, session_id: str | None, continue_in: Path | None) -> str | None:
+    """The session to resume: the one named, or (`--continue`) the latest of the working directory."""
+    if session_id is not None or continue_in is None:
+        return session_id
+    mine = [s for s in store.list_sessions() if s.title == str(continue_in)]
+    if not mine:
+        raise AvibeError(f"no session has run in {continue_in} yet; start one without --continue")
+    return max(mine, key=lambda s: s.created_at).id
+
+
 @contextmanager
 def open_session(
     settings: Settings,
@@ -102,22 +256,35 @@ def open_session(
     session_id: str | None,
     window: int | None,
     max_steps: int,
-    quiet: bool = False,
-) -> Iterator[Vibey]:
-    """A ready Vibey over a new or existing session; background jobs stopped on the way out."""
+    events: EventSink = ignore_events,
+    continue_latest: bool = False,
+) -> Iterator[HostedSession]:
+    """A session host with Vibey over a new or existing session; its sources stop on the way out."""
     from avibe.providers import is_local, open_counter, open_model
     from avibe.sources.background import BackgroundJobs
     from avibe.tools import ToolBox, catalogue_text, default_tools, discover_skills, find_skill, skill_text
+    from avibe.tools.sandbox import SandboxPolicy
 
     store = open_record(settings)
+    session_id = find_session(store, session_id, workdir if continue_latest else None)
+    model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
-    model = open_model(model_name, settings)
     counter = open_counter(model_name, settings, model)
     skill_dirs = _skill_dirs(settings, workdir)
     session_dir = settings.sessions_dir / session.id
-    jobs = BackgroundJobs(store, session.id, workdir)
+    clock = SystemClock()
+    sandbox = SandboxPolicy.for_record(
+        settings.sandbox, workdir, home=settings.home, database_url=settings.database_url
+    )
+
+    def post(source: Source, text: str) -> Entry:  # the delivery port: through the host, to ingress
+        return host.post(source, text)
+
+    jobs = BackgroundJobs(post, store, session.id, sandbox)
     toolbox = ToolBox(
-        default_tools(workdir, store=store, session_id=session.id, skill_dirs=skill_dirs, jobs=jobs)
+        default_tools(
+            workdir, store=store, session_id=session.id, skill_dirs=skill_dirs, jobs=jobs, sandbox=sandbox
+        )
     )
 
     def current_skill(name: str) -> str | None:
@@ -127,36 +294,28 @@ def open_session(
     config = RunConfig(
         window=window,
         max_steps=max_steps,
-        checkpoint_mode="structured" if is_local(model_name) else "tools",
+        checkpoint_mode=mode_for(is_local(model_name)),
         agents_md=_agents_md(workdir),
         skill_catalogue=catalogue_text(discover_skills(skill_dirs)),
         user_name=settings.user_name,
-        record_where=f"Avibe's record ({_masked(settings.database_url)}), session {session.id}",
+        record_where=f"Avibe's record, session {session.id} (the record_query tool reads it)",
     )
     vibey = Vibey(
         store=store,
         model=model,
         counter=counter,
-        clock=SystemClock(),
+        clock=clock,
         session_id=session.id,
         session_dir=session_dir,
         tool_specs=toolbox.specs,
         run_tool=toolbox.dispatch,
         config=config,
-        events=(lambda _: None) if quiet else print_event,
-        poll_inputs=jobs.collect_finished,
+        events=events,
         skill_text=current_skill,
     )
+    host = SessionHost(store, session.id, vibey, clock, events)
+    host.add_source(_JobsSource(jobs))
     try:
-        yield vibey
+        yield HostedSession(host, vibey, store)
     finally:
-        jobs.kill_all()
-
-
-def _masked(url: str) -> str:
-    if "@" not in url or "://" not in url:
-        return url
-    scheme, rest = url.split("://", 1)
-    creds, host = rest.rsplit("@", 1)
-    user = creds.split(":", 1)[0]
-    return f"{scheme}://{user}:***@{host}"
+        host.close()

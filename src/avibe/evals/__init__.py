@@ -3,7 +3,7 @@ checkpoint and the peers' compaction strategies on the same model and window, sc
 
 scenario.py    the file format and its strict loader      generators.py  the eight scenario types
 replay.py      the shared replay loop (counts K)          strategy.py    the strategy interface
-baselines.py   the peers' strategies                      strategies.py  registry + checkpoint slot
+baselines.py   the peers' strategies                      strategies.py  strategies by name
 metrics.py     deterministic metrics                      probes.py      model-answered probes
 stats.py       Wilson and paired bootstrap intervals      runner.py      the resumable run matrix
 report.py      Markdown report and PNG plots              importers.py   Claude Code / Codex sessions
@@ -17,7 +17,7 @@ from avibe.evals.generators import SCENARIO_TYPES, generate
 from avibe.evals.metrics import measure
 from avibe.evals.replay import ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario, ScenarioError, load_scenario, save_scenario
-from avibe.evals.strategies import STRATEGY_NAMES, make_strategy, register_checkpoint_driver
+from avibe.evals.strategies import STRATEGY_NAMES, make_strategy
 from avibe.evals.strategy import Compacted, CompactState, Strategy
 
 __all__ = [
@@ -33,7 +33,6 @@ __all__ = [
     "load_scenario",
     "make_strategy",
     "measure",
-    "register_checkpoint_driver",
     "replay",
     "save_scenario",
     "size_for_k",

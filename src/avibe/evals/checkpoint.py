@@ -1,14 +1,14 @@
-"""Avibe's checkpoint as an evaluation strategy: Vibey's own checkpoint driver (`avibe.agent.driver`), run
-on the replay's record and context, with its fallbacks (V5-V8).
+"""Avibe's checkpoint as an evaluation strategy: the code Vibey runs, on the replay's context.
 
-Each compaction copies the replay's record into a throwaway in-memory record (the driver reads moved
-messages and memo entries from a RecordStore, as in a real session), runs one checkpoint (with V6's partial
-tries), and on failure either leaves the context as it is while it still fits the window (V5: a later
-request tries again) or moves the oldest part out without the model (V7); after two failures no more
-checkpoint turns are tried (V8). The checkpoint itself is carried to the next compaction as JSON.
+Each compaction runs Vibey's room loop (`avibe.agent.room.make_room`) with Vibey's pure room policy
+(`avibe.checkpoint.room`) and Vibey's checkpoint driver (`avibe.agent.driver`), over the replay's messages
+and record entries (the driver takes entries, not a store): a checkpoint when the policy says so, V5 (a
+failed checkpoint changes nothing while the request still fits), V7 (the oldest part moved out without
+the model) and V8 (after two strikes, no more checkpoint turns) exactly as in a session. The checkpoint
+itself and V8's strikes are carried to the next compaction as JSON.
 
 mode: "structured" (small JSON questions under a grammar; Vibey's choice for local models) or "tools"
-(edit and tick with tool calls; its choice for hosted models) - `mode_for(model_name)` picks like Vibey.
+(edit and tick with tool calls; its choice for hosted models) - None picks by the model's name, like Vibey.
 """
 
 from __future__ import annotations
@@ -20,28 +20,35 @@ import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final
 
+from avibe.agent.driver import CheckpointDriver, CheckpointResult, checkpoint_from_stored, entries_lookup
+from avibe.agent.driver import mode_for as driver_mode_for
+from avibe.agent.room import make_room
+from avibe.checkpoint.budgets import Budgets, budgets_for
+from avibe.checkpoint.plan import CheckpointRunState
+from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
+from avibe.checkpoint.trigger import TriggerDecision
+from avibe.checkpoint.turn import Mode
+from avibe.context.assemble import recollection
 from avibe.errors import ModelError
-from avibe.evals.strategies import CheckpointDriver
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
-from avibe.record.entries import Entry, NewEntry
+from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
-Mode = Literal["tools", "structured"]
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context
-MAX_FAILURES: Final = 2  # V8
+NAME: Final = "avibe-checkpoint"
 
 
 def mode_for(model_name: str) -> Mode:
-    """Vibey's choice: structured questions for local models, tool calls for hosted ones."""
+    """Vibey's choice (the same function `vibe run` uses): structured questions for local models."""
     from avibe.providers import is_local
 
-    return "structured" if is_local(model_name) else "tools"
+    return driver_mode_for(is_local(model_name))
 
 
 class _FixedClock:
@@ -87,11 +94,11 @@ class _Metered:
 
 @dataclass(frozen=True, slots=True)
 class _Carry:
-    """What one compaction hands to the next: the last checkpoint, unticked seqs (N6), failures (V8)."""
+    """What one compaction hands to the next: the last checkpoint, unticked seqs (N6), V8's strikes."""
 
     checkpoint: dict[str, Any] | None = None
     dismissed: tuple[int, ...] = ()
-    failures: int = 0
+    run: CheckpointRunState = field(default_factory=CheckpointRunState)
     number: int = 0
 
     @classmethod
@@ -99,11 +106,13 @@ class _Carry:
         if not text:
             return cls()
         data = json.loads(text)
-        return cls(data["checkpoint"], tuple(data["dismissed"]), data["failures"], data["number"])
+        run = CheckpointRunState(data["failures"], data["too_little"])
+        return cls(data["checkpoint"], tuple(data["dismissed"]), run, data["number"])
 
     def dump(self) -> str:
         return json.dumps({"checkpoint": self.checkpoint, "dismissed": list(self.dismissed),
-                           "failures": self.failures, "number": self.number})  # fmt: skip
+                           "failures": self.run.failures, "too_little": self.run.too_little,
+                           "number": self.number})  # fmt: skip
 
     def stored(self, session: str) -> StoredCheckpoint | None:
         c = self.checkpoint
@@ -119,9 +128,6 @@ def _as_carried(stored: StoredCheckpoint) -> dict[str, Any]:
 
 
 def _recollection_message(stored: StoredCheckpoint, number: int) -> ChatMessage:
-    from avibe.agent.driver import checkpoint_from_stored
-    from avibe.context.assemble import recollection
-
     checkpoint = checkpoint_from_stored(stored)
     assert checkpoint is not None  # a stored checkpoint always converts
     return ChatMessage("system", recollection(checkpoint, number=number), kind=RECOLLECTION_KIND)
@@ -148,56 +154,115 @@ def _work_dir() -> Iterator[Path]:
             _slots_busy.discard(slot)
 
 
-def make_checkpoint_driver(mode: Mode | None = None) -> CheckpointDriver:
-    """The checkpoint driver for `register_checkpoint_driver`; mode None picks by the model's name."""
+@dataclass(frozen=True, slots=True)
+class _Context:
+    """The replay's context as the room loop's state: system prompt, recollection, conversation."""
 
-    def drive(state: CompactState, model: ModelClient, counter: TokenCounter, window: int) -> Compacted:
-        return _compact(state, model, counter, window, mode or mode_for(model.facts.name))
+    system: ChatMessage
+    stored: StoredCheckpoint | None
+    number: int
+    conversation: tuple[ChatMessage, ...]
+    dismissed: frozenset[int]
 
-    return drive
+    @property
+    def messages(self) -> tuple[ChatMessage, ...]:
+        if self.stored is None:
+            return (self.system, *self.conversation)
+        return (self.system, _recollection_message(self.stored, self.number), *self.conversation)
+
+    def base(self) -> list[ChatMessage]:
+        return [m for m in self.messages if m.role == "system"]
+
+    def adopt(self, result: CheckpointResult) -> _Context:
+        assert result.checkpoint is not None
+        number = self.number + 1
+        stored = replace(result.checkpoint, number=number)
+        dismissed = self.dismissed | result.dismissed
+        return replace(
+            self, stored=stored, number=number, conversation=tuple(result.kept), dismissed=dismissed
+        )
+
+
+@dataclass
+class _ReplayOps:
+    """`RoomOps` over the replay's context (Vibey's are over its live state and the record)."""
+
+    driver: CheckpointDriver
+    counter: TokenCounter
+    budgets: Budgets
+
+    def tokens(self, state: _Context) -> int:
+        return self.counter.count_messages(state.messages)
+
+    def trigger(self, tokens: int) -> TriggerDecision:
+        # the replay calls `compact` only when its trigger (Vibey's, `trigger_fraction`) fired
+        return TriggerDecision(True, self.budgets.threshold, "the replay's trigger", tokens)
+
+    def checkpoint(
+        self, state: _Context, tokens: int, action: Checkpoint | PartialCheckpoint
+    ) -> tuple[_Context, CheckpointResult]:
+        result = self.driver.run(view=state.messages, conversation=state.conversation, base_view=state.base(),
+                                 previous=state.stored, budgets=self.budgets, dismissed=state.dismissed,
+                                 turn_start=None, tools=(), meta={},
+                                 partial=isinstance(action, PartialCheckpoint))  # fmt: skip
+        return (state if result.checkpoint is None else state.adopt(result)), result
+
+    def move_out(self, state: _Context, tokens: int, action: MoveOut) -> tuple[_Context, CheckpointResult]:
+        result = self.driver.move_out_without_model(state.conversation, state.stored, self.budgets, None, {})
+        return (state if result.checkpoint is None else state.adopt(result)), result
+
+
+def _limits(model: ModelClient, window: int, threshold: float) -> RoomLimits:
+    facts = model.facts
+    facts = replace(facts, window=window, max_output=min(facts.max_output, window // 4))
+    return replace(limits_for(facts), threshold=int(window * threshold))
+
+
+@dataclass(frozen=True, slots=True)
+class AvibeCheckpoint:
+    """Avibe's checkpoint (mind, memo, scene) through Vibey's room loop, policy and driver."""
+
+    mode: Mode | None = None
+    name: str = NAME
+
+    def compact(
+        self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
+    ) -> Compacted:
+        return _compact(state, model, counter, window, self.mode or mode_for(model.facts.name))
 
 
 def _compact(
     state: CompactState, model: ModelClient, counter: TokenCounter, window: int, mode: Mode
 ) -> Compacted:
-    from avibe.agent.driver import CheckpointDriver as AgentDriver
-    from avibe.checkpoint.budgets import budgets_for
-    from avibe.store import open_store
-
     carry = _Carry.parse(state.carry)
-    budgets = budgets_for(window, int(window * state.threshold))
-    system = state.messages[0]
-    conversation = [m for m in state.messages[1:] if m.kind != RECOLLECTION_KIND]
-    base_view = [m for m in state.messages if m.role == "system"]
+    limits = _limits(model, window, state.threshold)
+    budgets = budgets_for(window, limits.threshold)
+    conversation = tuple(m for m in state.messages[1:] if m.kind != RECOLLECTION_KIND)
+    context = _Context(state.messages[0], carry.stored(state.session), carry.number, conversation,
+                       frozenset(carry.dismissed))  # fmt: skip
     metered = _Metered(model, counter)
-    with open_store("sqlite://") as store, _work_dir() as tmp:
-        session = store.create_session(f"eval {state.session}").id
-        for entry in state.record:
-            store.append(NewEntry(session, entry.source, entry.text, entry.at, entry.turn_id))
-        driver = AgentDriver(
-            store, metered, counter, session, Path(tmp), _FixedClock(state.record[-1].at), mode
+    with _work_dir() as tmp:
+        clock = _FixedClock(state.record[-1].at)
+        driver = CheckpointDriver(
+            entries_lookup(state.record), metered, counter, state.session, tmp, clock, mode
         )
-        previous = carry.stored(session)
-        result = None
-        if carry.failures < MAX_FAILURES:
-            result = driver.run(view=state.messages, conversation=conversation, base_view=base_view,
-                                previous=previous, budgets=budgets, dismissed=frozenset(carry.dismissed),
-                                turn_start=None, tools=(), meta={})  # fmt: skip
-        failures = (
-            carry.failures if result is not None and result.checkpoint is not None else carry.failures + 1
-        )
-        if result is None or result.checkpoint is None:
-            reason = result.reason if result is not None else "V8: two failed checkpoints; no more turns"
-            if counter.count_messages(state.messages) <= window and failures <= MAX_FAILURES:
-                meta = {"first_pass_valid": False, "repaired": False, "fallback": "failed"}
-                failed = _Carry(carry.checkpoint, carry.dismissed, failures, carry.number).dump()
-                return Compacted(state.messages, metered.tokens, metered.calls, failed, (reason,), meta)
-            result = driver.move_out_without_model(conversation, previous, budgets, None, {})
-            if result.checkpoint is None:
-                raise CompactionFailed(
-                    f"the checkpoint could neither run nor move anything out: {result.reason}"
-                )
-    return _accepted(state, result, carry, failures, system, metered)
+        room = make_room(context, _ReplayOps(driver, counter, budgets), limits, carry.run)
+    if room.stop is not None:
+        why = "; ".join(r.reason for r in room.results if r.reason) or room.stop.reason
+        raise CompactionFailed(f"the checkpoint could neither run nor move anything out: {why}")
+    new = room.state
+    carried = _as_carried(new.stored) if new.stored else None
+    new_carry = _Carry(carried, tuple(sorted(new.dismissed)), room.run, new.number)
+    accepted = [r for r in room.results if r.checkpoint is not None]
+    if not accepted:  # V5: a failed checkpoint changes nothing while the request still fits
+        notes = tuple(r.reason for r in room.results if r.reason)
+        meta = {
+            "first_pass_valid": False,
+            "repaired": False,
+            "fallback": "failed" if room.results else "skipped",
+        }
+        return Compacted(state.messages, metered.tokens, metered.calls, new_carry.dump(), notes, meta)
+    return _accepted(state, new, accepted[-1], new_carry.dump(), metered)
 
 
 def memo_audit(memo: Sequence[Mapping[str, Any]], record: Sequence[Entry]) -> dict[str, int]:
@@ -218,23 +283,16 @@ def memo_audit(memo: Sequence[Mapping[str, Any]], record: Sequence[Entry]) -> di
 
 
 def _accepted(
-    state: CompactState, result: Any, carry: _Carry, failures: int, system: ChatMessage, metered: _Metered
+    state: CompactState, new: _Context, result: CheckpointResult, carry: str, metered: _Metered
 ) -> Compacted:
-    stored: StoredCheckpoint = result.checkpoint
-    number = carry.number + 1
-    meta_in: dict[str, Any] = stored.meta
+    assert new.stored is not None
+    meta_in: dict[str, Any] = new.stored.meta
     meta = {
         # V1-V3 on the first answer: the model-free move-out (V7) had no answer to validate
         "first_pass_valid": result.fallback != "model-free" and not meta_in.get("problems"),
         "repaired": bool(meta_in.get("repair_used")),
         "fallback": result.fallback,
-        **memo_audit(stored.memo, state.record),
+        **memo_audit(new.stored.memo, state.record),
     }
-    dismissed = tuple(sorted(set(carry.dismissed) | set(result.dismissed)))
-    new_carry = _Carry(_as_carried(stored), dismissed, failures, number).dump()
-    messages = (system, _recollection_message(stored, number), *result.kept)
     notes = (str(meta_in.get("plan", "")),) if meta_in.get("plan") else ()
-    return Compacted(messages, metered.tokens, metered.calls, new_carry, notes, meta)
-
-
-eval_driver: Final[CheckpointDriver] = make_checkpoint_driver()  # found by avibe.evals.strategies
+    return Compacted(new.messages, metered.tokens, metered.calls, carry, notes, meta)

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from avibe.checkpoint.turn import Mode
 from avibe.errors import AvibeError
 from avibe.evals.generators import generate
 from avibe.evals.metrics import measure
@@ -56,6 +57,7 @@ class RunSettings:
     window: int
     threshold: float = DEFAULT_THRESHOLD
     probes: bool = True
+    checkpoint_mode: Mode | None = None  # None: by the model's name, as Vibey picks
 
 
 def plan(
@@ -120,7 +122,7 @@ def run_one(
     try:
         result = replay(
             job.scenario,
-            make_strategy(job.key.strategy),
+            make_strategy(job.key.strategy, checkpoint_mode=settings.checkpoint_mode),
             model,
             counter,
             settings.window,

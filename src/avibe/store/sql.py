@@ -354,13 +354,21 @@ class SqlStore:
         return [_entry(row) for row in rows]
 
     # -- checkpoints -------------------------------------------------------------------------------
-    def save_checkpoint(self, checkpoint: StoredCheckpoint) -> StoredCheckpoint:
-        """Store a checkpoint as the session's next number (the given `number` is ignored)."""
+    def save_checkpoint(
+        self,
+        checkpoint: StoredCheckpoint,
+        *,
+        state_key: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> StoredCheckpoint:
+        """Store a checkpoint as the session's next number (the given `number` is ignored) - and, when
+        given, the session state it implies, in the same transaction (a crash leaves both or neither)."""
         _check_aware("checkpoint time", checkpoint.at)
         for field, value in (("mind", checkpoint.mind), ("scene", checkpoint.scene)):
             check_text(field, value)
         _check_json("checkpoint memo", checkpoint.memo)
         _check_json("checkpoint meta", checkpoint.meta)
+        document = self._state_document(state_key, state) if state_key is not None else None
 
         def work(conn: Connection) -> int:
             number = int(self._lock_session(conn, checkpoint.session).checkpoint_count) + 1
@@ -369,6 +377,8 @@ class SqlStore:
             conn.execute(
                 update(sessions).where(sessions.c.id == checkpoint.session).values(checkpoint_count=number)
             )
+            if state_key is not None and document is not None:
+                self._upsert_state(conn, checkpoint.session, state_key, document)
             return number
 
         number = self._write(work)
@@ -385,22 +395,32 @@ class SqlStore:
     # -- session state -----------------------------------------------------------------------------
     def save_state(self, session_id: str, key: str, value: Mapping[str, Any]) -> None:
         """Set one piece of session state (e.g. the live context), replacing the previous value."""
-        check_text("state key", key)
-        if not 0 < len(key) <= 128:
-            raise ValueError(f"state key must be 1-128 characters, got {len(key)}")
-        document = dict(value)
-        _check_json(f"state {key!r}", document)
-        now = self._now()
+        document = self._state_document(key, value)
 
         def work(conn: Connection) -> None:
             self._lock_session(conn, session_id)
-            where = and_(session_state.c.session == session_id, session_state.c.key == key)
-            changed = conn.execute(update(session_state).where(where).values(value=document, updated_at=now))
-            if changed.rowcount == 0:
-                row = {"session": session_id, "key": key, "value": document, "updated_at": now}
-                conn.execute(insert(session_state).values(**row))
+            self._upsert_state(conn, session_id, key, document)
 
         self._write(work)
+
+    @staticmethod
+    def _state_document(key: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
+        check_text("state key", key)
+        if not 0 < len(key) <= 128:
+            raise ValueError(f"state key must be 1-128 characters, got {len(key)}")
+        if value is None:
+            raise ValueError(f"state {key!r}: a value is needed with its key")
+        document = dict(value)
+        _check_json(f"state {key!r}", document)
+        return document
+
+    def _upsert_state(self, conn: Connection, session_id: str, key: str, document: dict[str, Any]) -> None:
+        now = self._now()
+        where = and_(session_state.c.session == session_id, session_state.c.key == key)
+        changed = conn.execute(update(session_state).where(where).values(value=document, updated_at=now))
+        if changed.rowcount == 0:
+            row = {"session": session_id, "key": key, "value": document, "updated_at": now}
+            conn.execute(insert(session_state).values(**row))
 
     def load_state(self, session_id: str, key: str) -> dict[str, Any] | None:
         where = and_(session_state.c.session == session_id, session_state.c.key == key)

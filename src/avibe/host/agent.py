@@ -1,0 +1,60 @@
+"""The Agent protocol the session host drives (inputs in, events out), and the one function that renders
+every input for every backend (T3): Vibey today; Claude Code, Codex and OpenCode as they are (L5)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from avibe.host.events import EventSink
+from avibe.record.entries import Entry, Kind
+from avibe.record.sources import render_entry_text
+
+
+@dataclass(frozen=True, slots=True)
+class Input:
+    """A record entry as an agent receives it. `text` is rendered by the harness from stored fields:
+    the source tag line first for anything the person did not type (T1), the user's name in front of a
+    user message that starts like a tag (T2) - never from what the text claims."""
+
+    seq: int
+    kind: Kind
+    role: Literal["user", "assistant"]
+    text: str
+
+    @property
+    def is_user(self) -> bool:
+        return self.kind == "user"
+
+
+def render_input(entry: Entry) -> Input:
+    role: Literal["user", "assistant"] = "assistant" if entry.kind == "assistant" else "user"
+    return Input(entry.seq, entry.kind, role, render_entry_text(entry))
+
+
+class Inbox(Protocol):
+    """Where an agent takes its inputs from: every record entry after `seq`, rendered (inputs from any
+    source, and replies it recorded but had not yet taken in, e.g. after a crash). Taking also lets the
+    host's sources deliver what is due (a finished background job), so inputs arrive mid-turn too."""
+
+    def after(self, seq: int) -> list[Input]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TurnResult:
+    reply: str
+    stopped: bool = False  # the turn ended without an answer (U3, model error, step limit, tool loop)
+    steps: int = 0
+    checkpoints: int = 0
+
+
+class Agent(Protocol):
+    """One agent working in one session. The host calls `run_turn` whenever input is waiting that the
+    agent has not taken in (`cursor` is the newest record seq it has), and idles otherwise."""
+
+    @property
+    def name(self) -> str: ...
+
+    def cursor(self) -> int: ...
+
+    def run_turn(self, inbox: Inbox, emit: EventSink) -> TurnResult: ...
