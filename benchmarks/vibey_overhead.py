@@ -6,14 +6,21 @@ outside the model (assemble the view + count tokens + record + run the tool) nex
 each checkpoint request the share of its prompt tokens that a prefix cache serves (the longest common
 prefix with the request before it - what llama.cpp's KV cache and providers' prompt caches reuse).
 
-    .venv/bin/python benchmarks/vibey_overhead.py [--turns 200] [--window 16000]
+    .venv/bin/python benchmarks/vibey_overhead.py [--turns 200] [--entries 10000] [--checkpoints 100]
+        [--compare-with REV] [--busy]
+
+`--compare-with REV` measures a git revision too (a temporary worktree, run in a subprocess) and prints
+both side by side with their ratio; `--busy` keeps every core busy meanwhile.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -22,6 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from avibe.agent.loop import RunConfig, Vibey
+from avibe.ports import StoredCheckpoint
+from avibe.record.entries import NewEntry, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
@@ -125,25 +134,60 @@ class BenchModel:
         return SCENE
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--turns", type=int, default=200)
-    parser.add_argument("--window", type=int, default=16_000)
-    args = parser.parse_args()
+class TimedTools:
+    """The toolbox, timing the tools' own work (left out of the harness's share)."""
+
+    def __init__(self, box: ToolBox) -> None:
+        self.box, self.seconds = box, 0.0
+
+    def dispatch(self, call: ToolCall) -> Any:
+        started = time.perf_counter()
+        try:
+            return self.box.dispatch(call)
+        finally:
+            self.seconds += time.perf_counter() - started
+
+
+def prefill(store: Any, session: str, entries: int, checkpoints: int) -> None:
+    """A long session's past: `entries` record entries already taken in (moved out long ago) and
+    `checkpoints` stored checkpoints, so each step runs against a record of that size."""
+    at = datetime(2026, 11, 1, tzinfo=UTC)
+    new = [
+        NewEntry(session, Source("user", "bench") if i % 2 == 0 else Source("assistant", "vibey"),
+                 f"old message {i}: " + "lorem ipsum dolor sit amet " * 8, at + timedelta(seconds=i))
+        for i in range(entries)
+    ]  # fmt: skip
+    for start in range(0, len(new), 1_000):
+        store.append_many(new[start : start + 1_000])
+    mind = "## I am here\n\n## Goals\n### Mission\n- [M1] Read every file of the queue in order\n"
+    scene = "<checkpoint>\nCurrent step: reading the queue\n</checkpoint>"
+    for n in range(checkpoints):
+        upto = entries * (n + 1) // max(checkpoints, 1)
+        stored = StoredCheckpoint(session, 0, at, mind, [], scene, upto, {"trigger": "prefill"})
+        store.save_checkpoint(stored)
+    store.save_state(session, "live", {"last_seq": entries, "messages": []})
+
+
+def busy_machine(seconds: float) -> list[subprocess.Popen[bytes]]:
+    """One busy loop per core, bounded in time, so the numbers can be taken on a loaded machine too."""
+    loop = f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass"
+    return [subprocess.Popen([sys.executable, "-c", loop]) for _ in range(os.cpu_count() or 1)]
+
+
+def measure(turns: int, window: int, entries: int, checkpoints: int) -> dict[str, float]:
     tmp = Path(tempfile.mkdtemp(prefix="avibe-bench-"))
     work = tmp / "work"
     work.mkdir()
-    for i in range(args.turns):
+    for i in range(turns):
         (work / f"f{i:03d}.txt").write_text(
             "".join(f"f{i:03d} line {n}: lorem ipsum dolor\n" for n in range(40))
         )
     store = open_store(f"sqlite:///{tmp / 'avibe.db'}")
     session = store.create_session(title="bench")
+    prefill(store, session.id, entries, checkpoints)
     counter = CharCounter()
-    model = BenchModel(args.window, counter)
-    toolbox = ToolBox(default_tools(work, store=store, session_id=session.id))
+    model = BenchModel(window, counter)
+    tools = TimedTools(ToolBox(default_tools(work, store=store, session_id=session.id)))
     vibey = Vibey(
         store=store,
         model=model,
@@ -151,33 +195,82 @@ def main() -> None:
         clock=Clock(),
         session_id=session.id,
         session_dir=tmp / "session",
-        tool_specs=toolbox.specs,
-        run_tool=toolbox.dispatch,
+        tool_specs=tools.box.specs,
+        run_tool=tools.dispatch,
         config=RunConfig(checkpoint_mode="structured"),
     )
-    per_turn: list[float] = []
-    model_before = 0.0
-    for i in range(args.turns):
+    per_step: list[float] = []
+    before_model, before_tools, before_checkpoints = 0.0, 0.0, checkpoints
+    for i in range(turns):
         model.queue(f"f{i:03d}.txt")
         started = time.perf_counter()
-        vibey.send(f"Read f{i:03d}.txt please (turn {i}).")
+        result = vibey.send(f"Read f{i:03d}.txt please (turn {i}).")
         total = time.perf_counter() - started
-        per_turn.append(total - (model.model_seconds - model_before))
-        model_before = model.model_seconds
-    checkpoints = store.list_checkpoints(session.id)
-    shares = model.checkpoint_cache_shares
-    print(f"turns: {args.turns}  window: {args.window}  checkpoints: {len(checkpoints)}")
-    ms = sorted(t * 1e3 for t in per_turn)
-    print(
-        "harness overhead per turn (assemble + count + record + tool): "
-        f"median {statistics.median(ms):.1f} ms, p95 {ms[int(len(ms) * 0.95)]:.1f} ms, max {ms[-1]:.1f} ms"
+        harness = total - (model.model_seconds - before_model) - (tools.seconds - before_tools)
+        before_model, before_tools = model.model_seconds, tools.seconds
+        made = len(store.list_checkpoints(session.id))
+        if made == before_checkpoints:  # steps with a checkpoint turn are the checkpoint's cost, not a step's
+            per_step.append(harness / max(result.steps, 1))
+        before_checkpoints = made
+    ms = sorted(t * 1e3 for t in per_step)
+    return {
+        "steps_p50_ms": statistics.median(ms),
+        "steps_p95_ms": ms[int(len(ms) * 0.95)],
+        "checkpoints": float(before_checkpoints - checkpoints),
+        "turns": float(turns),
+    }
+
+
+def _run_at(revision: str, argv: list[str]) -> dict[str, float]:
+    """This script's measurement on another revision of Avibe (a git worktree), in a subprocess."""
+    root = Path(__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp(prefix="avibe-bench-rev-")) / "tree"
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "-q", "--detach", str(folder), revision], check=True
     )
-    print(f"model time (scripted, for scale): {model.model_seconds * 1e3:.1f} ms in all")
-    if shares:
-        print(
-            f"checkpoint requests' prompt tokens served by a prefix cache: min {min(shares):.1%}, "
-            f"median {statistics.median(shares):.1%} over {len(shares)} checkpoints"
-        )
+    try:
+        env = {**os.environ, "PYTHONPATH": str(folder / "src")}
+        out = subprocess.run(
+            [sys.executable, __file__, *argv, "--json"], env=env, check=True, capture_output=True, text=True
+        ).stdout
+        return dict(json.loads(out.splitlines()[-1]))
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(folder)], check=False)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--window", type=int, default=16_000)
+    parser.add_argument("--entries", type=int, default=10_000, help="record entries already in the session")
+    parser.add_argument("--checkpoints", type=int, default=100, help="checkpoints already stored")
+    parser.add_argument("--compare-with", metavar="REV", help="also measure this git revision, side by side")
+    parser.add_argument("--busy", action="store_true", help="measure with every core kept busy")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    hogs = busy_machine(600) if args.busy and not args.json else []
+    try:
+        sizes = ["--turns", str(args.turns), "--window", str(args.window), "--entries", str(args.entries),
+                 "--checkpoints", str(args.checkpoints)]  # fmt: skip
+        here = measure(args.turns, args.window, args.entries, args.checkpoints)
+        if args.json:
+            print(json.dumps(here))
+            return
+        other = _run_at(args.compare_with, sizes) if args.compare_with else None
+    finally:
+        for hog in hogs:
+            hog.kill()
+    print(f"turns {args.turns}, window {args.window}, a session of {args.entries} entries and "
+          f"{args.checkpoints} checkpoints{'; every core busy' if args.busy else ''}")  # fmt: skip
+    print("harness work per step (the model's and the tools' own time left out; checkpoint steps apart):")
+    print(f"  {'':24} {'p50 ms':>8} {'p95 ms':>8} {'checkpoints':>12}")
+    rows = [("this tree", here)] + ([(f"at {args.compare_with}", other)] if other else [])
+    for name, row in rows:
+        print(f"  {name:24} {row['steps_p50_ms']:8.2f} {row['steps_p95_ms']:8.2f} {row['checkpoints']:12.0f}")
+    if other:
+        print(f"  p50 ratio (this / {args.compare_with}): {here['steps_p50_ms'] / other['steps_p50_ms']:.2f}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ resumes after a crash or restart. Tool output lives here only, never in the reco
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from avibe.record.messages import ChatMessage, ToolCall
@@ -12,9 +12,17 @@ STATE_KEY = "live"
 
 
 def message_to_dict(message: ChatMessage) -> dict[str, Any]:
-    data = asdict(message)
-    data["tool_calls"] = [asdict(call) for call in message.tool_calls]
-    return data
+    """Field by field: `dataclasses.asdict` deep-copies every string, and this runs for the whole live
+    context after every step (the store copies the document anyway when it writes it)."""
+    return {
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls],
+        "tool_call_id": message.tool_call_id,
+        "name": message.name,
+        "seq": message.seq,
+        "kind": message.kind,
+    }
 
 
 def message_from_dict(data: dict[str, Any]) -> ChatMessage:
@@ -58,10 +66,18 @@ class LiveState:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["messages"] = [message_to_dict(m) for m in self.messages]
-        data["skills"] = [asdict(s) for s in self.skills]
-        return data
+        return {
+            "messages": [message_to_dict(m) for m in self.messages],
+            "last_seq": self.last_seq,
+            "turn_start": self.turn_start,
+            "turn_user_seqs": list(self.turn_user_seqs),
+            "skills": [{"name": s.name, "order": s.order} for s in self.skills],
+            "files_read": list(self.files_read),
+            "files_modified": list(self.files_modified),
+            "dismissed": list(self.dismissed),
+            "checkpointing": self.checkpointing,
+            "extra": dict(self.extra),
+        }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LiveState:
