@@ -135,13 +135,14 @@ def test_F3_write_only_lets_exactly_the_named_files_change(tmp_path: Path, workd
 
 
 def test_write_file_creates_parents_and_reports_the_change(workdir: Path, policy: PathPolicy) -> None:
-    result = WriteFile(policy).run({"path": "a/b/c.txt", "content": "one\ntwo\n"})
+    tool = WriteFile(policy)
+    result = tool.run({"path": "a/b/c.txt", "content": "one\ntwo\n"})
     assert not result.is_error
     assert (workdir / "a/b/c.txt").read_text() == "one\ntwo\n"
     assert result.files_modified == ("a/b/c.txt",)
     assert result.output == "created a/b/c.txt (8 bytes, 2 lines)"
-    again = WriteFile(policy).run({"path": "a/b/c.txt", "content": "three"})
-    assert again.output.startswith("overwrote a/b/c.txt")
+    again = tool.run({"path": "a/b/c.txt", "content": "three"})  # its own write: no read needed
+    assert again.output.startswith("overwrote a/b/c.txt"), again.output
     assert WriteFile(policy).run({"path": "a", "content": "x"}).is_error
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from avibe.tools import ListFiles, PathPolicy, SearchFiles
-from avibe.tools.search import MAX_LIST_ENTRIES, MAX_MATCHES
+from avibe.tools.base import MAX_OUTPUT_CHARS
+from avibe.tools.search import MAX_LIST_CHARS, MAX_LIST_ENTRIES, MAX_MATCHES, MAX_SEARCH_FILE_BYTES
 
 
 @pytest.fixture
@@ -52,7 +53,11 @@ def test_list_files_is_bounded(workdir: Path) -> None:
 
 def test_search_files_finds_lines_and_skips_binary_and_tool_folders(tree: Path) -> None:
     result = SearchFiles(PathPolicy.of(tree)).run({"pattern": r"def \w+\("})
-    assert result.output.splitlines() == ["src/app.py:1: def main():", "src/util.py:1: def helper():"]
+    assert result.output.splitlines() == [
+        "src/app.py:1: def main():",
+        "src/util.py:1: def helper():",
+        "[not searched: 1 binary (data.bin)]",
+    ]
     only = SearchFiles(PathPolicy.of(tree)).run({"pattern": "hello", "glob": "*.md"})
     assert only.output == "README.md:1: # hello project"
     one_file = SearchFiles(PathPolicy.of(tree)).run({"pattern": "return", "path": "src/app.py"})
@@ -84,3 +89,33 @@ def test_walks_do_not_follow_links_out_of_the_workdir(tmp_path: Path, workdir: P
     policy = PathPolicy.of(workdir)
     assert SearchFiles(policy).run({"pattern": "needle"}).output == "mine.txt:1: needle"
     assert ListFiles(policy).run({}).output == "mine.txt"
+
+
+def test_list_files_is_bounded_in_characters_and_says_how_many_entries_were_left_out(workdir: Path) -> None:
+    """Issue 11: a listing of long paths came back as 104,060 characters."""
+    deep = workdir / ("a_rather_long_folder_name_" * 4)
+    deep.mkdir()
+    for i in range(400):
+        (deep / f"{'x' * 120}_{i:03}.txt").write_text("")
+    output = ListFiles(PathPolicy.of(workdir)).run({}).output
+    lines = output.splitlines()
+    assert len(output) <= MAX_LIST_CHARS + 120 < MAX_OUTPUT_CHARS
+    shown = len(lines) - 1
+    assert lines[-1] == (
+        f"[listing cut at {shown} entries: {401 - shown} more left out; narrow it with path or pattern]"
+    )
+
+
+def test_search_files_says_which_files_it_skipped_and_why(workdir: Path) -> None:
+    (workdir / "big.csv").write_bytes(b"needle\n" + b"x" * MAX_SEARCH_FILE_BYTES)
+    for i in range(7):
+        (workdir / f"img{i}.png").write_bytes(b"needle\x00")
+    (workdir / "notes.txt").write_text("needle\n")
+    output = SearchFiles(PathPolicy.of(workdir)).run({"pattern": "needle"}).output
+    assert output.splitlines() == [
+        "notes.txt:1: needle",
+        "[not searched: 1 over 2 MB (big.csv); "
+        "7 binary (img0.png, img1.png, img2.png, img3.png, img4.png, and 2 more)]",
+    ]
+    none = SearchFiles(PathPolicy.of(workdir)).run({"pattern": "needle", "path": "big.csv"})
+    assert none.output == "(no line matches 'needle' in 'big.csv')\n[not searched: 1 over 2 MB (big.csv)]"

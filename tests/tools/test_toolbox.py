@@ -67,6 +67,22 @@ def test_unknown_tool_and_bad_arguments_become_error_results(
     assert not_object.is_error and "must be a JSON object" in not_object.output
 
 
+def test_the_default_file_tools_share_one_read_ledger(
+    workdir: Path, store: RecordStore, session_id: str
+) -> None:
+    """Issue 16: write_file overwrites only a file read in this session, whichever tool instance read it;
+    two sessions' tool sets do not share what they read."""
+    (workdir / "CHANGELOG.md").write_text("- 001\n")
+    box, other = _box(workdir, store, session_id), _box(workdir, store, session_id)
+    overwrite = ToolCall("w", "write_file", {"path": "CHANGELOG.md", "content": "- 002\n"})
+    assert box.dispatch(overwrite).is_error
+    other.dispatch(ToolCall("r0", "read_file", {"path": "CHANGELOG.md"}))
+    assert box.dispatch(overwrite).is_error  # another session's read does not count
+    box.dispatch(ToolCall("r1", "read_file", {"path": "CHANGELOG.md"}))
+    assert not box.dispatch(overwrite).is_error
+    assert (workdir / "CHANGELOG.md").read_text() == "- 002\n"
+
+
 def test_skills_dirs_are_readable_through_read_file(
     tmp_path: Path, workdir: Path, store: RecordStore, session_id: str
 ) -> None:
@@ -100,6 +116,7 @@ _json = st.recursive(
             [
                 "path",
                 "content",
+                "mode",
                 "old",
                 "new",
                 "pattern",

@@ -1,5 +1,10 @@
 """What every tool shares: argument checking, bounded output, paths kept inside their roots.
 
+Files are opened without following links (`open_nofollow`): the policy checks the resolved path, then
+the file is opened component by component from `/` with O_NOFOLLOW, so a folder or file swapped for a
+link after the check makes the open fail instead of leading out (issue 11). Writes also refuse a file
+with more than one hard link: its other name may be outside the working directory.
+
 A tool's `run` never lets a mistake the model can fix escape as an exception: bad arguments, bad paths
 and OS errors on the files it names become `ToolResult(is_error=True)` with a message saying what to
 do. Anything else that escapes is a harness bug.
@@ -7,9 +12,12 @@ do. Anything else that escapes is a harness bug.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import stat
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -37,6 +45,10 @@ SKIPPED_DIRS: Final = frozenset(
         ".tox",
     }
 )
+
+_NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
+_DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
+_PROC_FD: Final = Path("/proc/self/fd")
 
 _JSON_TYPES: Final = {"string": "a string", "integer": "an integer", "boolean": "true or false"}
 
@@ -137,6 +149,43 @@ class BaseTool(ABC):
     def _run(self, args: dict[str, Any]) -> ToolResult: ...
 
 
+def _enter(parent: int, name: str, make: bool) -> int:
+    """The folder `name` inside the folder `parent`, opened without following a link; created first
+    when `make` and it is missing."""
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=parent)
+    except FileNotFoundError:
+        if not make:
+            raise
+    with contextlib.suppress(FileExistsError):  # made meanwhile: opening it checks what it is
+        os.mkdir(name, 0o777, dir_fd=parent)
+    return os.open(name, _DIR_FLAGS, dir_fd=parent)
+
+
+def open_nofollow(path: Path, flags: int, *, make_parents: bool = False, mode: int = 0o644) -> int:
+    """A file descriptor for the absolute, already resolved `path`, opened openat-style: every folder
+    from `/` down and the file itself with O_NOFOLLOW, so a link anywhere on the way - one swapped in
+    after the path was checked - fails the open (ELOOP or ENOTDIR) instead of being followed."""
+    parts = path.parts
+    fd = os.open(parts[0], os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for name in parts[1:-1]:
+            child = _enter(fd, name, make_parents)
+            os.close(fd)
+            fd = child
+        return os.open(parts[-1], flags | _NOFOLLOW, mode, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def _opened_path(fd: int) -> Path | None:
+    """Where an open file really is, from /proc (None where there is no /proc)."""
+    try:
+        return Path(os.readlink(_PROC_FD / str(fd)))
+    except OSError:
+        return None
+
+
 def _inside(path: Path, root: Path) -> bool:
     return path == root or path.is_relative_to(root)
 
@@ -201,6 +250,75 @@ class PathPolicy:
         elif not _inside(path, self.workdir):
             raise ToolError(f"path '{raw}' resolves to {path}, outside the working directory {self.workdir}")
         return path
+
+    def open_readable(self, raw: str, flags: int = os.O_RDONLY) -> tuple[Path, int]:
+        """The resolved path and a descriptor of the regular file it names, opened without following
+        links (see `open_nofollow`); ToolError for a missing file, a folder or a link swapped in."""
+        path = self.readable(raw)
+        fd = self._open(raw, path, flags | os.O_NONBLOCK, make_parents=False)  # a FIFO must not block
+        return path, self._checked(raw, fd, self.readable, write=False)
+
+    def open_writable(self, raw: str, flags: int, *, create: bool = False) -> tuple[Path, int, bool]:
+        """Like `open_readable` for a file this policy lets change, plus whether this call created it
+        (`create`: a missing file is created exclusively, with its folders). Also refuses a file with
+        more than one hard link. One check, then the opens: the check is never repeated on a path an
+        open has just met as a link."""
+        path = self.writable(raw)
+        created = False
+        if create:
+            try:
+                fd = self._open(raw, path, flags | os.O_CREAT | os.O_EXCL, make_parents=True)
+                created = True
+            except FileExistsError:
+                fd = self._open(raw, path, flags, make_parents=False)
+        else:
+            fd = self._open(raw, path, flags, make_parents=False)
+        return path, self._checked(raw, fd, self.writable, write=True), created
+
+    @staticmethod
+    def _open(raw: str, path: Path, flags: int, *, make_parents: bool) -> int:
+        try:
+            return open_nofollow(path, flags, make_parents=make_parents)
+        except FileNotFoundError as exc:
+            raise ToolError(
+                f"'{raw}' does not exist; use list_files or search_files to find the right path"
+            ) from exc
+        except IsADirectoryError as exc:
+            raise ToolError(
+                f"'{raw}' is a directory; give a file path (list_files shows what it holds)"
+            ) from exc
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+                raise
+            raise ToolError(
+                f"'{raw}': something on the way to {path} is not a folder, or is a link that appeared "
+                "after the path was checked (links are not followed here)"
+            ) from exc
+
+    @staticmethod
+    def _checked(raw: str, fd: int, allowed: Callable[[str], Path], *, write: bool) -> int:
+        """The descriptor, once it is a regular file inside the allowed folders (checked again on the
+        open file, through /proc) and, for a write, has no second hard link; else closed, ToolError."""
+        try:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise ToolError(f"'{raw}' is a directory; give a file path (list_files shows what it holds)")
+            if not stat.S_ISREG(info.st_mode):
+                raise ToolError(
+                    f"'{raw}' is not a regular file; these tools read and write regular files only"
+                )
+            if write and info.st_nlink > 1:
+                raise ToolError(
+                    f"'{raw}' has {info.st_nlink} hard links (other names for the same file, maybe outside "
+                    "the working directory); refusing to change it through this one"
+                )
+            real = _opened_path(fd)
+            if real is not None:
+                allowed(str(real))
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
 
     def show(self, path: Path) -> str:
         """How a path is shown to the model and in file lists: relative to the workdir when inside."""

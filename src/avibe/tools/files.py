@@ -1,13 +1,23 @@
 """read_file, write_file, edit_file: text files inside the paths a PathPolicy allows.
 
 Each reports the files it read or changed (`files_read`, `files_modified`) so the checkpoint can carry
-the recent-files list (SPEC A2). Edits are exact string replacements: `old` must occur exactly once.
+the recent-files list (SPEC A2). Edits are exact string replacements: `old` must occur exactly once,
+and the result shows a short diff.
+
+Tools that do not destroy work (issue 16), as in Claude Code: write_file overwrites an existing file
+only when the model has read it in this session and it has not changed since (a `ReadLedger` shared
+by the three tools); appending (for logs and changelogs) and creating a file need no read. Files are
+opened without following links and never changed through a second hard link (PathPolicy, issue 11).
 """
 
 from __future__ import annotations
 
+import difflib
+import hashlib
+import io
+import os
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
@@ -16,46 +26,84 @@ from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, PathPolicy, cut_text, s
 
 DEFAULT_READ_LINES: Final = 400
 MAX_LINE_CHARS: Final = 2_000  # one minified line must not fill the output alone
+MAX_DIFF_LINES: Final = 40  # edit_file's diff: enough to check the edit, never a whole file
+MAX_DIFF_LINE_CHARS: Final = 200
+WRITE_MODES: Final = ("overwrite", "append")
 _BINARY_PROBE: Final = 8_192
 
+Seen = Literal["fresh", "unread", "changed"]
+Binary = io.BufferedReader | io.BufferedRandom  # what os.fdopen gives for "rb" and "r+b"
 
-def _check_text_file(path: Path, raw: str) -> None:
-    """ToolError for a folder, a missing file or a binary file (a NUL byte near the start)."""
-    if path.is_dir():
-        raise ToolError(f"'{raw}' is a directory; use list_files to see what it holds")
-    if not path.exists():
-        raise ToolError(f"'{raw}' does not exist; use list_files or search_files to find the right path")
-    with path.open("rb") as f:
-        if b"\x00" in f.read(_BINARY_PROBE):
-            raise ToolError(f"'{raw}' is a binary file; these tools read and edit text only")
+
+class ReadLedger:
+    """What the model has seen of each file in this session: resolved path -> sha256 of the file's
+    bytes when read_file last read it (any window of it) or write_file / edit_file last wrote it.
+
+    One ledger is shared by the session's read_file, write_file and edit_file (`default_tools`), so an
+    overwrite can tell a file the model knows from one it never read or that changed under it (the
+    user, a shell command, a background job). A hash, not mtime and size: a change within the
+    filesystem's timestamp granularity that keeps the size must still count."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, str] = {}
+
+    def note(self, path: Path, digest: str) -> None:
+        self._seen[path] = digest
+
+    def knows(self, path: Path) -> bool:
+        return path in self._seen
+
+    def seen(self, path: Path, digest: str) -> Seen:
+        """Whether the file, now with content `digest`, is as the model last saw it."""
+        if path not in self._seen:
+            return "unread"
+        return "fresh" if self._seen[path] == digest else "changed"
+
+
+def _digest(f: Binary) -> str:
+    """sha256 of the whole open file (from its start; the position is left at the end)."""
+    f.seek(0)
+    return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _digest_of(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _check_not_binary(head: bytes, raw: str) -> None:
+    if b"\x00" in head[:_BINARY_PROBE]:
+        raise ToolError(f"'{raw}' is a binary file; these tools read and edit text only")
 
 
 def _not_utf8(raw: str, exc: UnicodeDecodeError) -> ToolError:
     return ToolError(f"'{raw}' is not UTF-8 text (byte {exc.start}); these tools handle UTF-8 only")
 
 
-def _text_of(path: Path, raw: str) -> str:
+def _decode(data: bytes, raw: str) -> str:
     """The file's whole text, exactly (line endings kept)."""
-    _check_text_file(path, raw)
+    _check_not_binary(data, raw)
     try:
-        return path.read_bytes().decode("utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise _not_utf8(raw, exc) from exc
 
 
-def _window(path: Path, raw: str, offset: int, limit: int) -> tuple[list[str], int]:
+def _window(f: Binary, raw: str, offset: int, limit: int) -> tuple[list[str], int]:
     """Lines offset..offset+limit-1 (from 1) and the file's line count, streamed: a huge log is never
     held in memory whole."""
-    _check_text_file(path, raw)
+    _check_not_binary(f.read(_BINARY_PROBE), raw)
+    f.seek(0)
     shown: list[str] = []
     total = 0
+    text = io.TextIOWrapper(f, encoding="utf-8", newline="")
     try:
-        with path.open(encoding="utf-8", newline="") as f:
-            for total, line in enumerate(f, start=1):
-                if offset <= total < offset + limit:
-                    shown.append(line)
+        for total, line in enumerate(text, start=1):
+            if offset <= total < offset + limit:
+                shown.append(line)
     except UnicodeDecodeError as exc:
         raise _not_utf8(raw, exc) from exc
+    finally:
+        text.detach()  # the caller closes the file
     return shown, total
 
 
@@ -69,11 +117,30 @@ def _numbered(lines: list[str], first: int) -> str:
     return "\n".join(shown)
 
 
-class ReadFile(BaseTool):
-    """Text with line numbers, a window of lines at a time."""
+def _line_count(text: str) -> int:
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
-    def __init__(self, policy: PathPolicy) -> None:
+
+def _diff(before: str, after: str, shown: str) -> str:
+    """A short unified diff of an edit: at most MAX_DIFF_LINES lines, each cut to MAX_DIFF_LINE_CHARS."""
+    lines = [
+        line if len(line) <= MAX_DIFF_LINE_CHARS else f"{line[:MAX_DIFF_LINE_CHARS]} [line cut]"
+        for line in difflib.unified_diff(
+            before.splitlines(), after.splitlines(), f"a/{shown}", f"b/{shown}", n=2, lineterm=""
+        )
+    ]
+    if len(lines) > MAX_DIFF_LINES:
+        left = len(lines) - MAX_DIFF_LINES
+        lines = [*lines[:MAX_DIFF_LINES], f"[diff cut: {left} more lines; read_file shows the result]"]
+    return "\n".join(lines)
+
+
+class ReadFile(BaseTool):
+    """Text with line numbers, a window of lines at a time; notes what the model saw in the ledger."""
+
+    def __init__(self, policy: PathPolicy, ledger: ReadLedger | None = None) -> None:
         self._policy = policy
+        self._ledger = ledger or ReadLedger()
         self._spec = ToolSpec(
             name="read_file",
             description=(
@@ -91,11 +158,13 @@ class ReadFile(BaseTool):
         )
 
     def _run(self, args: dict[str, Any]) -> ToolResult:
-        path = self._policy.readable(args["path"])
         offset, limit = args.get("offset", 1), args.get("limit", DEFAULT_READ_LINES)
         if offset < 1 or limit < 1:
             raise ToolError("read_file: offset and limit must be 1 or more")
-        shown, total = _window(path, args["path"], offset, limit)
+        path, fd = self._policy.open_readable(args["path"])
+        with os.fdopen(fd, "rb") as f:
+            shown, total = _window(f, args["path"], offset, limit)
+            self._ledger.note(path, _digest(f))
         return ToolResult(output=self._render(total, shown, offset), files_read=(self._policy.show(path),))
 
     def _render(self, total: int, shown: list[str], offset: int) -> str:
@@ -111,47 +180,93 @@ class ReadFile(BaseTool):
 
 
 class WriteFile(BaseTool):
-    """Create or overwrite a whole file; parent folders are created."""
+    """Create a file, overwrite one the model has read (and that has not changed since), or append."""
 
-    def __init__(self, policy: PathPolicy) -> None:
+    def __init__(self, policy: PathPolicy, ledger: ReadLedger | None = None) -> None:
         self._policy = policy
+        self._ledger = ledger or ReadLedger()
         self._spec = ToolSpec(
             name="write_file",
             description=(
-                "Write a whole text file (created with its folders, or overwritten). "
-                "To change part of an existing file, use edit_file."
+                "Write a whole text file (created with its folders). An existing file is overwritten "
+                "only after you read it with read_file; mode=append adds to its end instead (logs, "
+                "changelogs; no read needed). To change part of a file, use edit_file."
             ),
             parameters=schema(
                 {
                     "path": ("string", "file path, relative to the working directory"),
-                    "content": ("string", "the complete new content of the file"),
+                    "content": ("string", "the complete new content (with mode=append: the text to add)"),
+                    "mode": ("string", "overwrite (default) or append"),
                 },
                 required=["path", "content"],
             ),
         )
 
     def _run(self, args: dict[str, Any]) -> ToolResult:
-        path = self._policy.writable(args["path"])
-        if path.is_dir():
-            raise ToolError(f"'{args['path']}' is a directory; give a file path")
-        existed = path.exists()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = args["content"].encode("utf-8")
-        path.write_bytes(data)
+        raw, content, mode = args["path"], args["content"], args.get("mode", "overwrite").strip().lower()
+        if mode not in WRITE_MODES:
+            raise ToolError(f"write_file: mode must be overwrite or append, got {mode!r:.40}")
+        flags = os.O_RDWR | (os.O_APPEND if mode == "append" else 0)
+        path, fd, created = self._policy.open_writable(raw, flags, create=True)
+        with os.fdopen(fd, "r+b") as f:
+            if created:
+                verb, data = "created", self._put(f, content)
+            elif mode == "append":
+                verb, data = "appended to", self._append(f, path, content)
+            else:
+                verb, data = "overwrote", self._overwrite(f, path, raw, content)
+            f.flush()
+            if verb != "appended to":  # the model wrote all of it: it knows the whole file
+                self._ledger.note(path, _digest_of(data))
         shown = self._policy.show(path)
-        verb = "overwrote" if existed else "created"
-        content = args["content"]
-        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        lines = _line_count(content)
         return ToolResult(
             output=f"{verb} {shown} ({len(data)} bytes, {lines} lines)", files_modified=(shown,)
         )
 
+    def _overwrite(self, f: Binary, path: Path, raw: str, content: str) -> bytes:
+        seen = self._ledger.seen(path, _digest(f))
+        if f.tell() and seen != "fresh":  # an empty file has nothing to lose
+            why = (
+                "you have not read it in this session" if seen == "unread" else "it changed since you read it"
+            )
+            raise ToolError(
+                f"write_file: '{raw}' exists and {why}; overwriting would replace all of it. Read it "
+                "with read_file first, change part of it with edit_file, or add to its end with "
+                "mode=append."
+            )
+        f.seek(0)
+        f.truncate()
+        return self._put(f, content)
+
+    @staticmethod
+    def _put(f: Binary, content: str) -> bytes:
+        data = content.encode("utf-8")
+        f.write(data)
+        return data
+
+    def _append(self, f: Binary, path: Path, content: str) -> bytes:
+        """Append (the file is open with O_APPEND); a line break goes first when the file does not end
+        with one, so a log's last line is not run on. The ledger follows only a file the model knew."""
+        fresh = self._ledger.knows(path) and self._ledger.seen(path, _digest(f)) == "fresh"
+        size = f.seek(0, os.SEEK_END)
+        if size and not content.startswith("\n"):
+            f.seek(size - 1)
+            if f.read(1) != b"\n":
+                content = "\n" + content
+        data = self._put(f, content)
+        if fresh:
+            f.flush()
+            self._ledger.note(path, _digest(f))
+        return data
+
 
 class EditFile(BaseTool):
-    """Replace one exact occurrence of a string."""
+    """Replace one exact occurrence of a string; the result shows a short diff."""
 
-    def __init__(self, policy: PathPolicy) -> None:
+    def __init__(self, policy: PathPolicy, ledger: ReadLedger | None = None) -> None:
         self._policy = policy
+        self._ledger = ledger or ReadLedger()
         self._spec = ToolSpec(
             name="edit_file",
             description=(
@@ -170,29 +285,43 @@ class EditFile(BaseTool):
 
     def _run(self, args: dict[str, Any]) -> ToolResult:
         raw, old, new = args["path"], args["old"], args["new"]
-        path = self._policy.writable(raw)
         if not old:
             raise ToolError("edit_file: `old` is empty; give the exact text to replace")
         if old == new:
             raise ToolError("edit_file: `old` and `new` are the same; nothing would change")
-        text = _text_of(path, raw)
-        count = text.count(old)
-        if count == 0:
-            raise ToolError(
-                f"edit_file: `old` was not found in {raw}; read the file and copy the exact text "
-                "(whitespace and line breaks matter, line numbers are not part of the text)"
-            )
-        if count > 1:
-            raise ToolError(
-                f"edit_file: `old` occurs {count} times in {raw}; include more of the surrounding "
-                "lines so it occurs exactly once"
-            )
-        start = text.index(old)
-        path.write_bytes((text[:start] + new + text[start + len(old) :]).encode("utf-8"))
+        path, fd, _ = self._policy.open_writable(raw, os.O_RDWR)
+        with os.fdopen(fd, "r+b") as f:
+            before = f.read()
+            text = _decode(before, raw)
+            start = _only_occurrence(text, old, raw)
+            after = text[:start] + new + text[start + len(old) :]
+            f.seek(0)
+            f.truncate()
+            f.write(after.encode("utf-8"))
+        # An edit proves the model knew `old`, not the whole file: the ledger follows only a file it knew.
+        if self._ledger.seen(path, _digest_of(before)) == "fresh":
+            self._ledger.note(path, _digest_of(after.encode("utf-8")))
         shown = self._policy.show(path)
         first = text.count("\n", 0, start) + 1
         last = first + new.count("\n")
         return ToolResult(
-            output=f"edited {shown}: replaced 1 occurrence (now lines {first}-{last})",
+            output=f"edited {shown}: replaced 1 occurrence (now lines {first}-{last})\n"
+            + _diff(text, after, shown),
             files_modified=(shown,),
         )
+
+
+def _only_occurrence(text: str, old: str, raw: str) -> int:
+    """Where `old` starts in `text`; ToolError unless it occurs exactly once."""
+    count = text.count(old)
+    if count == 0:
+        raise ToolError(
+            f"edit_file: `old` was not found in {raw}; read the file and copy the exact text "
+            "(whitespace and line breaks matter, line numbers are not part of the text)"
+        )
+    if count > 1:
+        raise ToolError(
+            f"edit_file: `old` occurs {count} times in {raw}; include more of the surrounding "
+            "lines so it occurs exactly once"
+        )
+    return text.index(old)

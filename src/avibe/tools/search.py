@@ -1,7 +1,9 @@
 """list_files and search_files: bounded walks over the readable folders.
 
 Both skip version-control, virtual-env and dependency folders (SKIPPED_DIRS), never follow a link out of
-the allowed folders, and stop at a fixed number of results with a note saying how to narrow the query.
+the allowed folders, and stop at a fixed number of results (and characters) with a note saying how much
+was left out and how to narrow the query. search_files also says which files it did not search and why
+(binary, over 2 MB, unreadable), never skipping silently (issue 11).
 """
 
 from __future__ import annotations
@@ -22,9 +24,13 @@ from avibe.tools.base import SKIPPED_DIRS, BaseTool, PathPolicy, cut_text, schem
 log = logging.getLogger(__name__)
 
 MAX_LIST_ENTRIES: Final = 500
+MAX_LIST_CHARS: Final = 8_000  # about 2,000 tokens: a listing must not crowd out a small window
+MAX_COUNTED: Final = 100_000  # past this many left-out entries, the note says "at least"
 MAX_MATCHES: Final = 200
 MAX_MATCH_LINE_CHARS: Final = 300
 MAX_SEARCH_FILE_BYTES: Final = 2_000_000  # larger files are data, not source: skipped by search
+SKIPPED_SHOWN: Final = 5  # names shown per reason in search_files' note
+_BINARY_PROBE: Final = 8_192
 
 
 def _walk(policy: PathPolicy, top: Path) -> Iterator[tuple[Path, bool]]:
@@ -86,14 +92,24 @@ class ListFiles(BaseTool):
         if top.is_file():
             return ToolResult(output=self._policy.show(top))
         shown: list[str] = []
+        chars = left = 0
         for path, is_dir in _walk(self._policy, top):
             rel = path.relative_to(top).as_posix()
             if (is_dir and pattern) or not _matches(pattern, rel):
                 continue
-            if len(shown) == MAX_LIST_ENTRIES:
-                shown.append(f"[listing cut at {MAX_LIST_ENTRIES} entries; narrow it with path or pattern]")
-                break
-            shown.append(self._policy.show(path) + ("/" if is_dir else ""))
+            entry = self._policy.show(path) + ("/" if is_dir else "")
+            if left or len(shown) == MAX_LIST_ENTRIES or chars + len(entry) + 1 > MAX_LIST_CHARS:
+                left += 1  # counted, not shown: the note says how much is missing
+                if left == MAX_COUNTED:
+                    break
+                continue
+            shown.append(entry)
+            chars += len(entry) + 1
+        if left:
+            more = f"at least {left}" if left == MAX_COUNTED else str(left)
+            shown.append(
+                f"[listing cut at {len(shown)} entries: {more} more left out; narrow it with path or pattern]"
+            )
         return ToolResult(output="\n".join(shown) if shown else f"(nothing found in '{raw}')")
 
 
@@ -126,13 +142,16 @@ class SearchFiles(BaseTool):
         raw = args.get("path", ".")
         top = _folder(self._policy, raw)
         hits: list[str] = []
+        skipped: dict[str, list[str]] = {}
         for path in self._files(top, args.get("glob")):
-            if self._search(path, regex, hits):
+            if self._search(path, regex, hits, skipped):
                 hits.append(f"[search cut at {MAX_MATCHES} matches; narrow it with path, glob or pattern]")
                 break
+        note = _skipped_note(skipped)
         if not hits:
-            return ToolResult(output=f"(no line matches {args['pattern']!r} in '{raw}')")
-        return ToolResult(output=cut_text("\n".join(hits), "narrow the search with path, glob or pattern"))
+            return ToolResult(output=f"(no line matches {args['pattern']!r} in '{raw}')" + note)
+        body = cut_text("\n".join(hits), "narrow the search with path, glob or pattern")
+        return ToolResult(output=body + note)
 
     def _files(self, top: Path, pattern: str | None) -> Iterator[Path]:
         if top.is_file():
@@ -142,21 +161,43 @@ class SearchFiles(BaseTool):
             if not is_dir and _matches(pattern, path.relative_to(top).as_posix()):
                 yield path
 
-    def _search(self, path: Path, regex: re.Pattern[str], hits: list[str]) -> bool:
-        """Append this file's matching lines; True once the match limit is reached."""
-        try:
-            if path.stat().st_size > MAX_SEARCH_FILE_BYTES:
-                return False
-            data = path.read_bytes()
-        except OSError as exc:  # one unreadable file must not end the whole search
-            log.info("search_files skipped %s: %s", path, exc)
-            return False
-        if b"\x00" in data[:8192]:
-            return False  # binary
+    def _search(
+        self, path: Path, regex: re.Pattern[str], hits: list[str], skipped: dict[str, list[str]]
+    ) -> bool:
+        """Append this file's matching lines (or why it was skipped); True once the match limit is
+        reached."""
         shown = self._policy.show(path)
+        data = self._read(path)
+        if isinstance(data, str):
+            skipped.setdefault(data, []).append(shown)
+            return False
         for number, line in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
             if regex.search(line):
                 if len(hits) == MAX_MATCHES:
                     return True
                 hits.append(f"{shown}:{number}: {line[:MAX_MATCH_LINE_CHARS]}")
         return False
+
+    def _read(self, path: Path) -> bytes | str:
+        """The file's bytes, or why it is not searched. Opened without following links (PathPolicy)."""
+        try:
+            _, fd = self._policy.open_readable(str(path))
+            with os.fdopen(fd, "rb") as f:
+                if os.fstat(f.fileno()).st_size > MAX_SEARCH_FILE_BYTES:
+                    return f"over {MAX_SEARCH_FILE_BYTES // 1_000_000} MB"
+                data = f.read()
+        except (ToolError, OSError) as exc:  # one unreadable file must not end the whole search
+            log.info("search_files skipped %s: %s", path, exc)
+            return "unreadable"
+        return "binary" if b"\x00" in data[:_BINARY_PROBE] else data
+
+
+def _skipped_note(skipped: dict[str, list[str]]) -> str:
+    """ "[not searched: 2 binary (a.png, b.png); 1 over 2 MB (data.csv)]", or "" when none was skipped."""
+    if not skipped:
+        return ""
+    parts = []
+    for reason, names in skipped.items():
+        more = f", and {len(names) - SKIPPED_SHOWN} more" if len(names) > SKIPPED_SHOWN else ""
+        parts.append(f"{len(names)} {reason} ({', '.join(names[:SKIPPED_SHOWN])}{more})")
+    return f"\n[not searched: {'; '.join(parts)}]"

@@ -10,7 +10,7 @@ from avibe.ports import RecordStore, Tool, ToolResult
 from avibe.record.messages import ToolCall, ToolSpec
 from avibe.sources.background import BackgroundJobs
 from avibe.tools.base import PathPolicy, check_arguments
-from avibe.tools.files import EditFile, ReadFile, WriteFile
+from avibe.tools.files import EditFile, ReadFile, ReadLedger, WriteFile
 from avibe.tools.record_query import RecordQuery
 from avibe.tools.search import ListFiles, SearchFiles
 from avibe.tools.shell import Shell
@@ -65,10 +65,11 @@ def default_tools(
     """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
     shell (background commands when `jobs` is given), skill_load, record_query."""
     policy = PathPolicy.of(workdir, read_roots=[*read_roots, *(d for d in skill_dirs if d.is_dir())])
+    ledger = ReadLedger()  # what this session read: write_file overwrites only a file read and unchanged
     return [
-        ReadFile(policy),
-        WriteFile(policy),
-        EditFile(policy),
+        ReadFile(policy, ledger),
+        WriteFile(policy, ledger),
+        EditFile(policy, ledger),
         ListFiles(policy),
         SearchFiles(policy),
         Shell(workdir, jobs),
