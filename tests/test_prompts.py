@@ -15,21 +15,23 @@ from pathlib import Path
 import pytest
 
 from avibe import prompts
-from avibe.prompts import fields, names, render, template
+from avibe.prompts import fields, fill, names, render, template
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "avibe"
-LOADERS = {"render", "template", "fields"}  # the functions of avibe.prompts that take a template name
+LOADERS = {"render", "fill", "template", "fields"}  # the functions of avibe.prompts taking a template name
+FILLERS = {"render", "fill"}  # ... and those that take its fields
 
 
 @dataclass(frozen=True, slots=True)
 class Use:
     name: str
     where: str
-    keywords: frozenset[str] | None  # None: not a render call, or one with **fields (not checked)
+    keywords: frozenset[str] | None  # None: not a render/fill call, or one with **fields (not checked)
 
 
 def _uses(source: str, where: str) -> list[Use]:
-    """Every call `render("x", ...)` / `template("x")` / `fields("x")` (also as `prompts.render(...)`)."""
+    """Every call `render("x", ...)` / `fill("x", ...)` / `template("x")` / `fields("x")` (also as
+    `prompts.render(...)`)."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Call) or not node.args:
@@ -40,7 +42,7 @@ def _uses(source: str, where: str) -> list[Use]:
         if called not in LOADERS or not isinstance(first, ast.Constant) or not isinstance(first.value, str):
             continue
         keywords = None
-        if called == "render" and all(k.arg is not None for k in node.keywords):
+        if called in FILLERS and all(k.arg is not None for k in node.keywords):
             keywords = frozenset(k.arg for k in node.keywords if k.arg is not None)
         found.append(Use(first.value, f"{where}:{node.lineno}", keywords))
     return found
@@ -69,7 +71,7 @@ def test_every_template_named_in_code_exists() -> None:
 
 def test_every_render_call_passes_exactly_the_templates_fields() -> None:
     wrong = [
-        f"{use.where}: render({use.name!r}) passes {sorted(use.keywords)}, the template has "
+        f"{use.where}: {use.name!r} is filled with {sorted(use.keywords)}, the template has "
         f"{sorted(fields(use.name))}"
         for use in _all_uses()
         if use.keywords is not None and use.name in names() and use.keywords != fields(use.name)
@@ -85,6 +87,7 @@ def test_each_template_renders_with_its_documented_fields(name: str) -> None:
     for value in values.values():
         assert value in text  # every field lands in the text
     assert "$" not in text.replace("$$", "")  # no field left unfilled (a typo like `$ name`)
+    assert fill(name, **values).strip() + "\n" == text  # a message is its piece, stripped
 
 
 def test_render_refuses_a_missing_or_an_unknown_field() -> None:
@@ -92,6 +95,8 @@ def test_render_refuses_a_missing_or_an_unknown_field() -> None:
         render("current_request")
     with pytest.raises(KeyError):
         render("current_request", seqs="#3", extra="x")
+    with pytest.raises(KeyError):
+        fill("recollection_files", files="a.py", extra="x")
     with pytest.raises(FileNotFoundError):
         template("no_such_template")
 

@@ -26,6 +26,7 @@ from avibe.checkpoint.mind import mission_ids, mission_lines, parse_mind, sectio
 from avibe.checkpoint.model import Checkpoint, CheckpointDraft, MemoItem, Problem
 from avibe.checkpoint.scene import parse_scene
 from avibe.ports import TokenCounter
+from avibe.prompts import fill
 from avibe.record.entries import Entry
 
 __all__ = ["Checkpoint", "CheckpointDraft", "MemoItem", "Problem", "repair_request", "validate"]
@@ -134,7 +135,5 @@ def repair_request(problems: Sequence[Problem]) -> str:
     if not problems:
         raise ValueError("repair_request needs at least one problem")
     noun = "problem" if len(problems) == 1 else "problems"
-    lines = [f"Avibe checked your checkpoint and found {len(problems)} {noun}. Fix all of them now:"]
-    lines += [f"{n}. In the {_WHERE.get(p.part, p.part)}: {p.message}" for n, p in enumerate(problems, 1)]
-    lines.append("Change only what these problems name; keep everything else as it is.")
-    return "\n".join(lines)
+    lines = [f"{n}. In the {_WHERE.get(p.part, p.part)}: {p.message}" for n, p in enumerate(problems, 1)]
+    return fill("repair_problems", count=f"{len(problems)} {noun}", problems="\n".join(lines))

@@ -18,7 +18,7 @@ from typing import Final
 
 from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.model import Checkpoint, MemoItem
-from avibe.prompts import render
+from avibe.prompts import fill, render
 from avibe.record.messages import ChatMessage
 from avibe.record.sources import looks_like_tag
 
@@ -28,7 +28,7 @@ _BLANK_RUNS: Final = re.compile(r"\n{3,}")
 
 def system_prompt(identity: str, rules: str, skill_catalogue: str, agents_md: str = "") -> str:
     """F4 (1): identity, rules, skill catalogue and the user's AGENTS.md - rebuilt every turn."""
-    agents = f"\n# The user's AGENTS.md\n{agents_md.strip()}" if agents_md.strip() else ""
+    agents = "\n" + fill("agents_md", agents_md=agents_md.strip()) if agents_md.strip() else ""
     return render(
         "system_prompt",
         identity=identity.strip(),
@@ -63,8 +63,11 @@ def _mind(mind: str) -> str:
 def _skills(skills: Sequence[PutBackSkill]) -> str:
     if not skills:
         return ""
-    parts = [f"### Skill {s.name} (put back{', cut' if s.cut else ''})\n{s.text.strip()}" for s in skills]
-    return "\n## Skills I had loaded\n" + "\n\n".join(parts) + "\n"
+    parts = [
+        fill("recollection_skill", name=s.name, cut=", cut" if s.cut else "", text=s.text.strip())
+        for s in skills
+    ]
+    return "\n" + fill("recollection_skills", skills="\n\n".join(parts)) + "\n"
 
 
 def _current(seqs: Sequence[int]) -> str:
@@ -96,8 +99,8 @@ def recollection(
         scene=checkpoint.scene.strip(),
         current=_current(current_request_seqs),
         skills=_skills(skills),
-        files=f"\n## Files\n{files.strip()}\n" if files.strip() else "",
-        pointer=f"\n## The record\n{pointer.strip()}\n" if pointer.strip() else "",
+        files="\n" + fill("recollection_files", files=files.strip()) + "\n" if files.strip() else "",
+        pointer="\n" + fill("recollection_record", pointer=pointer.strip()) + "\n" if pointer.strip() else "",
     )
 
 

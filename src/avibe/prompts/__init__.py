@@ -15,8 +15,10 @@ computed from the state they describe.
 API:
     names() -> tuple[str, ...]            every template of the package, sorted
     fields(name: str) -> frozenset[str]    the `$name` fields of a template
-    template(name: str) -> Template        raises FileNotFoundError for an unknown name
-    render(name: str, **fields: object) -> str   filled in, stripped, one trailing newline
+    template(name: str) -> Template        the file's text without its final newline; FileNotFoundError
+                                           for an unknown name
+    render(name: str, **fields: object) -> str   filled in, stripped, one trailing newline (a message)
+    fill(name: str, **fields: object) -> str     filled in as it stands (a piece of a larger text)
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ def names() -> tuple[str, ...]:
 
 @cache
 def template(name: str) -> Template:
-    """The template `<name>.md` of this package (raises FileNotFoundError for an unknown name)."""
-    return Template(files(__name__).joinpath(f"{name}{SUFFIX}").read_text(encoding="utf-8"))
+    """The template `<name>.md` of this package, without the file's final newline (raises
+    FileNotFoundError for an unknown name)."""
+    text = files(__name__).joinpath(f"{name}{SUFFIX}").read_text(encoding="utf-8")
+    return Template(text.removesuffix("\n"))
 
 
 def fields(name: str) -> frozenset[str]:
@@ -46,10 +50,15 @@ def fields(name: str) -> frozenset[str]:
     return frozenset(template(name).get_identifiers())
 
 
-def render(name: str, **values: object) -> str:
-    """The template filled in, stripped, with one trailing newline. A missing field raises KeyError, and
-    so does a field the template does not have (both are bugs in the caller, never data)."""
+def fill(name: str, /, **values: object) -> str:
+    """The template filled in as it stands (for a piece joined into a larger text). A missing field
+    raises KeyError, and so does a field the template does not have (both are bugs in the caller)."""
     unknown = set(values) - fields(name)
     if unknown:
         raise KeyError(f"template {name!r} has no field {', '.join(sorted(unknown))}")
-    return template(name).substitute({key: str(value) for key, value in values.items()}).strip() + "\n"
+    return template(name).substitute({key: str(value) for key, value in values.items()})
+
+
+def render(name: str, /, **values: object) -> str:
+    """The template filled in (see `fill`), stripped, with one trailing newline: a whole message."""
+    return fill(name, **values).strip() + "\n"
