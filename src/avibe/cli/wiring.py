@@ -205,7 +205,7 @@ def _agents_md(workdir: Path) -> str:
     return path.read_text(encoding="utf-8") if path.is_file() else ""
 
 
-class _JobsSource:
+class JobsSource:
     """Background jobs as one of the host's input sources: a finished job posts a callback input."""
 
     def __init__(self, jobs: BackgroundJobs) -> None:
@@ -314,7 +314,7 @@ def open_session(
         skill_text=current_skill,
     )
     host = SessionHost(store, session.id, vibey, clock, events)
-    host.add_source(_JobsSource(jobs))
+    host.add_source(JobsSource(jobs))
     try:
         yield HostedSession(host, vibey, store)
     finally:
