@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
-from avibe.record.entries import Entry, EntryQuery, NewEntry, SessionInfo
+from avibe.record.entries import Entry, EntryQuery, NewEntry, SessionInfo, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
 
@@ -93,3 +93,11 @@ class Tool(Protocol):
 @runtime_checkable
 class Clock(Protocol):
     def now(self) -> datetime: ...
+
+
+class Delivery(Protocol):
+    """Hands an input that did not come from the person typing (a background command's completion, a
+    watch ...) to the session's record with its source, and returns the stored entry (T1). Adapters in
+    avibe/sources get one passed in instead of calling the orchestration's ingress (DESIGN layers)."""
+
+    def __call__(self, source: Source, text: str) -> Entry: ...

@@ -1,5 +1,6 @@
 """Background shell commands: their completion arrives later as a tagged callback input carrying the
-command's id (SPEC S3, T1, N7), delivered through ingress into the real record."""
+command's id (SPEC S3, T1, N7), handed to the Delivery port (here the real ingress into the real
+record). Each test runs in the default sandbox (real bubblewrap) and in full-access."""
 
 from __future__ import annotations
 
@@ -9,19 +10,37 @@ from pathlib import Path
 
 import pytest
 
-from avibe.ports import RecordStore
+from avibe.ports import Delivery, RecordStore
 from avibe.record.entries import EntryQuery
 from avibe.record.sources import render_entry_text
 from avibe.sources.background import BackgroundJobs
-from avibe.sources.process import group_alive
 from avibe.tools import Shell
+from avibe.tools.sandbox import SandboxPolicy
 
 
 @pytest.fixture
-def jobs(store: RecordStore, session_id: str, workdir: Path, tmp_path: Path) -> Iterator[BackgroundJobs]:
-    manager = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "bg-logs")
+def jobs(
+    delivery: Delivery, store: RecordStore, session_id: str, policy: SandboxPolicy, tmp_path: Path
+) -> Iterator[BackgroundJobs]:
+    manager = BackgroundJobs(delivery, store, session_id, policy, log_dir=tmp_path / "bg-logs")
     yield manager
     manager.kill_all("test ended")
+
+
+def _running(marker: str) -> bool:
+    """True while a `sleep` whose argument holds `marker` runs (zombies are gone)."""
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+            if argv[0] == b"sleep" and marker.encode() in argv[1] and "Z" not in _state(cmdline.parent):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _state(proc_dir: Path) -> str:
+    return proc_dir.joinpath("stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
 def _eventually(check: Callable[[], bool], within_s: float = 10.0) -> bool:
@@ -40,9 +59,9 @@ def _callbacks(store: RecordStore, session_id: str) -> list[str]:
 
 
 def test_S3_background_command_returns_its_id_and_completion_arrives_as_a_callback(
-    jobs: BackgroundJobs, store: RecordStore, session_id: str, workdir: Path
+    jobs: BackgroundJobs, store: RecordStore, session_id: str, workdir: Path, policy: SandboxPolicy
 ) -> None:
-    shell = Shell(workdir, jobs)
+    shell = Shell(workdir, jobs, sandbox=policy)
     started = shell.run({"command": "echo hello; sleep 0.2; exit 3", "background": True})
     assert not started.is_error
     assert started.output.startswith("started bg-1 in the background")
@@ -61,10 +80,15 @@ def test_S3_background_command_returns_its_id_and_completion_arrives_as_a_callba
 
 
 def test_ids_are_never_reused_across_a_restart_and_lost_jobs_are_reported(
-    jobs: BackgroundJobs, store: RecordStore, session_id: str, workdir: Path, tmp_path: Path
+    jobs: BackgroundJobs,
+    delivery: Delivery,
+    store: RecordStore,
+    session_id: str,
+    policy: SandboxPolicy,
+    tmp_path: Path,
 ) -> None:
     first = jobs.start("sleep 30")
-    restarted = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "bg-logs-2")
+    restarted = BackgroundJobs(delivery, store, session_id, policy, log_dir=tmp_path / "bg-logs-2")
     lost = restarted.collect_finished()
     assert [(f.id, f.outcome) for f in lost] == [(first.id, "lost")]
     assert "result is unknown" in lost[0].entry.text
@@ -73,32 +97,34 @@ def test_ids_are_never_reused_across_a_restart_and_lost_jobs_are_reported(
 
 
 def test_a_background_timeout_kills_the_group_and_is_delivered(jobs: BackgroundJobs) -> None:
-    job = jobs.start("sleep 30", timeout_s=1)
-    pgid = jobs._jobs[job.id].proc.pid
+    job = jobs.start("sleep 30.0411", timeout_s=1)
+    assert _eventually(lambda: _running("30.0411"))
     assert jobs.wait_for_any(30)
     finished = jobs.collect_finished()
     assert [(f.id, f.outcome, f.exit_code) for f in finished] == [(job.id, "timed out", None)]
     assert "its process group was killed" in finished[0].entry.text
-    assert _eventually(lambda: not group_alive(pgid))
+    assert not _running("30.0411")  # gone by the time the callback is delivered
 
 
 def test_kill_all_stops_running_jobs_and_records_why(
     jobs: BackgroundJobs, store: RecordStore, session_id: str
 ) -> None:
-    job = jobs.start("sleep 30 & sleep 30; wait")
-    pgid = jobs._jobs[job.id].proc.pid
+    job = jobs.start("sleep 30.0412 & setsid sleep 30.0413 & sleep 30.0414; wait")
+    assert _eventually(lambda: all(_running(f"30.041{n}") for n in (2, 3, 4)))
     killed = jobs.kill_all("Avibe shut down")
     assert [(f.id, f.outcome) for f in killed] == [(job.id, "killed")]
-    assert _eventually(lambda: not group_alive(pgid))
+    # setsid left the process group: the sandbox's PID namespace (or, in full-access, the run's mark)
+    # still finds it
+    assert _eventually(lambda: not any(_running(f"30.041{n}") for n in (2, 3, 4)), within_s=2)
     assert "was killed (Avibe shut down)" in _callbacks(store, session_id)[-1]
     assert jobs.running() == []
 
 
 def test_too_many_background_commands_is_an_error_the_model_can_act_on(
-    store: RecordStore, session_id: str, workdir: Path, tmp_path: Path
+    delivery: Delivery, store: RecordStore, session_id: str, policy: SandboxPolicy, tmp_path: Path
 ) -> None:
-    jobs = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "logs", max_running=1)
-    shell = Shell(workdir, jobs)
+    jobs = BackgroundJobs(delivery, store, session_id, policy, log_dir=tmp_path / "logs", max_running=1)
+    shell = Shell(policy.workdir, jobs, sandbox=policy)
     assert not shell.run({"command": "sleep 30", "background": True}).is_error
     refused = shell.run({"command": "sleep 30", "background": True})
     assert refused.is_error and "already run (bg-1)" in refused.output
@@ -106,9 +132,9 @@ def test_too_many_background_commands_is_an_error_the_model_can_act_on(
 
 
 def test_binary_output_is_stored_safely_and_tail_is_bounded(
-    store: RecordStore, session_id: str, workdir: Path, tmp_path: Path
+    delivery: Delivery, store: RecordStore, session_id: str, policy: SandboxPolicy, tmp_path: Path
 ) -> None:
-    jobs = BackgroundJobs(store, session_id, workdir, log_dir=tmp_path / "logs", tail_chars=100)
+    jobs = BackgroundJobs(delivery, store, session_id, policy, log_dir=tmp_path / "logs", tail_chars=100)
     jobs.start("head -c 5000 /dev/zero | tr '\\0' y; printf 'a\\0b'; echo END")
     assert jobs.wait_for_any(30)
     entry = jobs.collect_finished()[0].entry
@@ -125,18 +151,28 @@ def test_waiting_gives_up_at_its_timeout_while_the_job_runs(jobs: BackgroundJobs
 
 
 def test_processes_a_finished_background_command_left_behind_are_stopped(jobs: BackgroundJobs) -> None:
-    jobs.start("sleep 30 > /dev/null 2>&1 & echo parent done")
+    jobs.start("sleep 30.0415 > /dev/null 2>&1 & setsid sleep 30.0416 & echo parent done")
     assert jobs.wait_for_any(30)
     finished = jobs.collect_finished()[0]
     assert finished.exit_code == 0
     assert "processes it left running were stopped" in finished.entry.text
     assert "parent done" in finished.entry.text
+    assert _eventually(lambda: not _running("30.0415") and not _running("30.0416"), within_s=2)
 
 
-def test_a_lost_job_names_its_process_group(
-    jobs: BackgroundJobs, store: RecordStore, session_id: str, workdir: Path
+def test_a_lost_job_says_whether_it_can_still_run(
+    jobs: BackgroundJobs, delivery: Delivery, store: RecordStore, session_id: str, policy: SandboxPolicy
 ) -> None:
     job = jobs.start("sleep 30")
-    pid = jobs._jobs[job.id].proc.pid
-    lost = BackgroundJobs(store, session_id, workdir).collect_finished()
-    assert f"process group {pid}" in lost[0].entry.text
+    pid = jobs._jobs[job.id].process.pid
+    lost = BackgroundJobs(delivery, store, session_id, policy).collect_finished()
+    # bwrap --die-with-parent: a sandboxed job died with the Avibe process that started it
+    expected = "it was stopped with that process" if policy.sandboxed else f"process group {pid}"
+    assert expected in lost[0].entry.text
+
+
+def test_a_background_command_killed_by_a_signal_says_which(jobs: BackgroundJobs) -> None:
+    jobs.start("kill -TERM $$")
+    assert jobs.wait_for_any(30)
+    finished = jobs.collect_finished()[0]
+    assert finished.exit_code == -15 and "finished: killed by signal 15" in finished.entry.text

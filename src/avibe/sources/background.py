@@ -1,28 +1,32 @@
 """Background shell commands whose completion arrives later as a tagged callback input (SPEC S3, T1).
 
-`BackgroundJobs.start` launches a command and returns its id (`bg-1`, `bg-2` ... per session, never
-reused, also across restarts). Nothing runs behind the loop's back: no thread touches the record. The
-loop calls `collect_finished()` between model calls; each finished job is delivered through ingress as
-a `callback` entry with `Source(kind="callback", name="shell", ref=<id>)`, so the model sees it with a
-harness-written tag naming the id. `running()` lists the ids still pending (the scene's "waiting
-for"). Ids and running jobs are kept in the session state, so a restart reports the jobs it lost.
+`BackgroundJobs.start` launches a command under the session's sandbox policy (avibe/tools/sandbox.py)
+and returns its id (`bg-1`, `bg-2` ... per session, never reused, also across restarts). Nothing runs
+behind the loop's back: no thread touches the record. The loop calls `collect_finished()` between model
+calls; each finished job is handed to the `Delivery` port (the orchestration passes ingress in: adapters
+never call back up, DESIGN layers) as a `callback` input with `Source(kind="callback", name="shell",
+ref=<id>)`, so the model sees it with a harness-written tag naming the id. `running()` lists the ids
+still pending (the scene's "waiting for"). Ids and running jobs are kept in the session state, so a
+restart reports the jobs it lost.
 """
 
 from __future__ import annotations
 
 import logging
-import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from avibe.errors import ToolError
-from avibe.ports import Clock, RecordStore
+from avibe.ports import Clock, Delivery, RecordStore
 from avibe.record.entries import Entry, Source
-from avibe.sources.process import read_bounded, spawn, stop_group
+from avibe.sources.process import read_bounded
+
+if TYPE_CHECKING:  # only the type: avibe.tools imports this module (the policy object is passed in)
+    from avibe.tools.sandbox import SandboxPolicy, ShellProcess
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +63,7 @@ class FinishedJob:
 @dataclass(slots=True)
 class _Job:
     info: JobInfo
-    proc: subprocess.Popen[bytes]
+    process: ShellProcess
     log_path: Path
     started: float  # monotonic
     deadline: float | None
@@ -71,41 +75,48 @@ def _storable(text: str) -> str:
 
 
 class BackgroundJobs:
-    """The background commands of one session."""
+    """The background commands of one session. `deliver` records each completion (ingress in the
+    orchestration); `store` keeps only the job table (ids, what ran) in the session state; commands run
+    under `sandbox`."""
 
     def __init__(
         self,
+        deliver: Delivery,
         store: RecordStore,
         session_id: str,
-        workdir: Path,
+        sandbox: SandboxPolicy,
         *,
         log_dir: Path | None = None,
         clock: Clock | None = None,
         tail_chars: int = DEFAULT_TAIL_CHARS,
         max_running: int = DEFAULT_MAX_RUNNING,
     ) -> None:
-        self._store, self._session, self._workdir = store, session_id, workdir
+        self._deliver_input, self._store, self._session, self._sandbox = deliver, store, session_id, sandbox
         self._log_dir, self._clock = log_dir, clock
         self._tail_chars, self._max_running = tail_chars, max_running
         self._jobs: dict[str, _Job] = {}
         state = store.load_state(session_id, STATE_KEY) or {}
         self._next_number = int(state.get("next_number", 1))
-        # id -> {"command", "pid"}: jobs a previous process of this session started and never reported
+        # id -> {"command", "pid", "sandboxed"}: jobs a previous process of this session never reported
         self._lost: dict[str, dict[str, Any]] = dict(state.get("running", {}))
 
     def start(self, command: str, timeout_s: float | None = None) -> JobInfo:
-        """Launch `command` in the workdir. ToolError (for the model) when `max_running` already run."""
+        """Launch `command` in the workdir. ToolError (for the model) when `max_running` already run;
+        SandboxUnavailable (a ToolError) when the sandbox cannot start here."""
         if len(self._jobs) >= self._max_running:
             ids = ", ".join(self._jobs)
             raise ToolError(f"{len(self._jobs)} background commands already run ({ids}); wait for one")
+        self._sandbox.check()  # before an id is used up
         job_id = f"bg-{self._next_number}"
         self._next_number += 1
         log_path = self._logs() / f"{job_id}.log"
         with log_path.open("wb") as output:
-            proc = spawn(command, self._workdir, output)
+            process = self._sandbox.start(command, output, log_path.with_suffix(".report"))
         now = time.monotonic()
         info = JobInfo(job_id, command, self._now())
-        self._jobs[job_id] = _Job(info, proc, log_path, now, None if timeout_s is None else now + timeout_s)
+        self._jobs[job_id] = _Job(
+            info, process, log_path, now, None if timeout_s is None else now + timeout_s
+        )
         self._save()
         log.info("background %s started: %s", job_id, command)
         return info
@@ -120,11 +131,11 @@ class BackgroundJobs:
         done = [self._report_lost(job_id, job) for job_id, job in self._lost.items()]
         self._lost.clear()
         for job in list(self._jobs.values()):
-            if job.proc.poll() is not None:
-                leftovers = stop_group(job.proc)  # what it left running would be untracked otherwise
-                done.append(self._finish(job, "exited", leftovers=leftovers))
+            if job.process.proc.poll() is not None:
+                ended = job.process.stop()  # what it left running would be untracked otherwise
+                done.append(self._finish(job, "exited", code=ended.code, leftovers=ended.left_running))
             elif job.deadline is not None and time.monotonic() >= job.deadline:
-                stop_group(job.proc)
+                job.process.stop()
                 done.append(self._finish(job, "timed out"))
         if done:
             self._save()
@@ -145,21 +156,26 @@ class BackgroundJobs:
         """Stop every running job (whole process groups) and deliver each as killed, with the reason."""
         done = []
         for job in list(self._jobs.values()):
-            stop_group(job.proc)
-            done.append(self._finish(job, "killed", reason))
+            ended = job.process.stop()
+            if ended.code is None:
+                done.append(self._finish(job, "killed", reason))
+            else:  # it ended by itself just before: report it as it was
+                done.append(self._finish(job, "exited", code=ended.code, leftovers=ended.left_running))
         self._save()
         return done
 
     def _is_done(self, job: _Job) -> bool:
         over = job.deadline is not None and time.monotonic() >= job.deadline
-        return over or job.proc.poll() is not None
+        return over or job.process.proc.poll() is not None
 
-    def _finish(self, job: _Job, outcome: str, reason: str = "", *, leftovers: bool = False) -> FinishedJob:
+    def _finish(
+        self, job: _Job, outcome: str, reason: str = "", *, code: int | None = None, leftovers: bool = False
+    ) -> FinishedJob:
         del self._jobs[job.info.id]
-        code = job.proc.returncode if outcome == "exited" else None
         ran = time.monotonic() - job.started
+        ending = f"exit code {code}" if code is None or code >= 0 else f"killed by signal {-code}"
         head = {
-            "exited": f"finished: exit code {code}",
+            "exited": f"finished: {ending}",
             "timed out": f"timed out after {ran:.1f} s; its process group was killed",
             "killed": f"was killed ({reason})",
         }[outcome]
@@ -172,10 +188,15 @@ class BackgroundJobs:
 
     def _report_lost(self, job_id: str, job: dict[str, Any]) -> FinishedJob:
         command = str(job.get("command", "?"))
+        # A sandboxed job died with that process (bwrap --die-with-parent); a full-access one may not have.
+        fate = (
+            "it was stopped with that process"
+            if job.get("sandboxed")
+            else f"it may still run as process group {job.get('pid', '?')}"
+        )
         text = (
             f"background command {job_id} was still running when the previous Avibe process stopped; "
-            f"its result is unknown (it may still run as process group {job.get('pid', '?')}). "
-            f"Run it again if it is still needed.\n$ {command}"
+            f"its result is unknown ({fate}). Run it again if it is still needed.\n$ {command}"
         )
         log.warning("background %s lost across a restart: %s", job_id, command)
         return FinishedJob(job_id, command, "lost", None, self._deliver(job_id, text))
@@ -188,14 +209,12 @@ class BackgroundJobs:
         return f"--- output ---\n{text.rstrip()}{where}"
 
     def _deliver(self, job_id: str, text: str) -> Entry:
-        from avibe.ingress import deliver  # orchestration-side entry point; imported when first used
-
-        source = Source(kind="callback", name="shell", ref=job_id)
-        return deliver(self._store, self._session, source, _storable(text), clock=self._clock)
+        return self._deliver_input(Source(kind="callback", name="shell", ref=job_id), _storable(text))
 
     def _save(self) -> None:
         running = {
-            job_id: {"command": job.info.command, "pid": job.proc.pid} for job_id, job in self._jobs.items()
+            job_id: {"command": job.info.command, "pid": job.process.pid, "sandboxed": job.process.sandboxed}
+            for job_id, job in self._jobs.items()
         }
         state = {"next_number": self._next_number, "running": running}
         self._store.save_state(self._session, STATE_KEY, state)

@@ -12,17 +12,10 @@ import os
 import shutil
 import signal
 import subprocess
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Final
 
-# Non-interactive defaults: no pager waiting for a key, no colour codes in the model's context.
-QUIET_ENV: Final = {
-    "PAGER": "cat",
-    "GIT_PAGER": "cat",
-    "TERM": "dumb",
-    "NO_COLOR": "1",
-    "GIT_TERMINAL_PROMPT": "0",
-}
 _HAVE_PROC: Final = Path("/proc/self/stat").exists()
 
 
@@ -31,18 +24,31 @@ def shell_program() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-def spawn(command: str, cwd: Path, output: IO[bytes]) -> subprocess.Popen[bytes]:
-    """Start `command` in its own session (so its process group can be stopped as a whole), with no
-    input and stdout + stderr combined into `output`."""
+def spawn(
+    argv: Sequence[str], env: Mapping[str, str], cwd: Path, output: IO[bytes], *, pass_fds: Sequence[int] = ()
+) -> subprocess.Popen[bytes]:
+    """Start `argv` (a shell command as the sandbox built it) in its own session, so its process group
+    can be stopped as a whole, with no input and stdout + stderr combined into `output`. Only `env` and
+    `pass_fds` reach it: no other descriptor of Avibe's (the open database) is inherited."""
     return subprocess.Popen(
-        [shell_program(), "-c", command],
+        list(argv),
         cwd=cwd,
         stdin=subprocess.DEVNULL,
         stdout=output,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**os.environ, **QUIET_ENV},
+        env=dict(env),
+        close_fds=True,
+        pass_fds=tuple(pass_fds),
     )
+
+
+def _stat_fields(stat: Path) -> list[str] | None:
+    """The fields after the command name in /proc/PID/stat (state, ppid, pgrp ...), None when gone."""
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):  # the process ended while we looked
+        return None
 
 
 def _live_members(pgid: int) -> list[int]:
@@ -50,13 +56,16 @@ def _live_members(pgid: int) -> list[int]:
     anyone reaps them (a container's init often does not)."""
     members = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):  # the process ended while we looked: not a member any more
-            continue
-        if int(fields[2]) == pgid and fields[0] not in "ZX":
+        fields = _stat_fields(stat)
+        if fields is not None and int(fields[2]) == pgid and fields[0] not in "ZX":
             members.append(int(stat.parent.name))
     return members
+
+
+def process_alive(pid: int) -> bool:
+    """True while the process runs (a zombie does not)."""
+    fields = _stat_fields(Path(f"/proc/{pid}/stat"))
+    return fields is not None and fields[0] not in "ZX"
 
 
 def group_alive(pgid: int) -> bool:
@@ -81,6 +90,24 @@ def stop_group(proc: subprocess.Popen[bytes]) -> bool:
             os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     return alive
+
+
+def kill_marked(entry: str) -> list[int]:
+    """SIGKILL every process whose environment holds `entry` ("NAME=value"): the ones a command moved
+    out of its process group (setsid, nohup + setsid). Returns their pids. Linux /proc only."""
+    needle = entry.encode()
+    killed = []
+    for environ in Path("/proc").glob("[0-9]*/environ"):
+        try:
+            found = needle in environ.read_bytes().split(b"\0")
+        except OSError:  # gone, or not ours to read (then not ours to kill either)
+            continue
+        pid = int(environ.parent.name)
+        if found and pid != os.getpid() and process_alive(pid):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+    return killed
 
 
 def read_bounded(path: Path, limit: int, *, tail_only: bool = False) -> tuple[str, int]:

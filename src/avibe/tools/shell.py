@@ -1,12 +1,16 @@
 """shell: run a command in the workdir, with a timeout, or in the background (SPEC S3).
 
-A foreground command runs in its own process group; on timeout the whole group is killed and the output
-says so. Processes a finished command left running are stopped too (long-running work belongs in the
-background, where its id is tracked). Output is stdout and stderr combined, head and tail kept when long.
+Every command runs under the session's `SandboxPolicy` (avibe/tools/sandbox.py: Avibe's home and record
+out of sight, a scrubbed environment; issue 11); where the sandbox cannot start, the tool refuses and
+says which mode to choose. On timeout everything the command started is killed and the output says so.
+Processes a finished command left running are stopped too, `setsid` ones included (long-running work
+belongs in the background, where its id is tracked). Output is stdout and stderr combined, head and
+tail kept when long.
 """
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import tempfile
 from pathlib import Path
@@ -16,20 +20,31 @@ from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
 from avibe.sources.background import BackgroundJobs
-from avibe.sources.process import read_bounded, spawn, stop_group
+from avibe.sources.process import read_bounded
 from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, schema
+from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
 
 DEFAULT_TIMEOUT_S: Final = 60
 MAX_TIMEOUT_S: Final = 600
 
 
 class Shell(BaseTool):
-    """Run a shell command; `background=true` returns at once with an id like `bg-3`."""
+    """Run a shell command; `background=true` returns at once with an id like `bg-3`. `sandbox`
+    defaults to the default mode over `workdir` with nothing extra hidden; sessions pass theirs
+    (`SandboxPolicy.for_record`), whose workdir must be `workdir`."""
 
     def __init__(
-        self, workdir: Path, jobs: BackgroundJobs | None = None, *, max_timeout_s: int = MAX_TIMEOUT_S
+        self,
+        workdir: Path,
+        jobs: BackgroundJobs | None = None,
+        *,
+        sandbox: SandboxPolicy | None = None,
+        max_timeout_s: int = MAX_TIMEOUT_S,
     ):
-        self._workdir, self._jobs, self._max_timeout = workdir.resolve(), jobs, max_timeout_s
+        self._sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
+        if self._sandbox.workdir != workdir.resolve():
+            raise ValueError(f"the sandbox is for {self._sandbox.workdir}, the shell for {workdir}")
+        self._jobs, self._max_timeout = jobs, max_timeout_s
         background = (
             "true: start it and return at once with an id; its exit code and last output arrive later "
             "as a callback message tagged with that id (for servers, long builds, long tests)"
@@ -60,6 +75,7 @@ class Shell(BaseTool):
             raise ToolError(f"shell: timeout_s must be between 1 and {self._max_timeout}, got {timeout}")
         if args.get("background", False):
             return self._background(command, timeout)
+        self._sandbox.check()  # refuse, naming the mode to choose, before anything runs
         return self._foreground(command, DEFAULT_TIMEOUT_S if timeout is None else timeout)
 
     def _background(self, command: str, timeout: int | None) -> ToolResult:
@@ -78,21 +94,18 @@ class Shell(BaseTool):
         with tempfile.TemporaryDirectory(prefix="avibe-sh-") as tmp:
             out_path = Path(tmp) / "output"
             with out_path.open("wb") as output:
-                proc = spawn(command, self._workdir, output)
-            timed_out = False
-            try:
-                proc.wait(timeout=timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            leftovers = stop_group(proc) and not timed_out
+                process = self._sandbox.start(command, output, Path(tmp) / "report")
+            with contextlib.suppress(subprocess.TimeoutExpired):  # then `stop` kills it: code None
+                process.proc.wait(timeout=timeout)
+            ended = process.stop()
             text, _ = read_bounded(out_path, MAX_OUTPUT_CHARS)
         return ToolResult(
-            output=self._render(proc.returncode, timed_out, leftovers, timeout, text), is_error=timed_out
+            output=self._render(ended.code, ended.left_running, timeout, text), is_error=ended.code is None
         )
 
     @staticmethod
-    def _render(code: int, timed_out: bool, leftovers: bool, timeout: int, text: str) -> str:
-        if timed_out:
+    def _render(code: int | None, leftovers: bool, timeout: int, text: str) -> str:
+        if code is None:
             head = (
                 f"timed out after {timeout} s: the command and every process it started were killed. "
                 "Use a larger timeout_s, or background=true for long-running commands."

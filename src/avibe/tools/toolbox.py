@@ -12,6 +12,7 @@ from avibe.sources.background import BackgroundJobs
 from avibe.tools.base import PathPolicy, check_arguments
 from avibe.tools.files import EditFile, ReadFile, ReadLedger, WriteFile
 from avibe.tools.record_query import RecordQuery
+from avibe.tools.sandbox import SandboxPolicy
 from avibe.tools.search import ListFiles, SearchFiles
 from avibe.tools.shell import Shell
 from avibe.tools.skills import SkillLoad
@@ -61,9 +62,11 @@ def default_tools(
     skill_dirs: Sequence[Path] = (),
     jobs: BackgroundJobs | None = None,
     read_roots: Sequence[Path] = (),
+    sandbox: SandboxPolicy | None = None,
 ) -> list[Tool]:
     """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
-    shell (background commands when `jobs` is given), skill_load, record_query."""
+    shell (background commands when `jobs` is given; under `sandbox`, by default the default mode with
+    nothing extra hidden), skill_load, record_query."""
     policy = PathPolicy.of(workdir, read_roots=[*read_roots, *(d for d in skill_dirs if d.is_dir())])
     ledger = ReadLedger()  # what this session read: write_file overwrites only a file read and unchanged
     return [
@@ -72,7 +75,7 @@ def default_tools(
         EditFile(policy, ledger),
         ListFiles(policy),
         SearchFiles(policy),
-        Shell(workdir, jobs),
+        Shell(workdir, jobs, sandbox=sandbox),
         SkillLoad(skill_dirs),
         RecordQuery(store, session_id),
     ]

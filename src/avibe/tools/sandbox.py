@@ -1,0 +1,356 @@
+"""The shell tool's sandbox: what a command the model runs can see, write and keep running.
+
+Nobody but the person writes the person's words (issue 11; DESIGN "the agent's tools never reach Avibe's
+own home or database"): a model that can open the record could insert a `kind='user'` row that the next
+view shows as the user's and the next memo copies (SPEC N1, T1). So every command runs in bubblewrap
+(`bwrap`), as Claude Code does on Linux, in one of three modes, as Codex names them:
+
+- `read-only`: the whole filesystem read-only, the working directory too; only a private /tmp is writable.
+- `workspace-write` (default): as read-only, but the working directory is writable.
+- `full-access` (explicit opt-in): no bubblewrap; the command sees and may write what Avibe may.
+
+In every mode the environment is rebuilt from an allow-list (no provider keys, no `AVIBE_*`, no database
+URL: the checkpoint and the shell never need them) and the command runs in its own process group. In the
+two sandboxed modes, additionally:
+- Avibe's home and the database file are covered (an empty tmpfs over a directory, /dev/null over a file),
+- /tmp is private and HOME points into it, so a command cannot read or leave files elsewhere in /tmp,
+- all capabilities are dropped (as root, bwrap would otherwise keep them and could remount / writable),
+- a new PID namespace: when the command's shell ends, bwrap's init ends and the kernel kills every process
+  left in it, `setsid` ones too; `--die-with-parent` does the same when Avibe itself dies (kill -9).
+
+The network is shared in every mode (package installs and git need it); nothing in the sandbox knows the
+database's password. A tiny Python supervisor inside the sandbox runs the command and reports its exact
+exit status and how many processes it left running through a file descriptor (bwrap alone reports only
+128+signal, and the kernel's kill leaves no trace of what it killed).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import secrets
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Final
+
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from avibe.errors import ToolError
+from avibe.sources.process import kill_marked, process_alive, shell_program, spawn, stop_group
+
+MODES: Final = ("read-only", "workspace-write", "full-access")
+DEFAULT_MODE: Final = "workspace-write"
+SANDBOX_HOME: Final = "/tmp/home"
+# The variables a command keeps; everything else (keys, tokens, AVIBE_*, *_DATABASE_URL ...) is dropped.
+KEPT_ENV: Final = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME"})
+# Non-interactive defaults: no pager waiting for a key, no colour codes in the model's context.
+QUIET_ENV: Final = {
+    "PAGER": "cat",
+    "GIT_PAGER": "cat",
+    "TERM": "dumb",
+    "NO_COLOR": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+}
+# Without a PID namespace (full-access), a `setsid` child leaves the process group: it is found by
+# this variable in its environment instead (best effort: a process that clears its environment escapes).
+RUN_MARK: Final = "VIBE_SHELL_RUN"
+_PROBE_TIMEOUT_S: Final = 15
+_TEARDOWN_S: Final = 10
+
+# Runs inside the sandbox as the namespace's second process (bwrap's init is the first): runs the command
+# in its own process group, then writes "<exit status> <processes left running>" to the status fd. The
+# command's children are counted before the kernel kills them: the model is told to use background=true.
+_SUPERVISOR: Final = """
+import os, signal, sys
+fd, shell, command = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    os.setpgid(0, 0)
+    try:
+        os.execv(shell, [shell, "-c", command])
+    finally:
+        os._exit(127)
+for sig in (signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT):
+    signal.signal(sig, signal.SIG_IGN)
+status = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+left = 0
+for name in os.listdir("/proc"):
+    if name.isdigit() and int(name) not in (1, os.getpid()):
+        try:
+            with open("/proc/" + name + "/stat") as stat:
+                state = stat.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        left += state not in "ZX"
+os.write(fd, b"%d %d" % (status, left))
+"""
+
+
+class SandboxUnavailable(ToolError):
+    """The sandbox cannot start on this machine; the message says why and which mode to choose."""
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    """How to start one command: argv and environment for Popen. `sandboxed` launches report their exit
+    status and leftovers through the file whose descriptor was given to `SandboxPolicy.launch`."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    sandboxed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxPolicy:
+    """Where and how the shell tool's commands run. `hidden`: paths the command must not see (Avibe's
+    home, the database file); they are covered in the sandboxed modes."""
+
+    mode: str
+    workdir: Path
+    hidden: tuple[Path, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ValueError(f"unknown sandbox mode {self.mode!r}; the modes are {', '.join(MODES)}")
+        object.__setattr__(self, "workdir", self.workdir.resolve())
+        object.__setattr__(self, "hidden", tuple(p.expanduser().resolve() for p in self.hidden))
+
+    @classmethod
+    def for_record(cls, mode: str, workdir: Path, *, home: Path, database_url: str) -> SandboxPolicy:
+        """The policy for a session: hides Avibe's home and, for SQLite, the database file and its
+        companions (-wal, -shm, -journal), wherever it lives."""
+        hidden = [home]
+        database = sqlite_path(database_url)
+        if database is not None:
+            hidden += [
+                database.with_name(database.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")
+            ]
+        return cls(mode, workdir, tuple(hidden))
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.mode != "full-access"
+
+    def check(self) -> None:
+        """Raise SandboxUnavailable (a ToolError, shown to the model and the person) when the sandbox
+        cannot start here."""
+        if not self.sandboxed:
+            return
+        problem = bwrap_problem()
+        if problem:
+            raise SandboxUnavailable(
+                f"shell: the {self.mode} sandbox cannot start on this machine: {problem}. Install "
+                "bubblewrap (apt-get install bubblewrap) where user namespaces or root are available, or "
+                "set AVIBE_SANDBOX=full-access to run commands without a sandbox (they can then read "
+                "and change anything Avibe can, its record included)"
+            )
+
+    def start(self, command: str, output: IO[bytes], report: Path) -> ShellProcess:
+        """Start `command` in the workdir under this policy, output into `output`; `report` is a new
+        file where the sandbox reports (kept with the output). Raises SandboxUnavailable."""
+        self.check()
+        with report.open("wb") as status:
+            # bwrap writes its info (the namespace's init pid) and the supervisor later its status to
+            # the same open file: dup'ed descriptors share the offset, so the two never overlap.
+            info = os.dup(status.fileno())
+            try:
+                mark = "" if self.sandboxed else secrets.token_hex(8)
+                launch = self.launch(
+                    command, shell_program(), status_fd=status.fileno(), info_fd=info, mark=mark
+                )
+                fds = (status.fileno(), info) if launch.sandboxed else ()
+                proc = spawn(launch.argv, launch.env, self.workdir, output, pass_fds=fds)
+            finally:
+                os.close(info)
+        return ShellProcess(proc, report if launch.sandboxed else None, mark)
+
+    def launch(
+        self, command: str, shell: str, *, status_fd: int, info_fd: int | None = None, mark: str = ""
+    ) -> Launch:
+        """argv + environment that run `command` with `shell -c` under this policy. In the sandboxed
+        modes, `status_fd` (inherited by the child: pass it in Popen's pass_fds) receives the exit
+        status and the number of processes the command left running, `info_fd` bwrap's info. In
+        full-access, `mark` is put in the environment (RUN_MARK) to find what left the process group."""
+        env = scrubbed_env(os.environ, home=SANDBOX_HOME if self.sandboxed else None)
+        if not self.sandboxed:
+            return Launch((shell, "-c", command), {**env, RUN_MARK: mark} if mark else env, sandboxed=False)
+        supervisor = (os.path.realpath(sys.executable), "-I", "-S", "-c", _SUPERVISOR)
+        info = () if info_fd is None else ("--info-fd", str(info_fd))
+        argv = (*self.bwrap_args(), *info, "--", *supervisor, str(status_fd), shell, command)
+        return Launch(argv, env, sandboxed=True)
+
+    def _covered(self, path: Path) -> bool:
+        """True when another hidden directory already covers `path` (and the workdir, bound over that
+        directory, does not bring it back)."""
+        back = path.is_relative_to(self.workdir)
+        return any(
+            h != path
+            and h.is_dir()
+            and path.is_relative_to(h)
+            and not (back and self.workdir.is_relative_to(h))
+            for h in self.hidden
+        )
+
+    def bwrap_args(self) -> list[str]:
+        """bwrap and its options, up to the command."""
+        bwrap = shutil.which("bwrap") or "bwrap"
+        args = [bwrap, *_ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+        args += ["--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+        # A hidden directory that holds the workdir is covered first, then the workdir bound over it;
+        # everything else hidden is covered last, so a database inside the workdir is covered too.
+        around = [h for h in self.hidden if self.workdir.is_relative_to(h)]
+        inside = [h for h in self.hidden if h not in around and not self._covered(h)]
+        writable = self.mode == "workspace-write"
+        # (A covering tmpfs is made read-only only after the workdir's mount point was made in it.)
+        args += _cover(around, remount=False)
+        args += ["--bind" if writable else "--ro-bind", str(self.workdir), str(self.workdir)]
+        args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
+        args += _cover(inside)
+        args += ["--chdir", str(self.workdir)]
+        return args
+
+
+@dataclass(frozen=True, slots=True)
+class Ended:
+    """How a command ended: its exit status (negative: the signal that killed it; None when it was
+    still running and stopped here), and whether it had left processes running that were stopped."""
+
+    code: int | None
+    left_running: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ShellProcess:
+    """A command started by `SandboxPolicy.start`."""
+
+    proc: subprocess.Popen[bytes]
+    report: Path | None  # sandboxed: bwrap's info JSON, then the supervisor's "<status> <left>"
+    mark: str = ""  # full-access: the value of RUN_MARK in the environment of what it started
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def sandboxed(self) -> bool:
+        return self.report is not None
+
+    def stop(self) -> Ended:
+        """Kill whatever of it still runs and return once all of it is gone."""
+        code = self.proc.poll()
+        group_left = stop_group(self.proc)
+        if self.report is None:  # full-access: the group, and what carries the run's mark (setsid ones)
+            strays = bool(kill_marked(f"{RUN_MARK}={self.mark}")) if self.mark else False
+            return Ended(code, (group_left or strays) and code is not None)
+        init_pid, status = _read_report(self.report)
+        if init_pid is not None:
+            _wait_gone(init_pid)
+        if code is None or status is None:  # stopped here, or the supervisor itself was killed
+            return Ended(code, False)
+        return Ended(status[0], status[1] > 0)
+
+
+def _read_report(path: Path) -> tuple[int | None, tuple[int, int] | None]:
+    """(the sandbox's init pid from bwrap's info, (status, left) from the supervisor), each None when
+    it is missing (bwrap failed to start, the supervisor was killed)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None, None
+    info, _, tail = text.rpartition("}")
+    pid_match = re.search(r'"child-pid"\s*:\s*(\d+)', info)
+    status_match = re.fullmatch(r"\s*(-?\d+) (\d+)\s*", tail)
+    return (
+        int(pid_match[1]) if pid_match else None,
+        (int(status_match[1]), int(status_match[2])) if status_match else None,
+    )
+
+
+def _wait_gone(init_pid: int) -> None:
+    """Wait until the sandbox's init is gone: the kernel kills the rest of its PID namespace before
+    init itself ends, so then no process of the command is left. init dies with bwrap, which is
+    stopped by now (--die-with-parent); the bound only guards against a stuck kernel."""
+    deadline = time.monotonic() + _TEARDOWN_S
+    while process_alive(init_pid) and time.monotonic() < deadline:
+        time.sleep(0.005)
+
+
+# Process isolation shared by every sandboxed launch (and the probe).
+_ISOLATION: Final = (
+    "--die-with-parent",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--new-session",
+    "--cap-drop",
+    "ALL",
+)
+
+
+def _cover(paths: list[Path], *, remount: bool = True) -> list[str]:
+    """bwrap options that cover each existing path: an empty tmpfs over a directory, /dev/null over
+    anything else. Paths that do not exist yet are left alone: a sandbox cannot create them under the
+    read-only root, and one created in a writable workdir is not Avibe's (the open database exists)."""
+    args: list[str] = []
+    for path in paths:
+        if path.is_dir():  # read-only too: nothing written there could pass for Avibe's
+            args += ["--tmpfs", str(path), *(("--remount-ro", str(path)) if remount else ())]
+        elif path.exists():
+            args += ["--ro-bind", "/dev/null", str(path)]
+    return args
+
+
+def scrubbed_env(environ: Mapping[str, str], *, home: str | None) -> dict[str, str]:
+    """The allow-listed variables, the quiet defaults, and HOME (`home`, or the real one when None)."""
+    env = {k: v for k, v in environ.items() if k in KEPT_ENV or k.startswith("LC_")}
+    env.setdefault("PATH", os.defpath)
+    real_home = environ.get("HOME")
+    if home is not None:
+        env["HOME"] = home
+    elif real_home:
+        env["HOME"] = real_home
+    return {**env, **QUIET_ENV}
+
+
+def sqlite_path(database_url: str) -> Path | None:
+    """The file of a SQLite URL, as the store reads it (None for other backends and in-memory ones)."""
+    try:
+        url = make_url(database_url)
+    except ArgumentError:
+        return None
+    database = url.database or ""
+    if url.get_backend_name() != "sqlite" or database in {"", ":memory:"} or database.startswith("file:"):
+        return None
+    return Path(database).expanduser()
+
+
+@functools.cache
+def bwrap_problem() -> str | None:
+    """Why bubblewrap cannot run a sandbox here, or None when it can (tried once per process)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return "bubblewrap (bwrap) is not installed"
+    probe = [bwrap, *_ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    try:
+        done = subprocess.run(
+            [*probe, "--", "true"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=_PROBE_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"bwrap did not run ({exc})"
+    if done.returncode != 0:
+        why = done.stderr.decode("utf-8", errors="replace").strip().splitlines()
+        return f"bwrap failed ({why[-1] if why else f'exit code {done.returncode}'})"
+    return None
