@@ -1,0 +1,132 @@
+"""`vibe run` end to end through the real CLI, on a hosted-model client talking to an OpenAI-compatible
+server on loopback: the session is hosted until idle, `--json` prints every typed event as a JSON line,
+`--continue` resumes the working directory's latest session, and the default output keeps context work
+(checkpoints) off the screen (U1, U2; issue 10 items 6, 9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+class ChatServer:
+    """Answers each chat completion with the next queued assistant message (OpenAI's format)."""
+
+    def __init__(self) -> None:
+        self.replies: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+    def say(self, text: str) -> None:
+        self.replies.append({"role": "assistant", "content": text})
+
+    def call(self, name: str, **arguments: Any) -> None:
+        call = {"id": f"call_{len(self.replies)}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+        self.replies.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+
+@pytest.fixture
+def chat() -> Iterator[ChatServer]:
+    server = ChatServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
+            server.requests.append(body)
+            message = server.replies.pop(0) if server.replies else {"role": "assistant", "content": "?"}
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            payload = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                       "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                       "usage": {"prompt_tokens": 100, "completion_tokens": 5}}  # fmt: skip
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _vibe(tmp_path: Path, chat: ChatServer, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_"))}
+    env |= {"AVIBE_HOME": str(tmp_path / "home"), "AVIBE_MODEL": "openai/gpt-4o",
+            "OPENAI_API_KEY": "sk-avibe-test-dummy", "OPENAI_BASE_URL": chat.url,
+            "AVIBE_SANDBOX": "full-access"}  # fmt: skip
+    command = [sys.executable, "-c", "from avibe.cli import main; main()", *args]
+    return subprocess.run(
+        command, env=env, cwd=tmp_path / "work", capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    folder.mkdir()
+    (folder / "notes.txt").write_text("ship on friday\n")
+    return folder
+
+
+def test_run_json_prints_every_event_and_continue_resumes_the_session(
+    tmp_path: Path, work: Path, chat: ChatServer
+) -> None:
+    chat.call("read_file", path="notes.txt")
+    chat.say("The notes say: ship on friday.")
+    first = _vibe(tmp_path, chat, "run", "--json", "Read notes.txt")
+    assert first.returncode == 0, first.stderr
+    events = [json.loads(line) for line in first.stdout.splitlines()]  # every line is one JSON event
+    kinds = [e["kind"] for e in events]
+    for kind in ("input", "turn_started", "model_started", "model_call", "tool_call", "tool_result", "reply"):
+        assert kind in kinds, kinds
+    assert kinds[-1] == "idle" and events[0]["source"] == "user" and events[0]["text"] == "Read notes.txt"
+    session = next(e["session"] for e in events if e["kind"] == "turn_started")
+
+    chat.say("You're welcome.")
+    again = _vibe(tmp_path, chat, "run", "--json", "--continue", "thanks")
+    assert again.returncode == 0, again.stderr
+    resumed = [json.loads(line) for line in again.stdout.splitlines()]
+    assert next(e["session"] for e in resumed if e["kind"] == "turn_started") == session
+    history = [m.get("content") for m in chat.requests[-1]["messages"]]
+    assert "Read notes.txt" in history and "thanks" in history  # the same conversation goes on
+
+
+def test_run_shows_replies_and_tools_but_no_context_work(
+    tmp_path: Path, work: Path, chat: ChatServer
+) -> None:
+    chat.say("Hello.")
+    done = _vibe(tmp_path, chat, "run", "Say hello")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "vibey> Hello." in done.stdout and "[checkpoint]" not in done.stdout and "[model]" not in done.stdout
+    )
+    chat.say("Hello again.")
+    verbose = _vibe(tmp_path, chat, "run", "--verbose", "Say hello")
+    assert "[model] step 1" in verbose.stdout
+
+
+def test_continue_without_a_session_in_this_folder_is_one_clear_error(
+    tmp_path: Path, work: Path, chat: ChatServer
+) -> None:
+    done = _vibe(tmp_path, chat, "run", "--continue", "hi")
+    assert done.returncode == 2 and done.stderr.startswith("vibe: no session has run in")
+    assert "Traceback" not in done.stderr and not chat.requests
