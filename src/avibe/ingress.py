@@ -9,12 +9,13 @@ fields only (`avibe.record.sources`), never from the text. Replies of the assist
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Final
 
 from avibe.errors import AvibeError
 from avibe.ports import Clock, RecordStore
-from avibe.record.entries import KINDS, Entry, Kind, NewEntry, Source
+from avibe.record.entries import KINDS, CallRecord, Entry, Kind, NewEntry, Source
 
 INPUT_KINDS: Final[frozenset[Kind]] = frozenset(KINDS) - {"assistant"}
 MAX_TURN_ID: Final = 128
@@ -92,8 +93,11 @@ def record_reply(
     at: datetime | None = None,
     turn_id: str = "",
     clock: Clock | None = None,
+    calls: Sequence[CallRecord] = (),
 ) -> Entry:
-    """Append one reply of the assistant (`agent` names which one) to the session's record (C1)."""
+    """Append one reply of the assistant (`agent` names which one) to the session's record (C1), with the
+    tool calls it made (what the agent did; their output stays out of the record, A3)."""
     source = Source("assistant", name=_check_text("agent name", agent))
-    entry = NewEntry(session_id, source, _check_text("text", text), _moment(at, clock), _check_turn(turn_id))
+    text = _check_text("text", text)
+    entry = NewEntry(session_id, source, text, _moment(at, clock), _check_turn(turn_id), tuple(calls))
     return store.append(entry)

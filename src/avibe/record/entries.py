@@ -30,6 +30,15 @@ class Source:
 
 
 @dataclass(frozen=True, slots=True)
+class CallRecord:
+    """A tool call an assistant reply made: its name and arguments (compact JSON). The record keeps what
+    the agent did, so `vibe log` shows every step; never the tool's output (A3)."""
+
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
 class NewEntry:
     """An entry before the store gives it its number."""
 
@@ -38,6 +47,7 @@ class NewEntry:
     text: str
     at: datetime
     turn_id: str = ""
+    calls: tuple[CallRecord, ...] = ()
 
     @property
     def kind(self) -> Kind:
@@ -55,6 +65,7 @@ class Entry:
     text: str
     at: datetime
     turn_id: str = ""
+    calls: tuple[CallRecord, ...] = ()
 
     @property
     def kind(self) -> Kind:

@@ -78,6 +78,7 @@ entries = Table(
     Column("text", Text, nullable=False),
     Column("at", UtcDateTime, nullable=False),
     Column("turn_id", String(128), nullable=False, default=""),
+    Column("calls", json_type(), nullable=True),  # an assistant reply's tool calls (migration 0002)
     UniqueConstraint("session", "seq", name="uq_entries_session_seq"),
     # "user messages of S between seq a and b" is one range scan of this index (A3).
     Index("ix_entries_session_kind_seq", "session", "kind", "seq"),

@@ -26,7 +26,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from avibe.errors import StoreError, StoreUnavailable, UnknownSession
 from avibe.ports import Clock, StoredCheckpoint
-from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, NewEntry, SessionInfo, Source
+from avibe.record.entries import KINDS, CallRecord, Entry, EntryQuery, Kind, NewEntry, SessionInfo, Source
 from avibe.store.migrate import WRITE_OPTION
 from avibe.store.schema import checkpoints, entries, session_state, sessions
 
@@ -44,6 +44,7 @@ _ENTRY_COLUMNS: Final = (
     entries.c.text,
     entries.c.at,
     entries.c.turn_id,
+    entries.c.calls,
 )
 
 
@@ -89,6 +90,9 @@ def _check_new_entry(entry: NewEntry) -> None:
         ("turn id", entry.turn_id),
     ):
         check_text(field, value)
+    for call in entry.calls:
+        check_text("tool call name", call.name)
+        check_text("tool call arguments", call.arguments)
     if len(entry.turn_id) > 128:
         raise ValueError(f"turn id is {len(entry.turn_id)} characters; at most 128 fit")
     _check_aware("entry time", entry.at)
@@ -125,6 +129,7 @@ def _entry(row: AnyRow) -> Entry:
         text=row.text,
         at=row.at,
         turn_id=row.turn_id,
+        calls=tuple(CallRecord(c["name"], c["arguments"]) for c in row.calls or ()),
     )
 
 
@@ -336,7 +341,9 @@ class SqlStore:
             seq, last_at = last[entry.session]
             newest = entry.at if last_at is None or entry.at > last_at else last_at
             last[entry.session] = (seq + 1, newest)
-            stored.append(Entry(entry.session, seq + 1, entry.source, entry.text, entry.at, entry.turn_id))
+            stored.append(
+                Entry(entry.session, seq + 1, entry.source, entry.text, entry.at, entry.turn_id, entry.calls)
+            )
         conn.execute(_INSERT_ENTRY, [_entry_values(entry) for entry in stored])
         for session_id, (seq, last_at) in last.items():
             conn.execute(_BUMP_SESSION, {"sid": session_id, "new_seq": seq, "new_at": last_at})
@@ -444,4 +451,5 @@ def _entry_values(entry: Entry) -> dict[str, object]:
         "text": entry.text,
         "at": entry.at,
         "turn_id": entry.turn_id,
+        "calls": [{"name": c.name, "arguments": c.arguments} for c in entry.calls] or None,
     }
