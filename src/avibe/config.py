@@ -1,5 +1,11 @@
 """Settings: one object, read once at the edge (STYLE 9). Every field is documented in the README.
 
+Sources, first wins: the environment (AVIBE_*), the project's `.avibe/config.toml` (in the current
+directory), the user's `config.toml` in the platform's user config dir (`~/.config/avibe/config.toml`),
+then the defaults. The files use the field names below as keys (`user` for AVIBE_USER), e.g.
+`model = "anthropic/claude-sonnet-4-5"`. Read with pydantic-settings; every bad value is a ConfigError
+that names the variable or the file and says what to set.
+
 | field         | environment              | default                                            |
 |---------------|--------------------------|----------------------------------------------------|
 | home          | AVIBE_HOME               | the platform's user data dir (platformdirs)        |
@@ -11,19 +17,37 @@
 | model_window  | AVIBE_MODEL_WINDOW       | none: the window from the model map; set it for a   |
 |               |                          | model the map lacks (an Ollama/vLLM server) or to   |
 |               |                          | use less than the full window                       |
+| sandbox       | AVIBE_SANDBOX            | workspace-write; read-only, full-access (opt-in:    |
+|               |                          | no sandbox); see avibe/tools/sandbox.py             |
 """
 
 from __future__ import annotations
 
 import getpass
 import os
+import re
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final
+
+from pydantic import ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from avibe.errors import ConfigError
 
 DEFAULT_MODEL = "embedded"
+MIN_WINDOW: Final = 256  # below this no system prompt, let alone a checkpoint, fits
+MAX_WINDOW: Final = 2**31 - 1  # llama.cpp's n_ctx is a C int; no model has more
+PROJECT_CONFIG: Final = Path(".avibe") / "config.toml"
+SANDBOX_MODES: Final = ("read-only", "workspace-write", "full-access")
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +58,7 @@ class Settings:
     user_name: str
     model_cache: Path
     model_window: int | None = None
+    sandbox: str = "workspace-write"  # the shell tool's sandbox mode (avibe.tools.sandbox.MODES)
 
     @property
     def log_dir(self) -> Path:
@@ -43,6 +68,55 @@ class Settings:
     def sessions_dir(self) -> Path:
         """Per-session temporary directories (checkpoint files, F2) and live state live below this."""
         return self.home / "sessions"
+
+
+def user_config_file() -> Path:
+    """`config.toml` in the platform's user config dir (`~/.config/avibe/config.toml` on Linux)."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("avibe", appauthor=False)) / "config.toml"
+
+
+class _Layers(BaseSettings):
+    """The raw values of every source, merged (first source wins); load_settings checks them."""
+
+    model_config = SettingsConfigDict(env_prefix="AVIBE_", extra="forbid", env_ignore_empty=True)
+
+    home: str | None = None
+    database_url: str | None = None
+    model: str | None = None
+    user: str | None = None
+    model_cache: str | None = None
+    model_window: int | str | None = None
+    sandbox: str | None = None
+
+
+class _MappingEnv(EnvSettingsSource):
+    """pydantic-settings' environment source over a given mapping (load_settings(env) reads only `env`)."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        self._environ = {key: value for key, value in environ.items() if key.startswith("AVIBE_")}
+        super().__init__(settings_cls)
+
+    def _load_env_vars(self) -> Mapping[str, str | None]:
+        return {key.lower(): value for key, value in self._environ.items() if value != ""}
+
+
+def _layers_class(environ: Mapping[str, str], files: tuple[Path, ...]) -> type[_Layers]:
+    class Layered(_Layers):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            tomls = tuple(TomlConfigSettingsSource(settings_cls, toml_file=path) for path in files)
+            return (_MappingEnv(settings_cls, environ), *tomls)
+
+    return Layered
 
 
 def _login_name() -> str:
@@ -64,32 +138,178 @@ def _default_cache() -> Path:
     return Path(user_cache_dir("avibe", appauthor=False)) / "models"
 
 
-def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Read the settings from the environment; raise ConfigError naming the bad variable."""
-    env = os.environ if env is None else env
-    home = Path(env["AVIBE_HOME"]).expanduser() if env.get("AVIBE_HOME") else _default_home()
-    if home.exists() and not home.is_dir():
-        raise ConfigError(f"AVIBE_HOME={home} is not a directory; point it at a directory")
-    url = env.get("AVIBE_DATABASE_URL") or f"sqlite:///{home / 'avibe.db'}"
-    if not url.startswith(("sqlite:", "postgresql")):
+def masked_url(url: str) -> str:
+    """`url` for messages and logs: the password replaced by `***` (SQLAlchemy's own rendering); a URL
+    that does not parse has whatever stands where a password would be masked. Never raises."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError, TypeError):
+        return re.sub(r"(://[^:/@]*:).*@", r"\1***@", url)
+
+
+class _Where:
+    """Names the place a value came from, for messages: the variable, or the key and its file."""
+
+    def __init__(self, environ: Mapping[str, str], files: tuple[Path, ...]) -> None:
+        self._environ = environ
+        self._files: list[tuple[Path, dict[str, Any]]] = []
+        for path in files:
+            if path.is_file():
+                self._files.append((path, _read_toml(path)))
+
+    def file_of(self, key: str) -> str:
+        return next((str(path) for path, data in self._files if key in data), "a config file")
+
+    def __call__(self, key: str) -> str:
+        var = f"AVIBE_{key.upper()}"
+        if self._environ.get(var):
+            return var
+        for path, data in self._files:
+            if key in data:
+                return f"{path}: {key}"
+        return var
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix or remove it") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path} ({exc.strerror}); fix its permissions or remove it") from None
+
+
+def _config_files(project_dir: Path | None, user_config: Path | None) -> tuple[Path, ...]:
+    if project_dir is None:
+        try:
+            project_dir = Path.cwd()
+        except OSError:  # the current directory was removed
+            project_dir = None
+    files = [] if project_dir is None else [project_dir / PROJECT_CONFIG]
+    files.append(user_config_file() if user_config is None else user_config)
+    return tuple(files)
+
+
+def _raw_layers(environ: Mapping[str, str], files: tuple[Path, ...]) -> _Layers:
+    where = _Where(environ, files)  # also reads every file once, so a broken one is named
+    try:
+        return _layers_class(environ, files)()
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = ".".join(str(part) for part in error["loc"])
+            if error["type"] == "extra_forbidden":
+                known = ", ".join(_Layers.model_fields)
+                problems.append(f"unknown setting {key!r} in {where.file_of(key)} (the keys are {known})")
+            else:
+                problems.append(f"{where(key)}: {error['msg']}")
+        raise ConfigError("; ".join(problems)) from None
+
+
+def _text(value: str | None, where: str) -> str | None:
+    """A setting's text: None when unset; refused when it holds controls or cannot be encoded."""
+    if value is None:
+        return None
+    if not value.isprintable():
+        raise ConfigError(f"{where}={value!r} contains control or unencodable characters; set plain text")
+    return value
+
+
+def _folder(value: str | None, where: str, default: Path) -> Path:
+    """A folder setting: it, or the nearest folder above it that exists, must be a folder."""
+    text = _text(value, where)
+    if text is not None and not text.strip():
+        raise ConfigError(f"{where} is blank; set a folder path or unset it")
+    path = default if text is None else Path(text).expanduser()
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and not probe.is_dir():
+        what = "is" if probe == path else f"would be inside {probe}, which is"
+        raise ConfigError(f"{where}={str(path)!r} {what} not a folder; point it at a folder")
+    return path
+
+
+def _database_url(value: str | None, where: str, home: Path) -> str:
+    if value is None:
+        return f"sqlite:///{home / 'avibe.db'}"
+    from avibe.store.open import is_in_memory
+
+    text = _text(value, where) or ""
+    hint = "use sqlite:///PATH or postgresql+psycopg://USER:PASSWORD@HOST/DB"
+    if not text.startswith(("sqlite:", "postgresql")):
+        raise ConfigError(f"{where}={masked_url(text)!r} is not supported; {hint}")
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        parsed = make_url(text)
+    except (ArgumentError, ValueError) as exc:
+        raise ConfigError(f"{where}={masked_url(text)!r} is not a database URL ({exc}); {hint}") from None
+    if is_in_memory(text):
         raise ConfigError(
-            f"AVIBE_DATABASE_URL={url!r} is not supported; use sqlite:///PATH or postgresql+psycopg://..."
+            f"{where}={text!r} is an in-memory database: the record would vanish when vibe exits; {hint}"
         )
-    cache = Path(env["AVIBE_MODEL_CACHE"]).expanduser() if env.get("AVIBE_MODEL_CACHE") else _default_cache()
+    database = parsed.database or ""
+    if parsed.get_backend_name() == "sqlite" and not database.startswith("file:"):
+        path = Path(database).expanduser()
+        if path.exists() and not path.is_file():
+            raise ConfigError(f"{where}={text!r}: {path} is not a file; point it at a database file")
+        _folder(str(path.parent), where, path.parent)
+    return text
+
+
+def _window(value: int | str | None, where: str) -> int | None:
+    if value is None:
+        return None
+    raw = str(value).strip()
+    if not re.fullmatch(r"[0-9]{1,12}", raw):
+        example = f"{where}=32768" if where.startswith("AVIBE_") else "model_window = 32768"
+        raise ConfigError(f"{where}={value!r} is not a whole number of tokens; e.g. {example}")
+    window = int(raw)
+    if not MIN_WINDOW <= window <= MAX_WINDOW:
+        raise ConfigError(
+            f"{where}={window} is out of range; a window is {MIN_WINDOW} to {MAX_WINDOW:,} tokens"
+        )
+    return window
+
+
+def _sandbox_mode(value: str | None, where: str) -> str:
+    # The modes of avibe.tools.sandbox.MODES, spelled out: the edge does not import the tools (a test
+    # in tests/tools/test_sandbox.py keeps the two lists equal).
+    mode = (value or "workspace-write").strip()
+    if mode not in SANDBOX_MODES:
+        raise ConfigError(
+            f"{where}={mode!r} is not a sandbox mode; use workspace-write (the default), read-only, "
+            "or full-access (commands run without a sandbox)"
+        )
+    return mode
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    project_dir: Path | None = None,
+    user_config: Path | None = None,
+) -> Settings:
+    """Read the settings (environment, then the project's and the user's config.toml); raise ConfigError
+    naming the bad variable or file. `env` replaces os.environ (tests); `project_dir` the current
+    directory; `user_config` the user's config file. Nothing is created or written here."""
+    environ = os.environ if env is None else env
+    files = _config_files(project_dir, user_config)
+    raw = _raw_layers(environ, files)
+    where = _Where(environ, files)
+    home = _folder(raw.home, where("home"), _default_home())
     return Settings(
         home=home,
-        database_url=url,
-        model=env.get("AVIBE_MODEL") or DEFAULT_MODEL,
-        user_name=env.get("AVIBE_USER") or _login_name(),
-        model_cache=cache,
-        model_window=_positive_int(env, "AVIBE_MODEL_WINDOW"),
+        database_url=_database_url(raw.database_url, where("database_url"), home),
+        model=(_text(raw.model, where("model")) or "").strip() or DEFAULT_MODEL,
+        user_name=(_text(raw.user, where("user")) or "").strip() or _login_name(),
+        model_cache=_folder(raw.model_cache, where("model_cache"), _default_cache()),
+        model_window=_window(raw.model_window, where("model_window")),
+        sandbox=_sandbox_mode(raw.sandbox, where("sandbox")),
     )
-
-
-def _positive_int(env: Mapping[str, str], name: str) -> int | None:
-    raw = env.get(name)
-    if not raw:
-        return None
-    if not raw.strip().isdigit() or int(raw) <= 0:
-        raise ConfigError(f"{name}={raw!r} is not a positive whole number of tokens; e.g. {name}=32768")
-    return int(raw)

@@ -203,8 +203,11 @@ def test_sessions_lists_every_session_as_text_and_json(vibe: Vibe, store: SqlSto
     other = store.create_session("second one").id
     text = vibe("sessions")
     assert text.exit_code == 0, text.output
-    assert [line.split()[0] for line in text.stdout.splitlines()] == [mixed, other]
-    assert "8 entries  mixed" in text.stdout
+    header, *rows = text.stdout.splitlines()
+    assert header.split() == ["session", "created", "(UTC)", "last", "(UTC)", "entries", "title"]
+    assert [row.split()[0] for row in rows] == [mixed, other]
+    assert rows[0].split()[-2:] == ["8", "mixed"] and rows[1].split()[-3:] == ["0", "second", "one"]
+    assert header.index("entries") + len("entries") == rows[0].index(" 8 ") + 2, "counts right-aligned"
     rows = json.loads(vibe("sessions", "--json").stdout)
     assert [(row["id"], row["title"], row["entry_count"]) for row in rows] == [
         (mixed, "mixed", 8),

@@ -11,12 +11,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from avibe.cli.models import register
 from avibe.config import load_settings
 from avibe.errors import ConfigError, ModelUnavailable
-from avibe.providers import open_counter, open_model
+from avibe.providers import check_model_name, open_counter, open_model
 from avibe.providers.counting import CalibratedCounter
-from avibe.providers.hosted import HostedModel
+from avibe.providers.hosted import DEFAULT_NUM_RETRIES, HostedModel
 
 
 def _modules_after(code: str) -> list[str]:
@@ -48,13 +47,8 @@ def test_open_model_routes_names(tmp_path: Path) -> None:
 
 
 def _cli() -> typer.Typer:
-    app = typer.Typer()
+    from avibe.cli import app
 
-    @app.callback()
-    def _root() -> None:
-        """A group, as in the real `vibe` app."""
-
-    register(app)
     return app
 
 
@@ -72,7 +66,10 @@ def test_vibe_models_name_and_unknown_name(tmp_path: Path) -> None:
     shown = runner.invoke(_cli(), ["models", "openai/gpt-4o"], env=env)
     assert shown.exit_code == 0 and "128,000" in shown.output
     bad = runner.invoke(_cli(), ["models", "nope/x"], env=env)
-    assert bad.exit_code == 1 and "unknown model 'nope/x'" in bad.output
+    assert bad.exit_code == 2 and bad.stdout == ""
+    assert bad.stderr.startswith("vibe: unknown model 'nope/x'") and bad.stderr.count("\n") == 1
+    tier = runner.invoke(_cli(), ["models", "install", "huge"], env=env)
+    assert tier.exit_code == 2 and tier.stderr.startswith("vibe: 'huge' is not an embedded model")
 
 
 def test_a_server_the_map_lacks_needs_its_window(tmp_path: Path) -> None:
@@ -86,3 +83,36 @@ def test_a_server_the_map_lacks_needs_its_window(tmp_path: Path) -> None:
     assert capped.facts.window == 64_000
     with pytest.raises(ConfigError, match="AVIBE_MODEL_WINDOW"):
         load_settings({**env, "AVIBE_MODEL_WINDOW": "lots"})
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("", "is not a model name"),
+        ("open\x1bai/gpt-4o", "is not a model name"),
+        ("scripted", "test model"),
+        ("local:", "needs a path"),
+        ("nosuch", "unknown model 'nosuch'"),
+        ("zz-not-a-provider/model", "unknown model"),
+        ("openai/", "unknown model"),
+    ],
+)
+def test_names_no_backend_can_open_are_refused_without_loading_anything(name: str, message: str) -> None:
+    with pytest.raises(ModelUnavailable, match=message):
+        check_model_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["embedded", "embedded-1.5b", "local:/no/such.gguf", "openai/gpt-4o", "gpt-4o", "ollama/any-model"],
+)
+def test_names_some_backend_can_open_pass_the_name_check(name: str) -> None:
+    check_model_name(name)  # installed, present or keyed or not: that is the pre-flight check's business
+
+
+def test_open_model_gives_hosted_models_litellm_retries(tmp_path: Path) -> None:
+    """One 429 no longer stops a run: LiteLLM retries (its SDKs back off), HostedModel's default is 0."""
+    settings = load_settings({"AVIBE_HOME": str(tmp_path)})
+    model = open_model("openai/gpt-4o", settings)
+    assert isinstance(model, HostedModel)
+    assert model._options["num_retries"] == DEFAULT_NUM_RETRIES > 0

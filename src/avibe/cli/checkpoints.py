@@ -1,4 +1,10 @@
-"""`vibe checkpoints` (list, show, diff a session's checkpoints) and `vibe skill` (list, load)."""
+"""`vibe checkpoints` (list, show, diff a session's checkpoints) and `vibe skill` (list, load).
+
+Read-only: the record is opened read-only (nothing in the database file changes). Everything a checkpoint
+holds is shown terminal-safe (escape sequences as `\\x1b`, never obeyed). The exit-code rule of
+`avibe.cli`: a checkpoint listing is about one session, so no record, no session or an unknown session or
+checkpoint is one line and exit 2; a session without checkpoints is an empty listing, exit 0.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +15,22 @@ from typing import Annotated, Any
 
 import typer
 
-from avibe.cli.wiring import die, open_existing_record, settings_or_die
-from avibe.errors import AvibeError
+from avibe.cli.options import (
+    MAX_SQL_INT,
+    BadArgument,
+    check_session_id,
+    check_workdir,
+    print_table,
+    terminal_safe,
+)
+from avibe.config import load_settings
+from avibe.errors import NoRecord
 from avibe.ports import RecordStore, StoredCheckpoint
 
+ProjectOpt = Annotated[
+    Path,
+    typer.Option("--workdir", "-C", help="Project folder (its .avibe/skills).", callback=check_workdir),
+]
 skill_app = typer.Typer(help="Agent Skills: list them, or print one whole.", no_args_is_help=True)
 
 
@@ -21,7 +39,7 @@ def _session_id(store: RecordStore, session: str | None) -> str:
         return store.get_session(session).id
     latest = store.latest_session()
     if latest is None:
-        die("there are no sessions yet")
+        raise NoRecord("there are no sessions in the record yet")
     return latest.id
 
 
@@ -29,24 +47,52 @@ def _pick(stored: list[StoredCheckpoint], number: int) -> StoredCheckpoint:
     for checkpoint in stored:
         if checkpoint.number == number:
             return checkpoint
-    die(f"no checkpoint {number}; this session has {len(stored)}")
+    raise BadArgument(f"no checkpoint {number}; this session has {len(stored)}")
 
 
-def _summary(c: StoredCheckpoint) -> str:
+def _same_content(a: StoredCheckpoint, b: StoredCheckpoint) -> bool:
+    return (a.upto_seq, a.mind, a.memo, a.scene) == (b.upto_seq, b.mind, b.memo, b.scene)
+
+
+def distinct(stored: list[StoredCheckpoint]) -> list[tuple[StoredCheckpoint, list[int]]]:
+    """The checkpoints as a person wants them listed: one that only repeats the one before it (same
+    coverage, mind, memo and scene - the last one stored again) is folded into it, its number kept."""
+    listed: list[tuple[StoredCheckpoint, list[int]]] = []
+    for checkpoint in stored:
+        if listed and _same_content(listed[-1][0], checkpoint):
+            listed[-1][1].append(checkpoint.number)
+        else:
+            listed.append((checkpoint, []))
+    return listed
+
+
+def _how(c: StoredCheckpoint) -> str:
     m = c.meta
-    how = m.get("fallback") or ("repaired" if m.get("repair_used") else "ok")
+    return str(m.get("fallback") or ("repaired" if m.get("repair_used") else "ok"))
+
+
+def _row(c: StoredCheckpoint, again: list[int]) -> list[str]:
+    m = c.meta
+    number = f"#{c.number}" + (f" (= {', '.join(f'#{n}' for n in again)})" if again else "")
     tokens = f"{m.get('tokens_before', '?')} -> {m.get('tokens_after', '?')}"
-    return (
-        f"#{c.number}  {c.at:%Y-%m-%d %H:%M:%S}  upto #{c.upto_seq}  {how:<10}  calls {m.get('calls', 0)}  "
-        f"tokens {tokens}  memo {len(c.memo)}  trigger: {m.get('trigger', '?')}"
-    )
+    return [
+        number,
+        f"{c.at:%Y-%m-%d %H:%M:%S}",
+        f"upto #{c.upto_seq}",
+        _how(c),
+        f"calls {m.get('calls', 0)}",
+        f"tokens {tokens}",
+        f"memo {len(c.memo)}",
+        f"trigger: {m.get('trigger', '?')}",
+    ]
 
 
 def _show(c: StoredCheckpoint) -> str:
-    memo = "\n".join(f"#{m['seq']}: {m['text']}" for m in c.memo) or "(empty)"
-    meta = json.dumps(c.meta, indent=2, default=str)
-    parts = [_summary(c), f"## Mind\n{c.mind.strip()}", f"## Memo\n{memo}", f"## Scene\n{c.scene}"]
-    return "\n\n".join([*parts, f"## Meta\n{meta}"])
+    memo = "\n".join(f"#{m.get('seq', '?')}: {m.get('text', '')}" for m in c.memo) or "(empty)"
+    meta = json.dumps(c.meta, indent=2, default=str, ensure_ascii=False)
+    summary = "  ".join(_row(c, []))
+    parts = [summary, f"## Mind\n{c.mind.strip()}", f"## Memo\n{memo}", f"## Scene\n{c.scene}"]
+    return terminal_safe("\n\n".join([*parts, f"## Meta\n{meta}"]))
 
 
 def _as_json(c: StoredCheckpoint) -> dict[str, Any]:
@@ -61,71 +107,104 @@ def _as_json(c: StoredCheckpoint) -> dict[str, Any]:
     }
 
 
-def checkpoints(
-    session: Annotated[
-        str | None, typer.Option("--session", "-s", help="Session id (default: most recent).")
-    ] = None,
-    show: Annotated[int | None, typer.Option("--show", help="Show checkpoint N whole.")] = None,
-    diff: Annotated[
-        tuple[int, int] | None, typer.Option("--diff", help="Diff the mind between checkpoints N and M.")
-    ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-) -> None:
-    """List a session's checkpoints, show one, or diff the mind between two."""
-    settings = settings_or_die()
-    try:
-        store = open_existing_record(settings)
-        stored = store.list_checkpoints(_session_id(store, session))
-    except AvibeError as exc:
-        die(str(exc))
-    if diff is not None:
-        a, b = (_pick(stored, n) for n in diff)
-        lines = difflib.unified_diff(
+def _print_diff(a: StoredCheckpoint, b: StoredCheckpoint) -> None:
+    lines = list(
+        difflib.unified_diff(
             a.mind.splitlines(),
             b.mind.splitlines(),
             f"checkpoint {a.number}",
             f"checkpoint {b.number}",
             lineterm="",
         )
-        typer.echo("\n".join(lines) or "(the minds are identical)")
+    )
+    if not lines:
+        typer.echo("(the minds are identical)")
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    console = Console(highlight=False, soft_wrap=True)  # colours on a terminal only
+    for line in lines:
+        style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
+        if line.startswith(("+++", "---")):
+            style = "bold"
+        console.print(Text(terminal_safe(line), style=style))
+
+
+def _number(value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= MAX_SQL_INT:
+        raise typer.BadParameter(f"{value} is not a checkpoint number (they start at 1)")
+    return value
+
+
+def _numbers(value: tuple[int, int] | None) -> tuple[int, int] | None:
+    if value is not None:
+        for number in value:
+            _number(number)
+    return value
+
+
+def checkpoints(
+    session: Annotated[
+        str | None,
+        typer.Option("--session", "-s", help="Session id (default: most recent).", callback=check_session_id),
+    ] = None,
+    show: Annotated[
+        int | None, typer.Option("--show", help="Show checkpoint N whole.", callback=_number)
+    ] = None,
+    diff: Annotated[
+        tuple[int, int] | None,
+        typer.Option("--diff", help="Diff the mind between checkpoints N and M.", callback=_numbers),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """List a session's checkpoints, show one, or diff the mind between two."""
+    settings = load_settings()
+    from avibe.store import open_store
+
+    with open_store(settings.database_url, read_only=True) as store:
+        stored = store.list_checkpoints(_session_id(store, session))
+    if diff is not None:
+        a, b = (_pick(stored, n) for n in diff)
+        _print_diff(a, b)
     elif show is not None:
         chosen = _pick(stored, show)
         typer.echo(json.dumps(_as_json(chosen), indent=2) if as_json else _show(chosen))
     elif as_json:
         typer.echo(json.dumps([_as_json(c) for c in stored], indent=2))
+    elif not stored:
+        typer.echo("(no checkpoints in this session)")
     else:
-        typer.echo("\n".join(_summary(c) for c in stored) or "(no checkpoints in this session)")
+        rows = [_row(c, again) for c, again in distinct(stored)]
+        print_table(["n", "at", "upto", "how", "calls", "tokens", "memo", "trigger"], rows, header=False)
+
+
+def _skill_dirs(workdir: Path) -> list[Path]:
+    return [workdir / ".avibe" / "skills", load_settings().home / "skills"]
 
 
 @skill_app.command("list")
-def skill_list(
-    workdir: Annotated[
-        Path, typer.Option("--workdir", "-C", help="Project folder (its .avibe/skills).")
-    ] = Path("."),
-) -> None:
+def skill_list(workdir: ProjectOpt = Path(".")) -> None:
     """List the skills Vibey can load (the catalogue in its system prompt)."""
     from avibe.tools import catalogue_text, discover_skills
 
-    settings = settings_or_die()
-    dirs = [workdir / ".avibe" / "skills", settings.home / "skills"]
-    typer.echo(catalogue_text(discover_skills(dirs)) or "(no skills found)")
+    typer.echo(terminal_safe(catalogue_text(discover_skills(_skill_dirs(workdir))) or "(no skills found)"))
 
 
 @skill_app.command("load")
 def skill_load(
     name: Annotated[str, typer.Argument(help="The skill's name.")],
-    workdir: Annotated[
-        Path, typer.Option("--workdir", "-C", help="Project folder (its .avibe/skills).")
-    ] = Path("."),
+    workdir: ProjectOpt = Path("."),
 ) -> None:
     """Print a skill's whole SKILL.md (what a cut skill in a checkpoint points to, A1)."""
     from avibe.tools import find_skill, skill_text
 
-    settings = settings_or_die()
-    found = find_skill([workdir / ".avibe" / "skills", settings.home / "skills"], name)
+    if not name.strip() or not name.isprintable() or "/" in name or len(name) > 200:
+        raise BadArgument(f"{name[:60]!r} is not a skill name; `vibe skill list` shows the skills")
+    found = find_skill(_skill_dirs(workdir), name)
     if found is None:
-        die(f"no skill named {name!r}; `vibe skill list` shows the skills")
-    typer.echo(skill_text(found))
+        raise BadArgument(f"no skill named {name!r}; `vibe skill list` shows the skills")
+    typer.echo(terminal_safe(skill_text(found)))
 
 
 def register(app: typer.Typer) -> None:

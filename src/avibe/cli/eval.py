@@ -10,9 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from avibe.cli.wiring import die, open_record, settings_or_die, setup_logging
-from avibe.config import Settings
-from avibe.errors import AvibeError
+from avibe.cli.options import MAX_SQL_INT, BadArgument, check_model, check_session_id, log_to_file, shown
+from avibe.config import MAX_WINDOW, MIN_WINDOW, Settings, load_settings
 from avibe.evals.generators import SCENARIO_TYPES
 from avibe.evals.importers import REPLAY_STATE_KEY
 from avibe.evals.replay import trigger_fraction
@@ -24,12 +23,18 @@ from avibe.ports import ModelClient, TokenCounter
 
 DEFAULT_WINDOW_CAP = 8192  # small windows keep the default run affordable on the embedded model
 RESULTS = "results.jsonl"
+MAX_K = 64  # compactions per scenario; a K of 64 is already hours on the embedded model
+MAX_JOBS = 64
+MAX_SIZE = 10_000  # filler turns of a generated scenario
 
 
 def _open_model(name: str, settings: Settings) -> ModelClient:
-    """The model under evaluation (a seam the tests replace with a scripted model)."""
+    """The model under evaluation, checked first (installed, key set ...; a seam the tests replace with
+    a scripted model)."""
+    from avibe.cli.options import preflight_model
     from avibe.providers import open_model
 
+    preflight_model(name, settings)
     return open_model(name, settings)
 
 
@@ -39,25 +44,74 @@ def _open_counter(name: str, settings: Settings, model: ModelClient) -> TokenCou
     return open_counter(name, settings, model)
 
 
+def _load_file(path: Path) -> Scenario:
+    text = str(path)
+    if "\x00" in text or not path.is_file():
+        raise BadArgument(f"--scenario {shown(text)} is not a file")
+    try:
+        return load_scenario(path)
+    except ScenarioError as err:
+        raise BadArgument(str(err)) from None
+    except RecursionError:
+        raise BadArgument(f"--scenario {text}: nested too deeply to be a scenario") from None
+    except Exception as err:  # a malformed file the reader did not foresee: one line, not a traceback
+        raise BadArgument(f"--scenario {text}: not a scenario file ({type(err).__name__}: {err})") from None
+
+
 def _scenarios(files: list[Path], sessions: list[str], settings: Settings) -> list[Scenario]:
-    found = [load_scenario(path) for path in files]
+    """Every scenario to run, read before any model is opened; the record is only read (read-only)."""
+    found = [_load_file(path) for path in files]
     if sessions:
-        store = open_record(settings)
-        for session in sessions:
-            state = store.load_state(store.get_session(session).id, REPLAY_STATE_KEY)
-            if state is None:
-                die(f"session {session} has no imported conversation to replay (see `vibe import`)")
-            found.append(scenario_from_dict(state))
+        from avibe.store import open_store
+
+        with open_store(settings.database_url, read_only=True) as store:
+            for session in sessions:
+                state = store.load_state(store.get_session(session).id, REPLAY_STATE_KEY)
+                if state is None:
+                    raise BadArgument(
+                        f"session {session} has no imported conversation to replay (see `vibe import`)"
+                    )
+                try:
+                    found.append(scenario_from_dict(state))
+                except (ScenarioError, ValueError, TypeError, KeyError) as err:
+                    raise BadArgument(
+                        f"session {session}: its imported conversation is damaged ({err})"
+                    ) from None
     return found
 
 
 def _check_choices(types: list[str], strategies: list[str]) -> None:
     for kind in types:
         if kind not in SCENARIO_TYPES:
-            die(f"unknown scenario type {kind!r}; choose from {', '.join(SCENARIO_TYPES)}")
+            raise BadArgument(f"unknown scenario type {shown(kind)}; choose from {', '.join(SCENARIO_TYPES)}")
     for name in strategies:
         if name not in STRATEGY_NAMES:
-            die(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
+            raise BadArgument(f"unknown strategy {shown(name)}; choose from {', '.join(STRATEGY_NAMES)}")
+
+
+def _check_numbers(seeds: list[int], ks: list[int], window: int | None, jobs: int) -> None:
+    for seed in seeds:
+        if not 0 <= seed <= MAX_SQL_INT:
+            raise BadArgument(f"--seed {seed} is out of range (0 to {MAX_SQL_INT})")
+    for k in ks:
+        if not 1 <= k <= MAX_K:
+            raise BadArgument(f"--k {k} is out of range; K, the compactions per scenario, is 1 to {MAX_K}")
+    if window is not None and not MIN_WINDOW <= window <= MAX_WINDOW:
+        raise BadArgument(f"--window {window} is out of range ({MIN_WINDOW} to {MAX_WINDOW:,} tokens)")
+    if not 1 <= jobs <= MAX_JOBS:
+        raise BadArgument(f"--jobs {jobs} is out of range (1 to {MAX_JOBS})")
+
+
+def _check_folder(option: str, path: Path) -> None:
+    """A folder to write into: it, or the nearest folder above it that exists, is a folder."""
+    text = str(path)
+    if "\x00" in text:
+        raise BadArgument(f"{option} {shown(text)} contains a NUL byte")
+    probe = path.absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise BadArgument(f"{option} {shown(text)} is not a folder (or would be inside a file)")
 
 
 def _run_with_progress(jobs: list[Job], run: Any, out: Path) -> None:
@@ -105,6 +159,12 @@ def _command_line(
     return shlex.join(words)
 
 
+def _check_sessions(values: list[str] | None) -> list[str] | None:
+    for value in values or []:
+        check_session_id(value)
+    return values
+
+
 def eval_command(
     types: Annotated[
         list[str] | None, typer.Option("--type", "-t", help="Scenario type (repeat); default all eight.")
@@ -113,17 +173,26 @@ def eval_command(
         list[Path] | None, typer.Option("--scenario", help="A scenario file (JSON/YAML) to add.")
     ] = None,
     session: Annotated[
-        list[str] | None, typer.Option("--session", help="An imported session to replay.")
+        list[str] | None,
+        typer.Option("--session", help="An imported session to replay.", callback=_check_sessions),
     ] = None,
     strategy: Annotated[
         list[str] | None, typer.Option("--strategy", "-s", help="Strategy (repeat); default all available.")
     ] = None,
     model: Annotated[
         str | None,
-        typer.Option("--model", "-m", help="Model under evaluation; default the configured one (embedded)."),
+        typer.Option(
+            "--model",
+            "-m",
+            help="Model under evaluation; default the configured one (embedded).",
+            callback=check_model,
+        ),
     ] = None,
     judge: Annotated[
-        str | None, typer.Option("--judge", help="Judge model for rubric probes; default the model itself.")
+        str | None,
+        typer.Option(
+            "--judge", help="Judge model for rubric probes; default the model itself.", callback=check_model
+        ),
     ] = None,
     seed: Annotated[list[int] | None, typer.Option("--seed", help="Seed (repeat); default 1.")] = None,
     k: Annotated[
@@ -160,26 +229,27 @@ def eval_command(
     ] = None,
 ) -> None:
     """Run the memory evaluation and write report.md, PNG plots and results.jsonl into --out."""
-    settings = settings_or_die()
-    setup_logging(settings)
     types = list(types or ([] if scenario or session else SCENARIO_TYPES))
     strategies = list(strategy or available_strategies())
     _check_choices(types, strategies)
-    if (threshold is not None and not 0 < threshold <= 1) or jobs < 1:
-        die("--threshold must be in (0, 1] and --jobs at least 1")
+    _check_numbers(list(seed or []), list(k or []), window, jobs)
+    if threshold is not None and not 0 < threshold <= 1:  # NaN is refused here too
+        raise BadArgument(f"--threshold {threshold} is out of range; a fraction of the window in (0, 1]")
+    if origin is not None and not origin.isprintable():
+        raise BadArgument("--origin must be printable text")
+    _check_folder("--out", out)
+    settings = load_settings()
+    files = _scenarios(list(scenario or []), list(session or []), settings)
+    log_to_file(settings)
     name = model or settings.model
-    try:
-        first = _open_model(name, settings)
-        counter = _open_counter(name, settings, first)
-        judge_model = _open_model(judge, settings) if judge else None
-        files = _scenarios(list(scenario or []), list(session or []), settings)
-    except (AvibeError, ScenarioError) as err:
-        die(str(err))
+    first = _open_model(name, settings)
+    counter = _open_counter(name, settings, first)
+    judge_model = _open_model(judge, settings) if judge else None
     size = window or min(first.facts.window, DEFAULT_WINDOW_CAP)
     try:
         fraction = threshold or trigger_fraction(first.facts, size)
     except ValueError as err:
-        die(f"--window {size}: {err}")
+        raise BadArgument(f"--window {size}: {err}") from None
     matrix = plan(
         types, files, strategies, list(seed or [1]), list(k or [1, 2, 4, 8]), size, counter, fraction
     )
@@ -233,6 +303,11 @@ def scenarios_command(
 
     chosen = list(types or SCENARIO_TYPES)
     _check_choices(chosen, [])
+    if not 0 <= size <= MAX_SIZE:
+        raise BadArgument(f"--size {size} is out of range; 0 to {MAX_SIZE:,} filler turns")
+    if not 0 <= seed <= MAX_SQL_INT:
+        raise BadArgument(f"--seed {seed} is out of range (0 to {MAX_SQL_INT})")
+    _check_folder("OUT", out)
     out.mkdir(parents=True, exist_ok=True)
     for kind in chosen:
         path = save_scenario(

@@ -1,36 +1,28 @@
 """`vibe log` and `vibe sessions`: the user's view of the same record the agent queries (SPEC A4, A3).
 
-Read-only: these commands never create a database, a session or an entry. Every failure is one line on
-stderr and exit code 2.
+Read-only: these commands never create a database, a session or an entry, and never change the database
+file (it is opened read-only: not even its journal mode changes). Every failure is one line on stderr and
+exit code 2. The rule (`avibe.cli`): `vibe log` is about one session, so no record, no session or an
+unknown one is exit 2; `vibe sessions` lists what there is, so an empty home is an empty list, exit 0.
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any, NoReturn
+from typing import Annotated, Any
 
 import typer
 
+from avibe.cli.options import MAX_SQL_INT, BadArgument, check_session_id, print_table, terminal_safe
 from avibe.config import load_settings
-from avibe.errors import AvibeError, NoRecord
+from avibe.errors import NoRecord
 from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, SessionInfo
 from avibe.record.sources import clean_field, render_entry_text
 from avibe.store import SqlStore, open_store
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # all controls but tab and newline
 _TIME_HELP = "ISO 8601 time, e.g. 2026-11-30T08:00 or 2026-11-30T08:00+01:00; no offset means UTC"
-
-
-class _BadArgument(AvibeError):
-    """A filter that cannot be used as given."""
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"vibe: {message}", err=True)
-    raise typer.Exit(2)
 
 
 def _parse_time(option: str, value: str | None) -> datetime | None:
@@ -38,9 +30,11 @@ def _parse_time(option: str, value: str | None) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(value.strip())
+        return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
     except ValueError:
-        raise _BadArgument(f"{option} {value!r} is not a time ({_TIME_HELP})") from None
-    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
+        raise BadArgument(f"{option} {value!r} is not a time ({_TIME_HELP})") from None
+    except OverflowError:  # e.g. 9999-12-31T23:59:59-05:00 is past the last time Python can hold in UTC
+        raise BadArgument(f"{option} {value!r} is out of range (UTC times end at 9999-12-31)") from None
 
 
 def _parse_kinds(user: bool, kinds: list[str]) -> frozenset[Kind] | None:
@@ -48,7 +42,7 @@ def _parse_kinds(user: bool, kinds: list[str]) -> frozenset[Kind] | None:
     for name in kinds:
         matches = [kind for kind in KINDS if kind == name.strip().lower()]
         if not matches:
-            raise _BadArgument(f"unknown kind {name!r} for --kind; use one of {', '.join(KINDS)}")
+            raise BadArgument(f"unknown kind {name!r} for --kind; use one of {', '.join(KINDS)}")
         chosen.add(matches[0])
     return frozenset(chosen) if chosen else None
 
@@ -73,22 +67,36 @@ class _Filters:
 def _check_ranges(filters: _Filters) -> None:
     for option, seq in (("--from-seq", filters.seq_from), ("--to-seq", filters.seq_to)):
         if seq is not None and seq < 1:
-            raise _BadArgument(f"{option} must be 1 or more (message numbers start at 1), got {seq}")
+            raise BadArgument(f"{option} must be 1 or more (message numbers start at 1), got {seq}")
+        if seq is not None and seq > MAX_SQL_INT:
+            raise BadArgument(f"{option} {seq} is out of range; message numbers go up to {MAX_SQL_INT}")
     if filters.seq_from is not None and filters.seq_to is not None and filters.seq_from > filters.seq_to:
-        raise _BadArgument(f"empty range: --from-seq {filters.seq_from} is after --to-seq {filters.seq_to}")
+        raise BadArgument(f"empty range: --from-seq {filters.seq_from} is after --to-seq {filters.seq_to}")
     if filters.since is not None and filters.until is not None and filters.since > filters.until:
         since, until = filters.since.isoformat(), filters.until.isoformat()
-        raise _BadArgument(f"empty range: --since {since} is after --until {until}")
+        raise BadArgument(f"empty range: --since {since} is after --until {until}")
     if filters.limit is not None and filters.limit < 0:
-        raise _BadArgument(f"--limit must be 0 or more, got {filters.limit}")
+        raise BadArgument(f"--limit must be 0 or more, got {filters.limit}")
+    if filters.limit is not None and filters.limit > MAX_SQL_INT:
+        raise BadArgument(f"--limit {filters.limit} is out of range; at most {MAX_SQL_INT}")
     if filters.text is not None and "\x00" in filters.text:
-        raise _BadArgument("--grep text contains a NUL byte")
+        raise BadArgument("--grep text contains a NUL byte")
+    if filters.text is not None and not _encodable(filters.text):
+        raise BadArgument("--grep text is not valid UTF-8")
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _open_record() -> SqlStore:
-    """The record for reading: never created here (a missing one is reported, not made)."""
+    """The record for reading: opened read-only, never created (a missing one raises NoRecord)."""
     settings = load_settings()
-    return open_store(settings.database_url, create=False)
+    return open_store(settings.database_url, read_only=True)
 
 
 def _pick_session(store: SqlStore, session: str | None) -> SessionInfo:
@@ -98,11 +106,6 @@ def _pick_session(store: SqlStore, session: str | None) -> SessionInfo:
     if latest is None:
         raise NoRecord("there are no sessions in the record yet")
     return latest
-
-
-def _terminal_safe(text: str) -> str:
-    """Show control characters (e.g. escape sequences in a watch's output) instead of obeying them."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _entry_json(entry: Entry) -> dict[str, Any]:
@@ -122,7 +125,7 @@ def _entry_human(entry: Entry) -> str:
     name = clean_field(entry.source.name)  # one line, whatever the stored name holds
     who = f" · {entry.kind} {name}".rstrip() if entry.kind in {"user", "assistant"} else ""
     header = f"#{entry.seq} · {entry.at:%Y-%m-%d %H:%M:%S} UTC{who}"
-    return _terminal_safe(f"{header}\n{render_entry_text(entry)}")
+    return terminal_safe(f"{header}\n{render_entry_text(entry)}")
 
 
 def _show_entries(entries: list[Entry], as_json: bool) -> None:
@@ -138,7 +141,10 @@ _JSON_HELP = (
     "text as recorded."
 )
 SessionOption = Annotated[
-    str | None, typer.Option("--session", "-s", help="Session id (default: the most recently active).")
+    str | None,
+    typer.Option(
+        "--session", "-s", help="Session id (default: the most recently active).", callback=check_session_id
+    ),
 ]
 UserOption = Annotated[
     bool, typer.Option("--user", "-u", help="Only the user's own messages (same as --kind user).")
@@ -178,25 +184,26 @@ def log(
     """Show a session's record - every input with its true source, and the replies - in time order.
 
     Filters combine (all must match). Non-user inputs are shown under the source tag the agent sees.
-    Exit code 2 with one line on stderr for an unknown session, a bad range or an unreachable database.
+    Exit code 2 with one line on stderr for an unknown session, a bad range, an unreachable database,
+    or no session at all yet.
     """
+    filters = _Filters(
+        session,
+        _parse_kinds(user, kind or []),
+        from_seq,
+        to_seq,
+        _parse_time("--since", since),
+        _parse_time("--until", until),
+        grep or None,
+        limit,
+    )
+    _check_ranges(filters)
     try:
-        filters = _Filters(
-            session,
-            _parse_kinds(user, kind or []),
-            from_seq,
-            to_seq,
-            _parse_time("--since", since),
-            _parse_time("--until", until),
-            grep or None,
-            limit,
-        )
-        _check_ranges(filters)
         with _open_record() as store:
             found = _pick_session(store, filters.session)
             entries = store.query(filters.query(found.id))
-    except (AvibeError, ValueError) as exc:
-        _fail(str(exc))
+    except ValueError as exc:  # the store's own checks on a filter
+        raise BadArgument(str(exc)) from None
     _show_entries(entries, as_json)
 
 
@@ -210,12 +217,9 @@ def _session_json(info: SessionInfo) -> dict[str, Any]:
     }
 
 
-def _session_line(info: SessionInfo) -> str:
-    last = f"{info.last_at:%Y-%m-%d %H:%M} UTC" if info.last_at else "-"
-    line = (
-        f"{info.id}  created {info.created_at:%Y-%m-%d %H:%M} UTC  last {last}  {info.entry_count:>6} entries"
-    )
-    return _terminal_safe(f"{line}  {info.title}".rstrip())
+def _session_row(info: SessionInfo) -> list[str]:
+    last = f"{info.last_at:%Y-%m-%d %H:%M}" if info.last_at else "-"
+    return [info.id, f"{info.created_at:%Y-%m-%d %H:%M}", last, f"{info.entry_count:,}", info.title]
 
 
 def sessions(
@@ -230,14 +234,13 @@ def sessions(
             found = store.list_sessions()
     except NoRecord:
         found = []
-    except AvibeError as exc:
-        _fail(str(exc))
     if as_json:
         typer.echo(json.dumps([_session_json(info) for info in found], ensure_ascii=False, indent=2))
     elif not found:
         typer.echo("No sessions yet.")
     else:
-        typer.echo("\n".join(_session_line(info) for info in found))
+        columns = ["session", "created (UTC)", "last (UTC)", "entries>", "title"]
+        print_table(columns, [_session_row(info) for info in found])
 
 
 def register(app: typer.Typer) -> None:

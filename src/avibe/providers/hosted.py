@@ -24,6 +24,13 @@ from avibe.errors import (
 )
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage
 
+# LiteLLM's retries (rate limits, timeouts, a provider's 5xx): the provider's SDK backs off between them,
+# honouring Retry-After; without them one 429 stopped a run. HostedModel's own default stays 0 for tests.
+DEFAULT_NUM_RETRIES = 3
+# Where a key may come from something other than an environment variable (cloud credentials, a local
+# server without auth): LiteLLM's environment check would refuse a working setup.
+_KEYS_ELSEWHERE = ("bedrock", "sagemaker", "vertex_ai", "ollama", "ollama_chat", "hosted_vllm", "lm_studio")
+
 UsageListener = Callable[[Sequence[ChatMessage], int, Sequence[ToolSpec]], None]
 
 
@@ -65,6 +72,26 @@ def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
         }
         for t in tools
     ]
+
+
+def missing_keys(name: str) -> list[str]:
+    """The environment variables LiteLLM says `name` needs and the environment lacks (any one of them
+    is enough where it lists several, e.g. GEMINI_API_KEY or GOOGLE_API_KEY); [] when nothing is
+    missing or the provider's credentials may live elsewhere. Imports LiteLLM (~2 s)."""
+    import contextlib
+    import io
+
+    if name.split("/", 1)[0] in _KEYS_ELSEWHERE:
+        return []
+    litellm = import_litellm()
+    with contextlib.redirect_stdout(io.StringIO()):  # LiteLLM prints its provider list for some names
+        try:
+            found = litellm.validate_environment(model=name)
+        except Exception:  # LiteLLM could not tell: the first call will say what is wrong
+            return []
+    if found.get("keys_in_environment"):
+        return []
+    return [str(key) for key in found.get("missing_keys") or []]
 
 
 class HostedModel:

@@ -1,0 +1,445 @@
+"""Every subcommand, driven with generated bad arguments, settings and files (issue 11 item 4): each ends in
+exit code 2 and exactly one line `vibe: ...` on stderr, no traceback and no internal error, and the record
+is byte-for-byte what it was - no database file where there was none, the same hash where there was one.
+No case may run a model: the model cache is an empty folder and no provider key is in the environment,
+so a command that did not refuse its bad input early would fail later (or write), and the test says so.
+
+`check(case)` returns the problems of one case; tests/cli/bad_inputs_tally.py (run by hand) counts
+tried / clean over many generated cases per command without stopping at the first problem.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from avibe.cli import app
+from avibe.ingress import deliver, record_reply
+from avibe.ports import StoredCheckpoint
+from avibe.record.entries import Source
+from avibe.store import open_store
+
+COMMANDS = (
+    "run",
+    "demo",
+    "log",
+    "sessions",
+    "checkpoints",
+    "skill",
+    "models",
+    "import",
+    "eval",
+    "eval-scenarios",
+)
+BIG = 2**63  # one past SQLite's largest integer
+KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AVIBE_DATABASE_URL")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One bad invocation: the arguments, settings to add, files to create first, a record or not."""
+
+    args: tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    files: tuple[tuple[str, bytes], ...] = ()  # name (in the case's folder) -> content; {dir} in args
+    populated: bool = True
+    why: str = ""
+
+
+@dataclass
+class Place:
+    """A fresh folder per case: home (with the record copied in, or empty), files, an empty model cache."""
+
+    root: Path
+    home: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.home = self.root / "home"
+
+    @property
+    def db(self) -> Path:
+        return self.home / "avibe.db"
+
+
+def _fingerprint(place: Place) -> tuple[str | None, list[str]]:
+    digest = hashlib.sha256(place.db.read_bytes()).hexdigest() if place.db.exists() else None
+    return digest, sorted(p.name for p in place.home.glob("avibe.db*")) if place.home.exists() else []
+
+
+def _make_record(path: Path) -> None:
+    """A record with one session: user, watch and assistant entries, and one checkpoint."""
+    at = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+    with open_store(f"sqlite:///{path}") as store:
+        session = store.create_session("populated", session_id="s-20261130-aaaaaa").id
+        deliver(store, session, Source("user", "kofi"), "Handle the queue oldest first", at=at)
+        deliver(store, session, Source("watch", "ci"), "colour \x1b[31mred\x1b[0m", at=at)
+        record_reply(store, session, "Starting", at=at)
+        store.save_checkpoint(StoredCheckpoint(session, 0, at, "## Mission\n- the queue", [], "scene", 2))
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("template") / "avibe.db"
+    _make_record(path)
+    return path
+
+
+@dataclass
+class Outcome:
+    exit_code: int
+    stderr: str
+    stdout: str
+    problems: list[str]
+
+
+def run_case(case: Case, template: Path) -> Outcome:
+    root = Path(tempfile.mkdtemp(prefix="vibe-bad-"))
+    try:
+        place = Place(root)
+        place.home.mkdir()
+        if case.populated:
+            shutil.copyfile(template, place.db)
+        (root / "cache").mkdir()
+        (root / "config").mkdir()
+        (root / "work").mkdir()
+        (root / "a-file").write_text("not a folder")
+        for name, content in case.files:
+            (root / name).write_bytes(content)
+        before = _fingerprint(place)
+        env: dict[str, str | None] = {key: None for key in KEYS}
+        env |= {
+            "AVIBE_HOME": str(place.home),
+            "AVIBE_MODEL_CACHE": str(root / "cache"),
+            "AVIBE_MODEL": "embedded",
+            "XDG_CONFIG_HOME": str(root / "config"),
+            "COLUMNS": "200",
+        }
+        env |= {key: value.replace("{dir}", str(root)) for key, value in case.env}
+        args = [arg.replace("{dir}", str(root)) for arg in case.args]
+        result = CliRunner().invoke(app, args, env=env)
+        problems = _problems(result.exit_code, result.stderr, result.stdout, result.exception)
+        after = _fingerprint(place)
+        if after != before:
+            problems.append(f"the record changed: {before} -> {after}")
+        return Outcome(result.exit_code, result.stderr, result.stdout, problems)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _problems(code: int, stderr: str, stdout: str, exception: BaseException | None) -> list[str]:
+    problems = []
+    if code != 2:
+        problems.append(f"exit code {code}, not 2")
+    lines = stderr.splitlines()
+    if len(lines) != 1 or not lines[0].startswith("vibe: "):
+        problems.append(f"stderr is not one `vibe: ` line: {stderr[:300]!r}")
+    if "Traceback" in stderr + stdout:
+        problems.append("a traceback was printed")
+    if "internal error" in stderr:
+        problems.append("an internal error (an exception the CLI did not expect)")
+    if exception is not None and not isinstance(exception, SystemExit):
+        problems.append(f"an exception escaped: {exception!r}")
+    return problems
+
+
+def check(case: Case, template: Path) -> list[str]:
+    return run_case(case, template).problems
+
+
+# -- generated bad values ------------------------------------------------------------------------------
+
+_garbage = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=12).filter(
+    lambda s: not s.strip().lstrip("-+").isdigit()
+)
+_control_text = st.text(
+    st.characters(categories=["Cc"], exclude_characters="\x00"), min_size=1, max_size=3
+).map(lambda c: f"s{c}x")
+_bad_session = st.one_of(
+    st.just("s-20261130-nosuch"),
+    _control_text,
+    st.just("with space"),
+    st.just("x" * 200),
+    st.just("\udcff"),  # an undecodable byte from the command line
+)
+_bad_window = st.one_of(
+    st.integers(max_value=255), st.integers(min_value=2**31), st.just(BIG * 10), _garbage
+).map(str)
+_bad_steps = st.one_of(st.integers(max_value=0), st.integers(min_value=10_001), _garbage).map(str)
+_bad_workdir = st.sampled_from(["{dir}/nowhere", "{dir}/a-file", "{dir}/a-file/below"])
+_bad_model = st.one_of(
+    st.builds(
+        lambda s: f"nosuch-{s}", st.text(st.characters(codec="ascii", categories=["L", "N"]), max_size=8)
+    ),
+    st.just("scripted"),
+    st.just("local:"),
+    st.just("local:{dir}/missing.gguf"),
+    st.just("zz-not-a-provider/model"),
+    st.just("ollama/qwen2.5-coder"),  # a server's model without AVIBE_MODEL_WINDOW
+    st.just("openai/gpt-4o"),  # a hosted model without its key
+    st.just(""),
+)
+_bad_settings = st.sampled_from(
+    [
+        ("AVIBE_HOME", "{dir}/a-file"),
+        ("AVIBE_HOME", "{dir}/a-file/home"),
+        ("AVIBE_DATABASE_URL", "sqlite://"),
+        ("AVIBE_DATABASE_URL", "sqlite:///:memory:"),
+        ("AVIBE_DATABASE_URL", "postgresql://u:p@[::1/db"),
+        ("AVIBE_DATABASE_URL", "mysql://u:p@h/d"),
+        ("AVIBE_DATABASE_URL", "not a url"),
+        ("AVIBE_DATABASE_URL", "sqlite:///{dir}/a-file/avibe.db"),
+        ("AVIBE_MODEL_WINDOW", "0"),
+        ("AVIBE_MODEL_WINDOW", "lots"),
+        ("AVIBE_MODEL_WINDOW", "99999999999999999999"),
+        ("AVIBE_SANDBOX", "nope"),
+        ("AVIBE_USER", "kofi\x1b[2J"),
+    ]
+)
+_bad_time = st.one_of(
+    st.just("9999-12-31T23:59:59-05:00"),
+    st.just("0001-01-01T00:00:00+05:00"),
+    st.just("2026-13-01"),
+    _garbage,
+)
+_bad_seq = st.one_of(st.integers(max_value=0), st.integers(min_value=BIG), _garbage).map(str)
+
+
+def _option(name: str, values: st.SearchStrategy[str]) -> st.SearchStrategy[tuple[str, ...]]:
+    return values.map(lambda value: (name, value))
+
+
+def _settings_case(args: tuple[str, ...]) -> st.SearchStrategy[Case]:
+    return _bad_settings.map(lambda pair: Case(args, env=(pair,), why=f"bad setting {pair[0]}"))
+
+
+_TASK = "Tidy the README"
+
+
+def _run_cases() -> st.SearchStrategy[Case]:
+    bad = st.one_of(
+        _option("--window", _bad_window),
+        _option("--max-steps", _bad_steps),
+        _option("--session", _bad_session),
+        _option("--workdir", _bad_workdir),
+        _option("--model", _bad_model),
+    )
+    return st.one_of(
+        st.builds(lambda extra, pop: Case(("run", _TASK, *extra), populated=pop), bad, st.booleans()),
+        st.sampled_from(["", "   "]).map(lambda task: Case(("run", task))),
+        st.booleans().map(
+            lambda pop: Case(("run", _TASK), populated=pop, why="embedded model not installed")
+        ),
+        _settings_case(("run", _TASK)),
+    )
+
+
+def _demo_cases() -> st.SearchStrategy[Case]:
+    bad = st.one_of(
+        _option("--window", _bad_window),
+        _option("--max-steps", _bad_steps),
+        _option("--workdir", st.sampled_from(["{dir}/a-file", "{dir}/a-file/below", "{dir}/no/such/parent"])),
+        _option("--model", _bad_model),
+    )
+    return st.one_of(bad.map(lambda extra: Case(("demo", *extra))), _settings_case(("demo",)))
+
+
+def _log_cases() -> st.SearchStrategy[Case]:
+    bad = st.one_of(
+        _option("--from-seq", _bad_seq),
+        _option("--to-seq", _bad_seq),
+        _option("--since", _bad_time),
+        _option("--until", _bad_time),
+        _option("--kind", _garbage.filter(lambda s: s.strip().lower() not in {"user", "assistant"})),
+        _option("--limit", st.one_of(st.integers(max_value=-1), st.integers(min_value=BIG)).map(str)),
+        _option("--session", _bad_session),
+        st.just(("--from-seq", "5", "--to-seq", "2")),
+        st.just(("--grep", "a\x00b")),
+    )
+    return st.one_of(
+        st.builds(lambda extra, pop: Case(("log", *extra), populated=pop), bad, st.booleans()),
+        st.just(Case(("log",), populated=False, why="no record yet")),
+        _settings_case(("log",)),
+    )
+
+
+def _sessions_cases() -> st.SearchStrategy[Case]:
+    return st.one_of(
+        st.sampled_from(
+            [("sessions", "--jsn"), ("sessions", "extra"), ("sessions", "--json", "--json=1")]
+        ).map(Case),
+        _settings_case(("sessions",)),
+    )
+
+
+def _checkpoints_cases() -> st.SearchStrategy[Case]:
+    number = st.one_of(st.integers(max_value=0), st.integers(min_value=2, max_value=BIG * 2), _garbage).map(
+        str
+    )
+    bad = st.one_of(
+        _option("--show", number),
+        st.tuples(number, st.just("1")).map(lambda pair: ("--diff", *pair)),
+        _option("--session", _bad_session),
+    )
+    return st.one_of(
+        st.builds(lambda extra, pop: Case(("checkpoints", *extra), populated=pop), bad, st.booleans()),
+        st.just(Case(("checkpoints",), populated=False, why="no record yet")),
+        _settings_case(("checkpoints",)),
+    )
+
+
+def _skill_cases() -> st.SearchStrategy[Case]:
+    name = st.one_of(
+        st.text(st.characters(codec="utf-8", exclude_characters="\x00"), min_size=1, max_size=20)
+    )
+    return st.one_of(
+        name.map(lambda n: Case(("skill", "load", f"no-such-skill-{n}"))),
+        st.sampled_from(["", "a/b", "\x1b[2J"]).map(lambda n: Case(("skill", "load", n))),
+        _bad_workdir.map(lambda w: Case(("skill", "list", "--workdir", w))),
+        st.just(Case(("skill", "nosuch"))),
+        _settings_case(("skill", "list")),
+    )
+
+
+def _models_cases() -> st.SearchStrategy[Case]:
+    return st.one_of(
+        _bad_model.filter(lambda m: m not in {"openai/gpt-4o", "local:{dir}/missing.gguf"}).map(
+            lambda m: Case(("models", m) if m else ("models", "--", m))
+        ),
+        _garbage.map(lambda tier: Case(("models", "install", f"tier-{tier}"))),
+        st.just(Case(("models", "install", "--find-links", "{dir}/nowhere"))),
+        _settings_case(("models",)),
+    )
+
+
+def _claude_line(text: str) -> bytes:
+    line = {"type": "user", "message": {"role": "user", "content": text}, "timestamp": "2026-11-20T09:00:00Z"}
+    return json.dumps(line).encode() + b"\n"
+
+
+_IMPORT_FILES: list[tuple[str, bytes]] = [
+    ("int", b"5"),
+    ("int", b"5\n6\n"),
+    ("list", b"[1, 2]"),
+    ("non-utf8", b"\xff\xfe\x00bad"),
+    ("deep", b"[" * 100_000),
+    ("deep-lines", b'{"a":' * 50_000 + b"1" + b"}" * 50_000),
+    ("nul-half-way", _claude_line("first message") + _claude_line("a NUL \x00 here") + _claude_line("third")),
+    ("empty", b""),
+    (
+        "opencode-1e20",
+        json.dumps(
+            {
+                "info": {"id": "ses_x"},
+                "messages": [
+                    {
+                        "info": {"role": "user", "time": {"created": 1e20}},
+                        "parts": [{"type": "text", "text": "hi"}],
+                    }
+                ],
+            }
+        ).encode(),
+    ),
+    (
+        "opencode-nan",
+        b'{"info": {"id": "ses_x"}, "messages": [{"info": {"role": "user", "time": {"created": NaN}},'
+        b' "parts": [{"type": "text", "text": "hi"}]}]}',
+    ),
+    ("opencode-storage-relative", json.dumps({"id": "ses_rel", "title": "t"}).encode()),
+]
+
+
+def _import_cases() -> st.SearchStrategy[Case]:
+    def with_file(pair: tuple[str, bytes], fmt: str | None) -> Case:
+        name = f"{pair[0]}.json"
+        extra = ("--format", fmt) if fmt else ()
+        return Case(("import", f"{{dir}}/{name}", *extra), files=((name, pair[1]),), why=pair[0])
+
+    return st.one_of(
+        st.builds(
+            with_file, st.sampled_from(_IMPORT_FILES), st.sampled_from([None, "claude", "codex", "opencode"])
+        ),
+        st.sampled_from(["{dir}/nowhere.jsonl", "{dir}/work"]).map(lambda p: Case(("import", p))),
+        _garbage.map(lambda fmt: Case(("import", "{dir}/a-file", "--format", f"x{fmt}"))),
+        _settings_case(("import", "{dir}/a-file")),
+    )
+
+
+def _eval_cases() -> st.SearchStrategy[Case]:
+    bad = st.one_of(
+        _option("--k", st.one_of(st.integers(max_value=0), st.integers(min_value=65), _garbage).map(str)),
+        _option("--seed", st.one_of(st.integers(max_value=-1), st.integers(min_value=BIG)).map(str)),
+        _option("--window", _bad_window),
+        _option("--threshold", st.sampled_from(["0", "-0.5", "1.5", "nan", "inf", "half"])),
+        _option("--jobs", st.sampled_from(["0", "-1", "999", "x"])),
+        _option("--type", _garbage.map(lambda s: f"t-{s}")),
+        _option("--strategy", _garbage.map(lambda s: f"s-{s}")),
+        _option("--scenario", st.sampled_from(["{dir}/nowhere.json", "{dir}/a-file", "{dir}/work"])),
+        _option("--session", _bad_session),
+        _option("--model", _bad_model.filter(lambda m: m not in {"openai/gpt-4o", "ollama/qwen2.5-coder"})),
+        _option("--out", st.sampled_from(["{dir}/a-file", "{dir}/a-file/out"])),
+    )
+    return st.one_of(
+        st.builds(lambda extra: Case(("eval", "-t", "queue", "-s", "truncate", *extra)), bad),
+        _settings_case(("eval", "-t", "queue")),
+    )
+
+
+def _eval_scenarios_cases() -> st.SearchStrategy[Case]:
+    bad = st.one_of(
+        _option(
+            "--size", st.one_of(st.integers(max_value=-1), st.integers(min_value=10_001), _garbage).map(str)
+        ),
+        _option("--type", _garbage.map(lambda s: f"t-{s}")),
+        _option("--seed", st.one_of(st.integers(max_value=-1), st.integers(min_value=BIG)).map(str)),
+    )
+    return st.one_of(
+        bad.map(lambda extra: Case(("eval-scenarios", "{dir}/out", *extra))),
+        st.sampled_from(["{dir}/a-file", "{dir}/a-file/out"]).map(lambda out: Case(("eval-scenarios", out))),
+    )
+
+
+STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
+    "run": _run_cases(),
+    "demo": _demo_cases(),
+    "log": _log_cases(),
+    "sessions": _sessions_cases(),
+    "checkpoints": _checkpoints_cases(),
+    "skill": _skill_cases(),
+    "models": _models_cases(),
+    "import": _import_cases(),
+    "eval": _eval_cases(),
+    "eval-scenarios": _eval_scenarios_cases(),
+}
+
+
+def test_every_subcommand_has_bad_inputs() -> None:
+    commands = {info.name for info in app.registered_commands} | {g.name for g in app.registered_groups}
+    assert set(STRATEGIES) == set(COMMANDS) == commands
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_bad_input_is_one_line_exit_2_and_writes_nothing(
+    command: str, data: st.DataObject, template: Path
+) -> None:
+    case = data.draw(STRATEGIES[command], label="case")
+    outcome = run_case(case, template)
+    assert outcome.problems == [], f"{case}: {outcome.problems}; stderr={outcome.stderr!r}"
+
+
+def iter_cases(command: str, count: int) -> Iterator[Case]:
+    """`count` generated cases of one command (for the tally script)."""
+    for _ in range(count):
+        yield STRATEGIES[command].example()
