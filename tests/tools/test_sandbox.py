@@ -201,6 +201,20 @@ def test_a_database_inside_the_workdir_is_covered_too(sandboxed: None, workdir: 
     assert database.read_text() == "RECORD-7f3" and not (workdir / "x.db").exists()
 
 
+def test_a_home_used_as_the_workdir_stays_writable_and_its_database_is_still_covered(
+    sandboxed: None, tmp_path: Path
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "avibe.db").write_text("RECORD-7f3")
+    policy = SandboxPolicy.for_record(
+        "workspace-write", home, home=home, database_url=f"sqlite:///{home}/avibe.db"
+    )
+    out = _run(policy, "echo made > made.txt; cat avibe.db; echo forged > avibe.db")
+    assert (home / "made.txt").read_text() == "made\n"
+    assert "RECORD-7f3" not in out and (home / "avibe.db").read_text() == "RECORD-7f3"
+
+
 def test_a_workdir_inside_the_home_is_visible_and_the_rest_of_the_home_is_not(
     sandboxed: None, tmp_path: Path
 ) -> None:

@@ -192,7 +192,7 @@ class SandboxPolicy:
         directory, does not bring it back)."""
         back = path.is_relative_to(self.workdir)
         return any(
-            h != path
+            h not in (path, self.workdir)
             and h.is_dir()
             and path.is_relative_to(h)
             and not (back and self.workdir.is_relative_to(h))
@@ -206,8 +206,11 @@ class SandboxPolicy:
         args += ["--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
         # A hidden directory that holds the workdir is covered first, then the workdir bound over it;
         # everything else hidden is covered last, so a database inside the workdir is covered too.
-        around = [h for h in self.hidden if self.workdir.is_relative_to(h)]
-        inside = [h for h in self.hidden if h not in around and not self._covered(h)]
+        # (The workdir itself cannot be hidden from its commands: a home used as the workdir stays
+        # visible, and the database files in it are covered one by one.)
+        hidden = [h for h in self.hidden if h != self.workdir]
+        around = [h for h in hidden if self.workdir.is_relative_to(h)]
+        inside = [h for h in hidden if h not in around and not self._covered(h)]
         writable = self.mode == "workspace-write"
         # (A covering tmpfs is made read-only only after the workdir's mount point was made in it.)
         args += _cover(around, remount=False)
