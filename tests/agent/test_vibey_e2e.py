@@ -303,7 +303,7 @@ def test_a_repeated_identical_tool_call_gets_a_harness_note(make_harness: Any) -
     h.vibey.send("Read a.txt.")
     outputs = [m.content for m in h.model.requests[-1].messages if m.role == "tool"]
     assert len(outputs) == 2
-    assert "same call" not in outputs[0] and "[Avibe: this is the same call" in outputs[1]
+    assert "same call" not in outputs[0] and "[Avibe: This is the same call" in outputs[1]
 
 
 def test_a_model_looping_on_one_call_is_stopped(make_harness: Any) -> None:
@@ -313,3 +313,27 @@ def test_a_model_looping_on_one_call_is_stopped(make_harness: Any) -> None:
     h.model.assert_consumed()  # the fourth identical call is not run, and no fifth model call is made
     assert result.stopped and "same tool call came 4 times" in result.reply
     assert sum(1 for e in h.events if e.kind == "tool_call") == 3
+
+
+def test_a_model_cycling_between_two_calls_is_told_then_stopped(make_harness: Any) -> None:
+    """The demo alternated `read_file tickets/007.md` / `list_files` twelve times (issue 16 item 5)."""
+    cycle = [tool_step("read_file", path="small.txt"), tool_step("list_files", path=".")] * 4
+    h = make_harness([*cycle, reply("never reached")], max_steps=12)
+    write_lines(h.workdir, "small.txt", 5)
+    result = h.vibey.send("Read small.txt.")
+    assert result.stopped and "cycle" in result.reply
+    notes = [
+        m.content
+        for m in h.model.requests[-1].messages
+        if m.role == "tool" and "one cycle of 2 calls" in m.content
+    ]
+    assert notes  # the model was told before the turn was stopped
+
+
+def test_a_call_failing_again_is_told_and_not_run_a_third_time(make_harness: Any) -> None:
+    missing = [tool_step("read_file", path="tickets/007.md") for _ in range(3)]
+    h = make_harness([*missing, reply("never reached")])
+    result = h.vibey.send("Read ticket 007.")
+    assert result.stopped
+    outputs = [m.content for m in h.model.requests[-1].messages if m.role == "tool"]
+    assert len(outputs) == 2 and "failed, and you already made exactly this call" in outputs[1]

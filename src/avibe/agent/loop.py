@@ -27,6 +27,7 @@ from avibe.agent.driver import (
     empty_checkpoint,
     store_lookup,
 )
+from avibe.agent.repeats import loop_stop_reason, repeat_note
 from avibe.agent.room import make_room
 from avibe.agent.state import STATE_KEY, LiveState, LoadedSkill, remember_file
 from avibe.checkpoint.budgets import Budgets, budgets_for
@@ -489,11 +490,9 @@ class Vibey:
         if not reply.tool_calls:
             self.events(Replied(reply.text))
             return state, TurnResult(reply.text)
-        if _same_call_streak(state.messages) >= MAX_SAME_CALLS:
-            message = (
-                f"stopped: the same tool call came {MAX_SAME_CALLS} times in a row "
-                f"({reply.tool_calls[-1].name}); send a message to go on"
-            )
+        reason = loop_stop_reason(state.messages)
+        if reason is not None:  # a small model going in circles is stopped instead of burning the turn
+            message = f"stopped: {reason}; send a message to go on"
             log.warning("session %s: %s", self.session_id, message)
             self.events(Stopped(message))
             return state, TurnResult(message, stopped=True)
@@ -526,13 +525,12 @@ class Vibey:
 
     def _run_tools(self, state: LiveState, calls: Sequence[ToolCall]) -> LiveState:
         for call in calls:
-            repeated = _repeats_last_call(state.messages, call)
             self.events(ToolCalled(call.id, call.name, dict(call.arguments)))
             started = time.monotonic()
             result = self.run_tool(call)
             took = round(time.monotonic() - started, 3)
             self.events(ToolFinished(call.id, call.name, result.is_error, len(result.output), took))
-            text = result.output + (REPEAT_NOTE if repeated else "")
+            text = result.output + repeat_note(state.messages, call, result.is_error)
             output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
             state = self._track(replace(state, messages=(*state.messages, output)), result)
             self.save_state(state)
@@ -549,32 +547,6 @@ class Vibey:
             others = tuple(s for s in state.skills if s.name != result.skill_loaded)
             state = replace(state, skills=(*others, LoadedSkill(result.skill_loaded, order)))
         return state
-
-
-REPEAT_NOTE = (
-    "\n[Avibe: this is the same call, with the same arguments, as your previous one. Do not repeat it: "
-    "use its result, change the arguments, try another tool, or answer.]"
-)
-
-
-MAX_SAME_CALLS = 4  # a small model that loops on one call is stopped instead of burning the turn
-
-
-def _same_call_streak(messages: Sequence[ChatMessage]) -> int:
-    """How many of the latest tool calls in a row are the same call (name and arguments)."""
-    calls = [(c.name, c.arguments) for m in messages if m.role == "assistant" for c in m.tool_calls]
-    streak = 0
-    for call in reversed(calls):
-        if call != calls[-1]:
-            break
-        streak += 1
-    return streak
-
-
-def _repeats_last_call(messages: Sequence[ChatMessage], call: ToolCall) -> bool:
-    """Small models loop on one call; the harness says so in the tool result (the call still runs)."""
-    earlier = [c for m in messages if m.role == "assistant" for c in m.tool_calls if c.id != call.id]
-    return bool(earlier) and (earlier[-1].name, earlier[-1].arguments) == (call.name, call.arguments)
 
 
 def fresh_checkpoint_for_display(stored: StoredCheckpoint | None) -> str:
