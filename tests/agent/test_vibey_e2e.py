@@ -317,7 +317,10 @@ def test_a_model_looping_on_one_call_is_stopped(make_harness: Any) -> None:
 
 def test_a_model_cycling_between_two_calls_is_told_then_stopped(make_harness: Any) -> None:
     """The demo alternated `read_file tickets/007.md` / `list_files` twelve times (issue 16 item 5)."""
-    cycle = [tool_step("read_file", path="small.txt"), tool_step("list_files", path=".")] * 4
+    cycle = [
+        tool_step("read_file", path="small.txt") if i % 2 == 0 else tool_step("list_files", path=".")
+        for i in range(8)
+    ]  # fresh call ids, as a real model gives
     h = make_harness([*cycle, reply("never reached")], max_steps=12)
     write_lines(h.workdir, "small.txt", 5)
     result = h.vibey.send("Read small.txt.")
