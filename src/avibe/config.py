@@ -259,7 +259,11 @@ def _database_url(value: str | None, where: str, home: Path) -> str:
         path = Path(database).expanduser()
         if path.exists() and not path.is_file():
             raise ConfigError(f"{where}={text!r}: {path} is not a file; point it at a database file")
-        _folder(str(path.parent), where, path.parent)
+        probe = path.parent
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if probe.exists() and not probe.is_dir():
+            raise ConfigError(f"{where}={text!r}: the database would be inside {probe}, not a folder")
     return text
 
 

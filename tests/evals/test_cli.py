@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -111,3 +114,113 @@ def test_E1_the_reproducing_command_line_keeps_every_choice() -> None:
         "vibe eval -t queue -s truncate --model embedded --seed 1 --k 1 --k 2 --k 4 --k 8 "
         "--window 4096 --threshold 0.5 --out o --no-probes"
     )
+
+
+def _digest(path: Path) -> str | None:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else None
+
+
+def _claude_line(text: str, minute: int) -> str:
+    line = {
+        "type": "user",
+        "message": {"role": "user", "content": text},
+        "timestamp": f"2026-11-20T09:{minute:02d}:00Z",
+    }
+    return json.dumps(line) + "\n"
+
+
+def test_an_import_is_all_or_nothing(tmp_path: Path, env: dict[str, str]) -> None:
+    """A NUL byte in the second message: nothing of the first is recorded, on an empty home (no database
+    file appears) or on an existing record (its file is byte-for-byte the same) (issue 11 item 4)."""
+    bad = tmp_path / "nul.jsonl"
+    bad.write_text(_claude_line("first message", 0) + _claude_line("a NUL \x00 here", 1), encoding="utf-8")
+    db = Path(env["AVIBE_HOME"]) / "avibe.db"
+    runner = CliRunner()
+    refused = runner.invoke(app, ["import", str(bad)], env=env)
+    assert refused.exit_code == 2 and refused.stderr.startswith("vibe: cannot import: text contains a NUL")
+    assert "nothing was recorded" in refused.stderr and not db.exists()
+    good = runner.invoke(app, ["import", str(FIXTURES / "claude_session.jsonl")], env=env)
+    assert good.exit_code == 0, good.output
+    before = _digest(db)
+    again = runner.invoke(app, ["import", str(bad)], env=env)
+    assert again.exit_code == 2 and _digest(db) == before
+    sessions = json.loads(runner.invoke(app, ["sessions", "--json"], env=env).stdout)
+    assert len(sessions) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"5", "expected a JSON object"),
+        (b"\xff\xfe not utf-8", "not an importable session (UnicodeDecodeError"),
+        (b"[" * 100_000, "nested too deeply"),
+        (
+            b'{"info": {"id": "s"}, "messages": [{"info": {"role": "user", "time": {"created": 1e20}}, '
+            b'"parts": [{"type": "text", "text": "hi"}]}]}',
+            "not an importable session",
+        ),
+    ],
+)
+def test_a_malformed_session_file_is_one_line_and_creates_no_database(
+    tmp_path: Path, env: dict[str, str], content: bytes, message: str
+) -> None:
+    path = tmp_path / "session.json"
+    path.write_bytes(content)
+    result = CliRunner().invoke(app, ["import", str(path)], env=env)
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.output
+    assert not (Path(env["AVIBE_HOME"]) / "avibe.db").exists()
+
+
+def test_a_relative_opencode_storage_path_imports(
+    tmp_path: Path, env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    storage = tmp_path / "storage"
+    shutil.copytree(FIXTURES / "opencode_storage", storage)
+    (session_file,) = (storage / "session").glob("*/*.json")
+    monkeypatch.chdir(session_file.parent)
+    result = CliRunner().invoke(app, ["import", session_file.name], env=env)
+    assert result.exit_code == 0, result.output
+    assert "(opencode)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--k", "0"], "--k 0 is out of range"),
+        (["--k", "65"], "--k 65 is out of range"),
+        (["--seed", "-1"], "--seed -1 is out of range"),
+        (["--window", "10"], "--window 10 is out of range"),
+        (["--threshold", "nan"], "--threshold nan is out of range"),
+        (["--threshold", "1.5"], "--threshold 1.5 is out of range"),
+        (["--jobs", "0"], "--jobs 0 is out of range"),
+        (["--scenario", "{tmp}/nowhere.json"], "is not a file"),
+        (["--scenario", "{tmp}/garbage.json"], "garbage.json: not valid JSON"),
+        (["--session", "s-20261130-nosuch"], "no record yet"),
+        (["--model", "nosuch-model"], "unknown model 'nosuch-model'"),
+        (["--out", "{tmp}/garbage.json/out"], "is not a folder"),
+    ],
+)
+def test_E1_vibe_eval_refuses_bad_arguments_before_opening_a_model(
+    tmp_path: Path, env: dict[str, str], args: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import avibe.cli.eval as eval_cli
+
+    opened: list[str] = []
+    monkeypatch.setattr(eval_cli, "_open_model", lambda name, settings: opened.append(name))
+    (tmp_path / "garbage.json").write_text('{"scenario": [1, 2')
+    filled = [arg.replace("{tmp}", str(tmp_path)) for arg in args]
+    result = CliRunner().invoke(app, ["eval", "-t", "queue", "-s", "truncate", *filled], env=env)
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("vibe: ")
+    assert opened == [] and not (Path(env["AVIBE_HOME"]) / "avibe.db").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [(["--size", "-1"], "--size -1 is out of range"), (["-t", "nope"], "unknown scenario type 'nope'")],
+)
+def test_E1_vibe_eval_scenarios_refuses_bad_arguments(tmp_path: Path, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["eval-scenarios", str(tmp_path / "out"), *args])
+    assert result.exit_code == 2 and message in result.stderr, result.output
+    assert not (tmp_path / "out").exists()

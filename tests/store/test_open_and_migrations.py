@@ -10,7 +10,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
-from avibe.errors import StoreUnavailable
+from avibe.errors import StoreError, StoreUnavailable
 from avibe.store import open_store
 from avibe.store.migrate import head_revision
 from avibe.store.schema import metadata
@@ -107,3 +107,68 @@ def test_a_plain_postgresql_url_uses_the_shipped_driver(pg_url: str) -> None:
     with open_store(plain) as store:
         assert store.url.startswith("postgresql+psycopg://")
         assert store.create_session().entry_count == 0
+
+
+@pytest.mark.parametrize(
+    "url", ["sqlite://", "sqlite:///:memory:", "sqlite:///file:rec?mode=memory&uri=true"]
+)
+def test_an_in_memory_record_is_refused_unless_asked_for(url: str) -> None:
+    """A record that vanishes when the process ends is no record (issue 11); scratch stores say so."""
+    with pytest.raises(StoreUnavailable, match="in-memory database"):
+        open_store(url)
+    with open_store("sqlite://", in_memory=True) as scratch:
+        assert scratch.create_session("scratch").title == "scratch"
+
+
+def test_an_unparsable_url_is_refused_with_its_password_masked() -> None:
+    with pytest.raises(StoreUnavailable, match="not a database URL") as caught:
+        open_store("postgresql://avibe:s3cret@[::1/avibe")
+    assert "s3cret" not in str(caught.value) and "avibe:***@" in str(caught.value)
+
+
+@pytest.mark.parametrize("journal", ["wal", "delete"])
+def test_a_read_only_open_changes_no_byte_and_creates_no_file(tmp_path: Path, journal: str) -> None:
+    path = tmp_path / "avibe.db"
+    with open_store(f"sqlite:///{path}") as store:
+        session = store.create_session("kept").id
+    if journal == "delete":
+        engine = create_engine(f"sqlite:///{path}")
+        with engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA journal_mode=DELETE")
+        engine.dispose()
+    before = path.read_bytes()
+    with open_store(f"sqlite:///{path}", read_only=True) as reader:
+        assert [info.id for info in reader.list_sessions()] == [session]
+        with pytest.raises(StoreError, match="readonly"):
+            reader.create_session("refused")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["avibe.db"]
+
+
+def test_a_read_only_open_reads_what_a_live_writer_committed(tmp_path: Path) -> None:
+    """With a writer at work (its -wal file exists) the reader goes through the WAL and sees its commits."""
+    path = tmp_path / "avibe.db"
+    with open_store(f"sqlite:///{path}") as writer:
+        first = writer.create_session("one").id
+        second = writer.create_session("two").id
+        assert (tmp_path / "avibe.db-wal").exists()
+        with open_store(f"sqlite:///{path}", read_only=True) as reader:
+            assert [info.id for info in reader.list_sessions()] == [first, second]
+
+
+def test_a_read_only_open_of_a_missing_file_or_a_folder_creates_nothing(tmp_path: Path) -> None:
+    with pytest.raises(StoreUnavailable, match="no record yet"):
+        open_store(f"sqlite:///{tmp_path / 'none' / 'avibe.db'}", read_only=True)
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "folder.db").mkdir()
+    with pytest.raises(StoreUnavailable, match="not a file"):
+        open_store(f"sqlite:///{tmp_path / 'folder.db'}", read_only=True)
+
+
+def test_a_read_only_postgres_open_refuses_writes(pg_url: str) -> None:
+    with open_store(pg_url) as store:
+        store.create_session("kept")
+    with open_store(pg_url, read_only=True) as reader:
+        assert [info.title for info in reader.list_sessions()] == ["kept"]
+        with pytest.raises(StoreError, match="read-only"):
+            reader.create_session("refused")

@@ -66,7 +66,8 @@ def is_in_memory(url: str) -> bool:
     if parsed.get_backend_name() != "sqlite":
         return False
     database = parsed.database or ""
-    return database in {"", ":memory:"} or (database.startswith("file:") and "mode=memory" in database)
+    memory_mode = parsed.query.get("mode") == "memory" or "mode=memory" in database
+    return database in {"", ":memory:"} or (database.startswith("file:") and memory_mode)
 
 
 def _sqlite_path(url: URL) -> Path | None:
