@@ -87,8 +87,14 @@ def _row(c: StoredCheckpoint, again: list[int]) -> list[str]:
     ]
 
 
+def _memo(c: StoredCheckpoint) -> list[dict[str, Any]]:
+    """The memo as plain rows, whether its items are typed MemoItems (issue 10 item 5) or dicts."""
+    items: list[Any] = list(c.memo)
+    return [item.to_dict() if hasattr(item, "to_dict") else dict(item) for item in items]
+
+
 def _show(c: StoredCheckpoint) -> str:
-    memo = "\n".join(f"#{m.get('seq', '?')}: {m.get('text', '')}" for m in c.memo) or "(empty)"
+    memo = "\n".join(f"#{m.get('seq', '?')}: {m.get('text', '')}" for m in _memo(c)) or "(empty)"
     meta = json.dumps(c.meta, indent=2, default=str, ensure_ascii=False)
     summary = "  ".join(_row(c, []))
     parts = [summary, f"## Mind\n{c.mind.strip()}", f"## Memo\n{memo}", f"## Scene\n{c.scene}"]
@@ -101,7 +107,7 @@ def _as_json(c: StoredCheckpoint) -> dict[str, Any]:
         "at": c.at.isoformat(),
         "upto_seq": c.upto_seq,
         "mind": c.mind,
-        "memo": c.memo,
+        "memo": _memo(c),
         "scene": c.scene,
         "meta": c.meta,
     }
