@@ -30,6 +30,7 @@ from typing import Any
 
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.ports import StoredCheckpoint
+from avibe.record.checkpoint import Provenance
 from avibe.record.entries import NewEntry, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 from avibe.store import open_store
@@ -163,7 +164,9 @@ def prefill(store: Any, session: str, entries: int, checkpoints: int) -> None:
     scene = "<checkpoint>\nCurrent step: reading the queue\n</checkpoint>"
     for n in range(checkpoints):
         upto = entries * (n + 1) // max(checkpoints, 1)
-        stored = StoredCheckpoint(session, 0, at, mind, [], scene, upto, {"trigger": "prefill"})
+        stored = StoredCheckpoint(
+            session, 0, at, mind, (), scene, upto, provenance=Provenance(trigger="prefill")
+        )
         store.save_checkpoint(stored)
     store.save_state(session, "live", {"last_seq": entries, "messages": []})
 

@@ -6,27 +6,13 @@ Only Protocols and the small values they exchange. Adapters implement them; the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from avibe.record.checkpoint import StoredCheckpoint as StoredCheckpoint
 from avibe.record.entries import Entry, EntryQuery, NewEntry, SessionInfo, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
-
-
-@dataclass(frozen=True, slots=True)
-class StoredCheckpoint:
-    """A checkpoint as stored: the three parts plus why/how it was made (DESIGN: "a checkpoint is itself
-    stored so any past checkpoint can be inspected and diffed")."""
-
-    session: str
-    number: int  # 1, 2, 3 ... per session
-    at: datetime
-    mind: str
-    memo: list[dict[str, Any]]  # [{"seq": int, "text": str, "cut": bool}, ...] copied from the record
-    scene: str
-    upto_seq: int  # the last record seq this checkpoint covers (moved out of the live context)
-    meta: dict[str, Any] = field(default_factory=dict)  # trigger, tokens before/after, calls, problems ...
 
 
 @runtime_checkable
@@ -39,7 +25,13 @@ class RecordStore(Protocol):
     def list_sessions(self) -> list[SessionInfo]: ...
     def append(self, entry: NewEntry) -> Entry: ...  # assigns the next dense seq atomically
     def query(self, query: EntryQuery) -> list[Entry]: ...  # time (= seq) order
-    def save_checkpoint(self, checkpoint: StoredCheckpoint) -> StoredCheckpoint: ...  # assigns number
+    def save_checkpoint(  # assigns the number; with state_key/state: both in one transaction
+        self,
+        checkpoint: StoredCheckpoint,
+        *,
+        state_key: str | None = None,
+        state: Mapping[str, Any] | None = None,
+    ) -> StoredCheckpoint: ...
     def list_checkpoints(self, session_id: str) -> list[StoredCheckpoint]: ...
     def save_state(self, session_id: str, key: str, value: Mapping[str, Any]) -> None: ...
     def load_state(self, session_id: str, key: str) -> dict[str, Any] | None: ...

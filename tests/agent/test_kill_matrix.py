@@ -93,7 +93,7 @@ def _check_view(vibey: Vibey) -> None:
     # every newer entry is in the view (a tool-calls-only reply whose results died with the process is not)
     assert {e.seq for e in entries if e.seq > upto and e.text.strip()} <= set(seqs)
     if checkpoints:  # N6: each moved-out user message is in the memo, dismissed, or still pinned
-        memo = {int(item["seq"]) for item in checkpoints[-1].memo}
+        memo = {item.seq for item in checkpoints[-1].memo}
         for entry in entries:
             if entry.is_user and entry.seq <= upto:
                 assert entry.seq in memo | set(state.dismissed) | pinned, f"user message #{entry.seq} lost"

@@ -75,7 +75,7 @@ def test_F1_F4_good_checkpoint_moves_old_messages_out_and_the_work_goes_on(make_
     assert stored.meta["tokens_before"] > 5_976 > stored.meta["tokens_after"]
     assert stored.meta["trigger"] == "reply reserve + margin"
     # N4: the memo is the record's text, byte for byte
-    assert {m["seq"]: m["text"] for m in stored.memo}[1] == RULE
+    assert {m.seq: m.text for m in stored.memo}[1] == RULE
     # F4: the next request is system prompt, recollection, then recent messages verbatim
     last = h.model.requests[-1].messages
     assert last[0].role == "system" and "You are Vibey" in last[0].content
@@ -97,7 +97,7 @@ def test_F5_mid_turn_checkpoint_keeps_the_turns_user_message_verbatim(make_harne
     kept = [m for m in last if m.role == "user" and m.seq == third_seq]
     assert [m.content for m in kept] == [THIRD]
     assert f"#{third_seq}" in last[1].content and "the user's messages win" in last[1].content
-    memo_seqs = {m["seq"] for m in h.checkpoints()[0].memo}
+    memo_seqs = {m.seq for m in h.checkpoints()[0].memo}
     assert third_seq not in memo_seqs  # still in the context, so not moved out
 
 
@@ -150,13 +150,13 @@ def test_V7_failed_twice_then_model_free_move_out_keeps_every_user_message(make_
     [stored] = h.checkpoints()
     assert stored.meta["fallback"] == "model-free" and stored.meta["calls"] == 0
     users = [e for e in h.store.query(EntryQuery(h.vibey.session_id)) if e.is_user]
-    memo = {m["seq"]: m for m in stored.memo}
+    memo = {m.seq: m for m in stored.memo}
     moved_users = [e for e in users if e.seq <= stored.upto_seq]
     assert moved_users and all(e.seq in memo for e in moved_users)  # every moved-out user message
     for e in moved_users:
         item = memo[e.seq]
-        assert item["text"] == e.text or (item["cut"] and f"message #{e.seq}" in item["text"])
-    assert memo[1]["text"] == RULE
+        assert item.text == e.text or (item.cut and f"message #{e.seq}" in item.text)
+    assert memo[1].text == RULE
     last = h.model.requests[-1].messages
     assert h.vibey.counter.count_messages(last) <= h.vibey.hard_limit
 
@@ -242,8 +242,8 @@ def test_N7_T1_background_message_never_enters_the_memo_and_keeps_its_tag(make_h
     h.vibey.send(THIRD)
     h.model.assert_consumed()
     [stored] = h.checkpoints()
-    assert all(forged not in m["text"] for m in stored.memo)
-    assert watch_seq not in {m["seq"] for m in stored.memo}
+    assert all(forged not in m.text for m in stored.memo)
+    assert watch_seq not in {m.seq for m in stored.memo}
 
 
 def test_F3_checkpoint_turn_cannot_write_any_file_but_its_two(make_harness: Any) -> None:

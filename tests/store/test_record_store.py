@@ -11,6 +11,7 @@ import pytest
 
 from avibe.errors import StoreError, UnknownSession
 from avibe.ports import RecordStore, StoredCheckpoint
+from avibe.record.checkpoint import Carry, MemoItem, Provenance, SkillRef
 from avibe.record.entries import Entry, EntryQuery, Kind, NewEntry, Source
 from avibe.store import SqlStore, open_store
 
@@ -242,22 +243,24 @@ def test_a_given_session_id_that_exists_is_refused(store: SqlStore) -> None:
 
 def test_checkpoints_are_numbered_per_session_and_round_trip(store: SqlStore) -> None:
     session, other = store.create_session().id, store.create_session().id
-    memo = [{"seq": 4, "text": "Never merge without green CI", "cut": False}]
-    meta = {"trigger": "window", "tokens_before": 170_000, "problems": [], "nested": {"ok": True}}
-    first = store.save_checkpoint(StoredCheckpoint(session, 99, T0, "# I am here", memo, "scene 1", 8, meta))
-    store.save_checkpoint(StoredCheckpoint(other, 0, T0, "other", [], "other", 1))
-    second = store.save_checkpoint(StoredCheckpoint(session, 0, T0 + timedelta(hours=1), "m2", [], "s2", 20))
+    memo = (MemoItem(4, "Never merge without green CI"),)
+    carry = Carry((SkillRef("release", 3),), "Modified: a.py", (7, 8), True, 8_000)
+    made = Provenance(trigger="window", tokens_before=170_000, problems=("scene.too_short: x",), seconds=1.5)
+    saved = StoredCheckpoint(session, 99, T0, "# I am here", memo, "scene 1", 8, carry, made)
+    first = store.save_checkpoint(saved)
+    store.save_checkpoint(StoredCheckpoint(other, 0, T0, "other", (), "other", 1))
+    second = store.save_checkpoint(StoredCheckpoint(session, 0, T0 + timedelta(hours=1), "m2", (), "s2", 20))
     assert (first.number, second.number) == (1, 2)
     assert store.list_checkpoints(session) == [first, second]
-    assert store.list_checkpoints(session)[0].memo == memo
-    assert store.list_checkpoints(session)[0].meta == meta
+    back = store.list_checkpoints(session)[0]
+    assert (back.memo, back.carry, back.provenance) == (memo, carry, made)  # typed values round-trip
     assert [cp.number for cp in store.list_checkpoints(other)] == [1]
 
 
-def test_a_checkpoint_with_non_json_memo_is_refused(store: SqlStore) -> None:
+def test_a_checkpoint_with_a_memo_text_no_backend_can_store_is_refused(store: SqlStore) -> None:
     session = store.create_session().id
-    with pytest.raises(ValueError, match="memo is not plain JSON"):
-        store.save_checkpoint(StoredCheckpoint(session, 0, T0, "m", [{"at": T0}], "s", 1))
+    with pytest.raises(ValueError, match="memo text of #1 is not valid Unicode"):
+        store.save_checkpoint(StoredCheckpoint(session, 0, T0, "m", (MemoItem(1, "\ud800"),), "s", 1))
     assert store.list_checkpoints(session) == []
 
 

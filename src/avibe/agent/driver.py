@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.mind import EMPTY_MIND
-from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.checkpoint.model import Checkpoint
 from avibe.checkpoint.plan import MovePlan, model_free_move_out, partial_plan, plan_move_out
 from avibe.checkpoint.room import CHECKPOINT_REPLY_TOKENS, turn_overhead
 from avibe.checkpoint.turn import (
@@ -38,6 +38,7 @@ from avibe.checkpoint.turn import (
 )
 from avibe.errors import ModelError
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.record.checkpoint import Carry, Provenance
 from avibe.record.entries import Entry, EntryQuery
 from avibe.record.messages import ChatMessage, ToolCall
 
@@ -102,9 +103,7 @@ def mode_for(local: bool) -> Mode:
 def checkpoint_from_stored(stored: StoredCheckpoint | None) -> Checkpoint | None:
     if stored is None:
         return None
-    return Checkpoint(
-        mind=stored.mind, memo=tuple(MemoItem.from_dict(m) for m in stored.memo), scene=stored.scene
-    )
+    return Checkpoint(mind=stored.mind, memo=stored.memo, scene=stored.scene)
 
 
 @dataclass
@@ -203,7 +202,8 @@ class CheckpointDriver:
         dismissed: frozenset[int],
         turn_start: int | None,
         tools: Sequence[Any],
-        meta: dict[str, Any],
+        carry: Carry,
+        provenance: Provenance,
         partial: bool = False,
     ) -> CheckpointResult:
         """Try one checkpoint (V6's partial tries when the room policy says the turn would not fit).
@@ -234,7 +234,7 @@ class CheckpointDriver:
             outcome = self._drive(inputs, stats)
             if isinstance(outcome, Accepted):
                 took = time.monotonic() - started
-                return self._accepted(chosen, outcome, previous, stats, meta, fallback, took)
+                return self._accepted(chosen, outcome, previous, stats, carry, provenance, fallback, took)
             last_reason = self._log_failure(outcome, chosen)
         return CheckpointResult(None, tuple(conversation), reason=last_reason)
 
@@ -250,35 +250,40 @@ class CheckpointDriver:
         outcome: Accepted,
         previous: StoredCheckpoint | None,
         stats: TurnStats,
-        meta: dict[str, Any],
+        carry: Carry,
+        provenance: Provenance,
         fallback: str | None,
         took: float,
     ) -> CheckpointResult:
         cached_share = stats.cached_tokens / stats.prompt_tokens if stats.prompt_tokens else 0.0
-        full_meta = {
-            **meta,
-            "calls": outcome.calls,
-            "tool_rounds": outcome.tool_rounds,
-            "problems": [f"{p.code}: {p.message}" for p in outcome.first_pass_problems],
-            "repair_used": outcome.repaired,
-            "fallback": fallback,
-            "plan": plan.reason,
-            "freed_tokens": plan.freed_tokens,
-            "seconds": round(took, 3),
-            "mode": self.mode,
-            "prompt_tokens": stats.prompt_tokens,
-            "cached_tokens": stats.cached_tokens,
-            "cached_share": round(cached_share, 4),
-            "notes": list(outcome.notes),
-            "skills": meta.get("skills", []),
-        }
-        unsaved = self._stored(outcome.checkpoint, plan, previous, full_meta)
+        made = replace(
+            provenance,
+            calls=outcome.calls,
+            tool_rounds=outcome.tool_rounds,
+            problems=tuple(f"{p.code}: {p.message}" for p in outcome.first_pass_problems),
+            repair_used=outcome.repaired,
+            fallback=fallback,
+            plan=plan.reason,
+            freed_tokens=plan.freed_tokens,
+            seconds=round(took, 3),
+            mode=self.mode,
+            prompt_tokens=stats.prompt_tokens,
+            cached_tokens=stats.cached_tokens,
+            cached_share=round(cached_share, 4),
+            notes=tuple(outcome.notes),
+        )
+        unsaved = self._stored(outcome.checkpoint, plan, previous, carry, made)
         return CheckpointResult(
             unsaved, plan.kept, outcome.dismissed_seqs, plan.freed_tokens, plan.reason, fallback
         )
 
     def _stored(
-        self, checkpoint: Checkpoint, plan: MovePlan, previous: StoredCheckpoint | None, meta: dict[str, Any]
+        self,
+        checkpoint: Checkpoint,
+        plan: MovePlan,
+        previous: StoredCheckpoint | None,
+        carry: Carry,
+        provenance: Provenance,
     ) -> StoredCheckpoint:
         upto = max(plan.upto_seq or 0, previous.upto_seq if previous else 0)
         return StoredCheckpoint(
@@ -286,10 +291,11 @@ class CheckpointDriver:
             number=0,  # the store assigns the next number
             at=self.clock.now(),
             mind=checkpoint.mind,
-            memo=checkpoint.memo_dicts(),
+            memo=checkpoint.memo,
             scene=checkpoint.scene,
             upto_seq=upto,
-            meta=meta,
+            carry=carry,
+            provenance=provenance,
         )
 
     # ---- V7: no model -------------------------------------------------------------------------------
@@ -300,7 +306,8 @@ class CheckpointDriver:
         previous: StoredCheckpoint | None,
         budgets: Budgets,
         turn_start: int | None,
-        meta: dict[str, Any],
+        carry: Carry,
+        provenance: Provenance,
     ) -> CheckpointResult:
         """V7: the oldest half moves out without a model call; the previous mind, scene and skills stay
         and the memo holds every moved-out user message (cut, with a pointer to the record)."""
@@ -311,9 +318,10 @@ class CheckpointDriver:
         entries = self._entries(probe.plan.moved_seqs)
         done = model_free_move_out(conversation, self.counter, prev, entries, budgets, turn_start)
         log.warning("session %s: %s", self.session_id, done.reason)
-        full_meta = {**meta, "fallback": "model-free", "plan": done.reason, "calls": 0}
-        full_meta["freed_tokens"] = done.plan.freed_tokens
-        unsaved = self._stored(done.checkpoint, done.plan, previous, full_meta)
+        made = replace(
+            provenance, fallback="model-free", plan=done.reason, calls=0, freed_tokens=done.plan.freed_tokens
+        )
+        unsaved = self._stored(done.checkpoint, done.plan, previous, carry, made)
         return CheckpointResult(
             unsaved, done.plan.kept, frozenset(), done.plan.freed_tokens, done.reason, "model-free"
         )

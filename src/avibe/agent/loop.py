@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from avibe.agent.driver import (
     CheckpointDriver,
@@ -60,6 +60,7 @@ from avibe.host.events import (
 from avibe.ingress import record_reply
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
 from avibe.prompts.vibey import IDENTITY, RULES
+from avibe.record.checkpoint import Carry, Provenance, SkillRef
 from avibe.record.entries import CallRecord, Entry, EntryQuery, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 
@@ -256,10 +257,10 @@ class Vibey:
 
     def _put_back(self, stored: StoredCheckpoint | None) -> list[PutBackSkill]:
         loaded = []
-        for item in stored.meta.get("skills", []) if stored else []:
-            text = self.skill_text(item["name"])
+        for item in stored.carry.skills if stored else ():
+            text = self.skill_text(item.name)
             if text is not None:  # a skill deleted since is not put back
-                loaded.append(CarrySkill(item["name"], text, int(item["order"])))
+                loaded.append(CarrySkill(item.name, text, item.order))
         return skills_to_put_back(loaded, self.counter, self.budgets)
 
     def _recollection(self, state: LiveState, stored: StoredCheckpoint | None) -> str:
@@ -268,7 +269,7 @@ class Vibey:
         Derived once per checkpoint and turn (skills are read at their current version once a turn)."""
         if stored is None:
             return ""
-        interrupted = tuple(stored.meta.get("current_request_seqs", ()))
+        interrupted = stored.carry.current_request_seqs
         still_running = bool(interrupted) and interrupted[0] in state.turn_user_seqs
         key = (stored.number, still_running)
         if key not in self._recollections:
@@ -278,7 +279,7 @@ class Vibey:
                 checkpoint,
                 number=stored.number,
                 skills=self._put_back(stored),
-                files=str(stored.meta.get("files", "")),
+                files=stored.carry.files,
                 pointer=record_pointer(self.session_id, self.config.record_where),
                 current_request_seqs=interrupted if still_running else (),
             )
@@ -341,7 +342,8 @@ class Vibey:
             dismissed=frozenset(state.dismissed),
             turn_start=self._turn_start(state),
             tools=self.tool_specs,
-            meta=self._checkpoint_meta(state, action.reason, tokens),
+            carry=self._carry(state),
+            provenance=Provenance(trigger=action.reason, tokens_before=tokens),
             partial=partial,
         )
         if result.checkpoint is None:
@@ -357,7 +359,8 @@ class Vibey:
             self.latest_checkpoint(),
             self.budgets,
             self._turn_start(state),
-            self._checkpoint_meta(state, action.reason, tokens),
+            self._carry(state),
+            Provenance(trigger=action.reason, tokens_before=tokens),
         )
         if result.checkpoint is None:
             return state, result
@@ -372,31 +375,32 @@ class Vibey:
         number = (self.latest_checkpoint().number if self.latest_checkpoint() else 0) + 1  # type: ignore[union-attr]
         unsaved = replace(result.checkpoint, number=number)
         after = self._tokens(self.view(state, unsaved))
-        unsaved = replace(unsaved, meta={**unsaved.meta, "tokens_after": after})
+        unsaved = replace(unsaved, provenance=replace(unsaved.provenance, tokens_after=after))
         saved = self.store.save_checkpoint(unsaved, state_key=STATE_KEY, state=state.to_dict())
         self._adopt(saved)
-        meta = saved.meta
-        if result.fallback == "model-free":
+        made = saved.provenance
+        if made.fallback == "model-free":
             self.events(CheckpointFallback(saved.number, before, after, result.reason))
         else:
-            calls, seconds = int(meta.get("calls", 0)), float(meta.get("seconds", 0.0))
-            self.events(CheckpointAccepted(saved.number, before, after, calls, seconds, result.fallback))
+            self.events(
+                CheckpointAccepted(saved.number, before, after, made.calls, made.seconds, made.fallback)
+            )
         return state
 
-    def _checkpoint_meta(self, state: LiveState, reason: str, before: int) -> dict[str, Any]:
+    def _carry(self, state: LiveState) -> Carry:
+        """What the checkpoint hands on: skills (A1, most recent order wins), the file list (A2, fixed at
+        checkpoint time), the current request (F5: kept verbatim, wins on conflict)."""
         previous = self.latest_checkpoint()
-        skills = {s["name"]: s for s in (previous.meta.get("skills", []) if previous else [])}
-        for skill in state.skills:  # A1: loaded skills whose text may leave; most recent order wins
-            skills[skill.name] = {"name": skill.name, "order": skill.order}
-        return {
-            "trigger": reason,
-            "tokens_before": before,
-            "mid_turn": bool(state.turn_user_seqs),
-            "current_request_seqs": list(state.turn_user_seqs),  # F5: kept verbatim, win on conflict
-            "files": file_list(state.files_modified, state.files_read),  # A2, fixed at checkpoint time
-            "skills": sorted(skills.values(), key=lambda s: -int(s["order"])),
-            "window": self.facts.window,
-        }
+        skills = {s.name: s for s in (previous.carry.skills if previous else ())}
+        for skill in state.skills:
+            skills[skill.name] = SkillRef(skill.name, skill.order)
+        return Carry(
+            skills=tuple(sorted(skills.values(), key=lambda s: -s.order)),
+            files=file_list(state.files_modified, state.files_read),
+            current_request_seqs=state.turn_user_seqs,
+            mid_turn=bool(state.turn_user_seqs),
+            window=self.facts.window,
+        )
 
     def _cut_latest_tool_output(self, state: LiveState) -> LiveState:
         """V9: when the latest tool output alone does not fit - not even with everything before it moved

@@ -72,7 +72,9 @@ def make_room(
     results: list[CheckpointResult] = []
     actions: list[RoomAction] = []
     if trigger.checkpoint and not may_try_checkpoint(run):
-        log.warning("no more checkpoints in this run (V8): %d strikes; only model-free move-outs", run.strikes)
+        log.warning(
+            "no more checkpoints in this run (V8): %d strikes; only model-free move-outs", run.strikes
+        )
     for _ in range(MAX_ROUNDS):
         action = decide_room(tokens, trigger, limits, run, tried)
         actions.append(action)

@@ -12,9 +12,12 @@ API:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
+
+from avibe.record.checkpoint import MemoItem
+
+__all__ = ["MIND_SECTIONS", "Checkpoint", "CheckpointDraft", "MemoItem", "Problem"]
 
 MIND_SECTIONS: Final[tuple[str, ...]] = ("I am here", "Goals", "Key decisions", "Lessons")
 
@@ -33,29 +36,6 @@ class Problem:
     def part(self) -> str:
         """Which part of the checkpoint the problem is in ("mind", "memo", "scene", "edit", ...)."""
         return self.code.split(".", 1)[0]
-
-
-@dataclass(frozen=True, slots=True)
-class MemoItem:
-    """A kept user message: `text` is the record's text, byte for byte, or a prefix plus a cut note."""
-
-    seq: int
-    text: str
-    cut: bool = False
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "text": self.text, "cut": self.cut}
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> MemoItem:
-        seq, text, cut = data.get("seq"), data.get("text"), data.get("cut", False)
-        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
-            raise ValueError(f"memo item needs a positive integer 'seq', got {seq!r}")
-        if not isinstance(text, str):
-            raise ValueError(f"memo item #{seq} needs a string 'text', got {type(text).__name__}")
-        if not isinstance(cut, bool):
-            raise ValueError(f"memo item #{seq} needs a boolean 'cut', got {cut!r}")
-        return cls(seq=seq, text=text, cut=cut)
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,6 +37,7 @@ from avibe.context.assemble import recollection
 from avibe.errors import ModelError
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
+from avibe.record.checkpoint import Carry, MemoItem, Provenance
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
@@ -119,11 +120,13 @@ class _Carry:
         if c is None:
             return None
         at = datetime.fromisoformat(c["at"])
-        return StoredCheckpoint(session, self.number, at, c["mind"], c["memo"], c["scene"], c["upto_seq"], {})
+        memo = tuple(MemoItem.from_dict(item) for item in c["memo"])
+        return StoredCheckpoint(session, self.number, at, c["mind"], memo, c["scene"], c["upto_seq"])
 
 
 def _as_carried(stored: StoredCheckpoint) -> dict[str, Any]:
-    return {"mind": stored.mind, "memo": stored.memo, "scene": stored.scene, "upto_seq": stored.upto_seq,
+    memo = stored.memo_dicts()
+    return {"mind": stored.mind, "memo": memo, "scene": stored.scene, "upto_seq": stored.upto_seq,
             "at": stored.at.isoformat()}  # fmt: skip
 
 
@@ -203,12 +206,16 @@ class _ReplayOps:
     ) -> tuple[_Context, CheckpointResult]:
         result = self.driver.run(view=state.messages, conversation=state.conversation, base_view=state.base(),
                                  previous=state.stored, budgets=self.budgets, dismissed=state.dismissed,
-                                 turn_start=None, tools=(), meta={},
+                                 turn_start=None, tools=(), carry=Carry(),
+                                 provenance=Provenance(trigger=action.reason, tokens_before=tokens),
                                  partial=isinstance(action, PartialCheckpoint))  # fmt: skip
         return (state if result.checkpoint is None else state.adopt(result)), result
 
     def move_out(self, state: _Context, tokens: int, action: MoveOut) -> tuple[_Context, CheckpointResult]:
-        result = self.driver.move_out_without_model(state.conversation, state.stored, self.budgets, None, {})
+        made = Provenance(trigger=action.reason, tokens_before=tokens)
+        result = self.driver.move_out_without_model(
+            state.conversation, state.stored, self.budgets, None, Carry(), made
+        )
         return (state if result.checkpoint is None else state.adopt(result)), result
 
 
@@ -265,17 +272,15 @@ def _compact(
     return _accepted(state, new, accepted[-1], new_carry.dump(), metered)
 
 
-def memo_audit(memo: Sequence[Mapping[str, Any]], record: Sequence[Entry]) -> dict[str, int]:
+def memo_audit(memo: Sequence[MemoItem], record: Sequence[Entry]) -> dict[str, int]:
     """The memo's guarantees checked against the record, not taken on trust (N4, N7): how many entries,
     how many hold their record entry's text byte for byte (or a prefix + cut note, N5), and how many
     come from anything but a user message."""
     from avibe.checkpoint.memo import memo_text_matches
-    from avibe.checkpoint.model import MemoItem
 
     by_seq = {entry.seq: entry for entry in record}
     verbatim = non_user = 0
-    for data in memo:
-        item = MemoItem.from_dict(data)
+    for item in memo:
         entry = by_seq.get(item.seq)
         verbatim += entry is not None and memo_text_matches(item, entry.text)
         non_user += entry is None or entry.source.kind != "user"
@@ -286,13 +291,13 @@ def _accepted(
     state: CompactState, new: _Context, result: CheckpointResult, carry: str, metered: _Metered
 ) -> Compacted:
     assert new.stored is not None
-    meta_in: dict[str, Any] = new.stored.meta
+    made = new.stored.provenance
     meta = {
         # V1-V3 on the first answer: the model-free move-out (V7) had no answer to validate
-        "first_pass_valid": result.fallback != "model-free" and not meta_in.get("problems"),
-        "repaired": bool(meta_in.get("repair_used")),
+        "first_pass_valid": result.fallback != "model-free" and not made.problems,
+        "repaired": made.repair_used,
         "fallback": result.fallback,
         **memo_audit(new.stored.memo, state.record),
     }
-    notes = (str(meta_in.get("plan", "")),) if meta_in.get("plan") else ()
+    notes = (made.plan,) if made.plan else ()
     return Compacted(new.messages, metered.tokens, metered.calls, carry, notes, meta)

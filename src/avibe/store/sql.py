@@ -26,6 +26,7 @@ from sqlalchemy.sql.elements import ColumnElement
 
 from avibe.errors import StoreError, StoreUnavailable, UnknownSession
 from avibe.ports import Clock, StoredCheckpoint
+from avibe.record.checkpoint import Carry, MemoItem, Provenance
 from avibe.record.entries import KINDS, CallRecord, Entry, EntryQuery, Kind, NewEntry, SessionInfo, Source
 from avibe.store.migrate import WRITE_OPTION
 from avibe.store.schema import checkpoints, entries, session_state, sessions
@@ -145,10 +146,11 @@ def _checkpoint(row: AnyRow) -> StoredCheckpoint:
         number=row.number,
         at=row.at,
         mind=row.mind,
-        memo=list(row.memo),
+        memo=tuple(MemoItem.from_dict(item) for item in row.memo),
         scene=row.scene,
         upto_seq=row.upto_seq,
-        meta=dict(row.meta),
+        carry=Carry.from_dict(row.meta),
+        provenance=Provenance.from_dict(row.meta),
     )
 
 
@@ -373,13 +375,18 @@ class SqlStore:
         _check_aware("checkpoint time", checkpoint.at)
         for field, value in (("mind", checkpoint.mind), ("scene", checkpoint.scene)):
             check_text(field, value)
-        _check_json("checkpoint memo", checkpoint.memo)
-        _check_json("checkpoint meta", checkpoint.meta)
+        for item in checkpoint.memo:
+            check_text(f"memo text of #{item.seq}", item.text)
+        memo, meta = checkpoint.memo_dicts(), checkpoint.meta  # JSON only here, in the store adapter
+        _check_json("checkpoint memo", memo)
+        _check_json("checkpoint meta", meta)
         document = self._state_document(state_key, state) if state_key is not None else None
 
         def work(conn: Connection) -> int:
             number = int(self._lock_session(conn, checkpoint.session).checkpoint_count) + 1
-            values = dataclasses.asdict(checkpoint) | {"number": number}
+            values = {"session": checkpoint.session, "number": number, "at": checkpoint.at,
+                      "mind": checkpoint.mind, "memo": memo, "scene": checkpoint.scene,
+                      "upto_seq": checkpoint.upto_seq, "meta": meta}  # fmt: skip
             conn.execute(insert(checkpoints).values(**values))
             conn.execute(
                 update(sessions).where(sessions.c.id == checkpoint.session).values(checkpoint_count=number)

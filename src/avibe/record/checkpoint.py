@@ -1,0 +1,159 @@
+"""A checkpoint as the record keeps it: typed values, no dicts across layers (issue 10 item 5). JSON
+appears only inside the store adapter, which writes `StoredCheckpoint.meta` (the flat document of the
+carry and the provenance) and reads it back with `Carry.from_dict` / `Provenance.from_dict`.
+
+    MemoItem     one kept user message, copied from the record (N4, N5)
+    SkillRef     a loaded skill and its load order (A1: put back by recency)
+    Carry        what the checkpoint hands to the views after it: skills, the file list (A2), the
+                 current request's seqs (F5), the window it was made for
+    Provenance   why and how it was made: trigger, tokens before/after, calls, repair, fallback, cost
+    StoredCheckpoint   the three parts, the seq it covers, its carry and provenance
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class MemoItem:
+    """A kept user message: `text` is the record's text, byte for byte, or a prefix plus a cut note."""
+
+    seq: int
+    text: str
+    cut: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"seq": self.seq, "text": self.text, "cut": self.cut}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> MemoItem:
+        seq, text, cut = data.get("seq"), data.get("text"), data.get("cut", False)
+        if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
+            raise ValueError(f"memo item needs a positive integer 'seq', got {seq!r}")
+        if not isinstance(text, str):
+            raise ValueError(f"memo item #{seq} needs a string 'text', got {type(text).__name__}")
+        if not isinstance(cut, bool):
+            raise ValueError(f"memo item #{seq} needs a boolean 'cut', got {cut!r}")
+        return cls(seq=seq, text=text, cut=cut)
+
+
+@dataclass(frozen=True, slots=True)
+class SkillRef:
+    name: str
+    order: int  # increasing with each load: the most recent is put back first (A1)
+
+
+def _checked(cls_name: str, key: str, value: Any, kind: type | tuple[type, ...]) -> Any:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise ValueError(f"{cls_name}.{key}: expected {kind}, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Carry:
+    skills: tuple[SkillRef, ...] = ()
+    files: str = ""  # A2's file list, fixed at checkpoint time so the prompt cache holds
+    current_request_seqs: tuple[int, ...] = ()  # F5: kept verbatim, win on conflict
+    mid_turn: bool = False
+    window: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "skills": [{"name": s.name, "order": s.order} for s in self.skills],
+            "files": self.files,
+            "current_request_seqs": list(self.current_request_seqs),
+            "mid_turn": self.mid_turn,
+            "window": self.window,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Carry:
+        """Reads the keys it knows (a provenance document shares the mapping); refuses wrong types."""
+        skills = tuple(
+            SkillRef(_checked("Carry", "skill name", s["name"], str), int(s["order"]))
+            for s in data.get("skills", ())
+        )
+        seqs = tuple(_checked("Carry", "seq", s, int) for s in data.get("current_request_seqs", ()))
+        return cls(
+            skills=skills,
+            files=_checked("Carry", "files", data.get("files", ""), str),
+            current_request_seqs=seqs,
+            mid_turn=_checked("Carry", "mid_turn", data.get("mid_turn", False), bool),
+            window=_checked("Carry", "window", data.get("window", 0), int),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    trigger: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    calls: int = 0
+    tool_rounds: int = 0
+    problems: tuple[str, ...] = ()  # V1-V3 problems of the first answer
+    repair_used: bool = False
+    fallback: str | None = None  # None, "partial" (V6), "model-free" (V7)
+    plan: str = ""
+    freed_tokens: int = 0
+    seconds: float = 0.0
+    mode: str = ""
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+    cached_share: float = 0.0
+    notes: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["problems"], data["notes"] = list(self.problems), list(self.notes)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Provenance:
+        """Reads the keys it knows (older records may lack some: their defaults apply)."""
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            if f.name not in data:
+                continue
+            value = data[f.name]
+            if f.name in ("problems", "notes"):
+                value = tuple(_checked("Provenance", f.name, v, str) for v in value)
+            elif f.name == "fallback":
+                value = None if value is None else _checked("Provenance", f.name, value, str)
+            elif f.name in ("seconds", "cached_share"):
+                value = float(_checked("Provenance", f.name, value, (int, float)))
+            elif f.name in ("trigger", "plan", "mode"):
+                value = _checked("Provenance", f.name, value, str)
+            elif f.name == "repair_used":
+                value = _checked("Provenance", f.name, value, bool)
+            else:
+                value = _checked("Provenance", f.name, value, int)
+            values[f.name] = value
+        return cls(**values)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCheckpoint:
+    """A checkpoint as stored: the three parts plus why/how it was made (DESIGN: "a checkpoint is itself
+    stored so any past checkpoint can be inspected and diffed")."""
+
+    session: str
+    number: int  # 1, 2, 3 ... per session (the store assigns it)
+    at: datetime
+    mind: str
+    memo: tuple[MemoItem, ...]  # copied from the record (N4)
+    scene: str
+    upto_seq: int  # the last record seq this checkpoint covers (moved out of the live context)
+    carry: Carry = field(default_factory=Carry)
+    provenance: Provenance = field(default_factory=Provenance)
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The flat document of carry and provenance (what the store writes, `vibe checkpoints` shows)."""
+        return self.provenance.to_dict() | self.carry.to_dict()
+
+    def memo_dicts(self) -> list[dict[str, Any]]:
+        return [item.to_dict() for item in self.memo]
