@@ -203,6 +203,7 @@ def test_checkpoint_show_and_diff_render_control_characters_visibly(
 
 def test_terminal_safe_keeps_lines_and_shows_everything_else() -> None:
     assert terminal_safe("a\tb\nc\x1b[0m\x7f\x9b\udcff") == "a\tb\nc\\x1b[0m\\x7f\\x9b\\udcff"
+    assert terminal_safe("evil\u202etxt.exe\u2028next") == "evil\\u202etxt.exe\\u2028next"
 
 
 # -- the run/demo options, on a command built like `vibe run` ------------------------------------------

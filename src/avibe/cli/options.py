@@ -30,6 +30,8 @@ MAX_SQL_INT: Final = 2**63 - 1  # SQLite's and PostgreSQL's bigint
 log = logging.getLogger("avibe.cli")
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control but tab and newline
+# Line separators and bidirectional overrides: they break a line or reorder what the reader sees.
+_INVISIBLE = re.compile("[\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SESSION_ID = re.compile(r"[^\s]+")
 
 
@@ -42,6 +44,7 @@ def terminal_safe(text: str) -> str:
     instead of letting the terminal obey them; tab and newline stay. Lone surrogates (undecodable bytes
     of a file name or argument) are shown as `\\udcff`."""
     shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    shown = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
     return shown.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
