@@ -130,3 +130,38 @@ def test_continue_without_a_session_in_this_folder_is_one_clear_error(
     done = _vibe(tmp_path, chat, "run", "--continue", "hi")
     assert done.returncode == 2 and done.stderr.startswith("vibe: no session has run in")
     assert "Traceback" not in done.stderr and not chat.requests
+
+
+def test_a_long_task_comes_from_a_file_or_standard_input_byte_for_byte(
+    tmp_path: Path, work: Path, chat: ChatServer
+) -> None:
+    """A task over 128 KiB cannot be an argument (issue 11 item 10): --file and - carry it whole."""
+    task = "Review these notes, one per line:\n" + "".join(
+        f"note {i}: ship on friday\n" for i in range(8_000)
+    )
+    assert len(task.encode()) > 128 * 1024
+    (tmp_path / "TASK.md").write_text(task, encoding="utf-8")
+    chat.say("Read them.")
+    done = _vibe(tmp_path, chat, "run", "--window", "200000", "--file", str(tmp_path / "TASK.md"))
+    assert done.returncode == 0, done.stderr
+    assert chat.requests[-1]["messages"][-1]["content"] == task
+    chat.say("Read them again.")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_"))}
+    env |= {"AVIBE_HOME": str(tmp_path / "home"), "AVIBE_MODEL": "openai/gpt-4o",
+            "OPENAI_API_KEY": "sk-avibe-test-dummy", "OPENAI_BASE_URL": chat.url}  # fmt: skip
+    piped = subprocess.run(
+        [sys.executable, "-c", "from avibe.cli import main; main()", "run", "--window", "200000", "-"],
+        input=task, env=env, cwd=work, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert piped.returncode == 0, piped.stderr
+    assert chat.requests[-1]["messages"][-1]["content"] == task
+
+
+def test_a_task_given_twice_or_not_at_all_is_refused_before_anything_is_written(
+    tmp_path: Path, work: Path, chat: ChatServer
+) -> None:
+    (tmp_path / "TASK.md").write_text("do it", encoding="utf-8")
+    for args in (["run"], ["run", "do it", "--file", str(tmp_path / "TASK.md")]):
+        done = _vibe(tmp_path, chat, *args)
+        assert done.returncode == 2 and done.stderr.startswith("vibe: ") and "Traceback" not in done.stderr
+    assert not (tmp_path / "home" / "avibe.db").exists() and not chat.requests

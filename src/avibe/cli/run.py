@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 import tempfile
 from importlib import resources
 from pathlib import Path
@@ -12,7 +13,22 @@ import typer
 import yaml
 
 from avibe.agent.loop import fresh_checkpoint_for_display
-from avibe.cli.wiring import EventPrinter, HostedSession, die, open_session, settings_or_die, setup_logging
+from avibe.cli.options import (
+    BadArgument,
+    DemoWorkdirOpt,
+    ModelOpt,
+    SessionOpt,
+    StepsOpt,
+    WindowOpt,
+    WorkdirOpt,
+    check_task,
+    log_to_file,
+    preflight_model,
+    require_session,
+    shown,
+)
+from avibe.cli.wiring import EventPrinter, HostedSession, die, find_session, open_session, settings_or_die
+from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.record.entries import KINDS, Source
 
@@ -21,25 +37,64 @@ DEMO_WINDOW = 6144  # small enough that the example task checkpoints at least tw
 # never gets through a ticket; the 1.5B tier does the tickets, so the demo shows checkpoints in real work.
 DEMO_MODEL = "embedded-1.5b"
 
-ModelOpt = Annotated[
-    str | None, typer.Option("--model", "-m", help="Model name (default: $AVIBE_MODEL or embedded).")
+TaskOpt = Annotated[
+    str | None,
+    typer.Argument(help="What Vibey should do (the user's message); - reads it from standard input."),
 ]
-WindowOpt = Annotated[
-    int | None,
-    typer.Option("--window", help="Use a smaller context window than the model's (forces checkpoints)."),
+FileOpt = Annotated[
+    Path | None,
+    typer.Option("--file", "-f", help="Read the task from this file (for long tasks).", dir_okay=False),
 ]
-SessionOpt = Annotated[
-    str | None, typer.Option("--session", "-s", help="Resume this session instead of a new one.")
-]
-StepsOpt = Annotated[int, typer.Option("--max-steps", help="Model calls allowed per turn.")]
+
+
+def _task_text(task: str | None, file: Path | None) -> str:
+    """The user's message: the argument, standard input (`-`) or a file - one of them."""
+    if (task is None) == (file is None):
+        raise BadArgument("give the task as an argument, as - (standard input), or with --file; one of them")
+    if file is not None:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise BadArgument(f"--file {shown(str(file))}: cannot read it as UTF-8 text ({exc})") from None
+    elif task == "-":
+        text = sys.stdin.read()
+    else:
+        text = task or ""
+    try:
+        return check_task(text)
+    except typer.BadParameter as exc:
+        raise BadArgument(str(exc)) from None
+
+
+def _session_to_resume(
+    settings: Settings, session: str | None, resume_latest: bool, workdir: Path
+) -> str | None:
+    """Checked read-only before anything is written: a session named must exist, and `--continue` needs
+    a session of this folder (neither creates a record)."""
+    if session is not None and resume_latest:
+        raise BadArgument("--session and --continue both choose a session; give one")
+    if session is not None:
+        require_session(settings, session)
+        return session
+    if not resume_latest:
+        return None
+    from avibe.errors import NoRecord
+    from avibe.store import open_store
+
+    try:
+        with open_store(settings.database_url, read_only=True) as store:
+            return find_session(store, None, workdir)
+    except NoRecord:
+        raise BadArgument(f"no session has run in {workdir} yet; start one without --continue") from None
 
 
 def run(
-    task: Annotated[str, typer.Argument(help="What Vibey should do (the user's message).")],
+    task: TaskOpt = None,
+    file: FileOpt = None,
     model: ModelOpt = None,
     window: WindowOpt = None,
     session: SessionOpt = None,
-    workdir: Annotated[Path, typer.Option("--workdir", "-C", help="Folder Vibey works in.")] = Path("."),
+    workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
@@ -56,29 +111,26 @@ def run(
     """Run Vibey headless on TASK: host the session until Vibey is idle and no background job it waits
     for is still running (a finished job wakes it again)."""
     settings = settings_or_die()
-    log_path = setup_logging(settings)
-    if not workdir.is_dir():
-        die(f"--workdir {workdir} is not a directory")
-    if session is not None and resume_latest:
-        die("--session and --continue both choose a session; give one")
+    model_name = model or settings.model
+    text = _task_text(task, file)
+    workdir = workdir.resolve()
+    resume = _session_to_resume(settings, session, resume_latest, workdir)
+    preflight_model(model_name, settings)  # before a session or a database file exists
+    log_path = log_to_file(settings)
     printer = EventPrinter(verbose=verbose, json_lines=json_lines)
-    try:
-        with open_session(
-            settings,
-            model_name=model or settings.model,
-            workdir=workdir.resolve(),
-            session_id=session,
-            window=window,
-            max_steps=max_steps,
-            events=printer,
-            continue_latest=resume_latest,
-        ) as live:
-            if not json_lines:
-                typer.echo(f"[session] {live.session_id} (log: {log_path})")
-            result = live.send(task)
-            results = [result, *live.host.run_until_idle(wait_for_jobs=not no_wait)]
-    except AvibeError as exc:
-        die(str(exc))
+    with open_session(
+        settings,
+        model_name=model_name,
+        workdir=workdir,
+        session_id=resume,
+        window=window,
+        max_steps=max_steps,
+        events=printer,
+    ) as live:
+        if not json_lines:
+            typer.echo(f"[session] {live.session_id} (log: {log_path})")
+        result = live.send(text)
+        results = [result, *live.host.run_until_idle(wait_for_jobs=not no_wait)]
     raise typer.Exit(1 if results[-1].stopped else 0)
 
 
@@ -95,25 +147,23 @@ def _copy_workspace(target: Path) -> None:
 
 
 def demo(
-    model: Annotated[
-        str, typer.Option("--model", "-m", help="Model name (the demo's default: the 1.5B embedded tier).")
-    ] = DEMO_MODEL,
-    window: Annotated[int, typer.Option("--window", help="Context window for the demo.")] = DEMO_WINDOW,
-    workdir: Annotated[
-        Path | None, typer.Option("--workdir", "-C", help="Where to copy the example (default: a temp dir).")
-    ] = None,
+    model: ModelOpt = None,
+    window: WindowOpt = DEMO_WINDOW,
+    workdir: DemoWorkdirOpt = None,
     max_steps: StepsOpt = 12,
 ) -> None:
     """Run Vibey on the bundled example: a ticket queue handled oldest first, on a small window so
-    checkpoints happen; then show what the last checkpoint kept."""
+    checkpoints happen; then show what the last checkpoint kept. (Model default: the 1.5B embedded tier.)"""
     settings = settings_or_die()
-    log_path = setup_logging(settings)
+    model_name = model or DEMO_MODEL
+    preflight_model(model_name, settings)
+    log_path = log_to_file(settings)
     target = workdir or Path(tempfile.mkdtemp(prefix="vibey-demo-"))
     _copy_workspace(target)
     try:
         with open_session(
             settings,
-            model_name=model,
+            model_name=model_name,
             workdir=target.resolve(),
             session_id=None,
             window=window,
