@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from jsonschema import Draft202012Validator, ValidationError
+
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
@@ -50,7 +52,14 @@ _NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
 _PROC_FD: Final = Path("/proc/self/fd")
 
-_JSON_TYPES: Final = {"string": "a string", "integer": "an integer", "boolean": "true or false"}
+_JSON_TYPES: Final = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "a JSON object",
+    "array": "a list",
+}
 
 
 def cut_text(text: str, hint: str, limit: int = MAX_OUTPUT_CHARS, *, keep_tail: bool = False) -> str:
@@ -79,51 +88,81 @@ def schema(properties: Mapping[str, tuple[str, str]], required: Iterable[str] = 
     }
 
 
-def _coerce(tool: str, name: str, kind: str, value: Any) -> Any:
-    """The value as the schema's type. Small models often quote numbers and booleans; those strings
-    are accepted, anything else of the wrong type is refused with the expected type."""
-    if kind == "integer":
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value.strip())
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-    elif kind == "boolean":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in {"true", "false"}:
-            return value.strip().lower() == "true"
-    elif kind == "string" and isinstance(value, str):
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:  # a lone surrogate from a "\ud800" JSON escape
-                raise ToolError(
-                    f"{tool}: argument '{name}' holds an invalid character at {exc.start}"
-                ) from exc
-        return value
-    raise ToolError(f"{tool}: argument '{name}' must be {_JSON_TYPES.get(kind, kind)}, got {value!r:.80}")
+def _lenient(props: Mapping[str, Any], arguments: Mapping[Any, Any]) -> dict[str, Any]:
+    """The arguments without nulls (a model's way of leaving an optional one out), with quoted numbers
+    and booleans turned into the schema's type: small models often write `"offset": "20"`."""
+    out: dict[str, Any] = {}
+    for key, value in arguments.items():
+        if value is None:
+            continue
+        prop = props.get(key)
+        kind = prop.get("type") if isinstance(prop, Mapping) else None
+        if kind == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            value = int(value.strip())
+        elif kind == "integer" and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        elif kind == "boolean" and isinstance(value, str) and value.strip().lower() in {"true", "false"}:
+            value = value.strip().lower() == "true"
+        out[str(key)] = value
+    return out
+
+
+def _shown(name: object) -> str:
+    """A name as the model is shown it: a lone surrogate it sent comes back escaped, not as a crash."""
+    return str(name).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _kinds(expected: object) -> str:
+    kinds = expected if isinstance(expected, list) else [expected]
+    return " or ".join(_JSON_TYPES.get(str(k), str(k)) for k in kinds)
+
+
+def _problem(error: ValidationError) -> str:
+    """One jsonschema error as a sentence naming the argument and what it must be."""
+    where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)[1:]
+    subject = f"argument '{_shown(where)}'" if where else "arguments"
+    got = f", got {error.instance!r:.80}"
+    if error.validator == "type":
+        return f"{subject} must be {_kinds(error.validator_value)}{got}"
+    if error.validator == "enum" and isinstance(error.validator_value, list):
+        return f"{subject} must be one of {', '.join(map(str, error.validator_value))}{got}"
+    return f"{subject}: {error.message}"
 
 
 def check_arguments(spec: ToolSpec, arguments: Any) -> dict[str, Any]:
-    """The arguments checked against the tool's flat schema: known names, required present, types
-    right. Raises ToolError with a message the model can act on."""
-    props: dict[str, Any] = spec.parameters.get("properties", {})
+    """The arguments checked with jsonschema against the schema the tool sends to the model
+    (`spec.parameters`; unknown names refused unless it says otherwise): nulls dropped, quoted numbers
+    and booleans accepted. Raises ToolError naming every problem, one line each, so the model can fix
+    them all in one go."""
+    params: Mapping[str, Any] = spec.parameters
+    props: Mapping[str, Any] = params.get("properties", {})
     names = ", ".join(props) or "no arguments"
     if not isinstance(arguments, Mapping):
         raise ToolError(f"{spec.name}: arguments must be a JSON object with: {names}")
-    unknown = sorted(str(k) for k in arguments if k not in props)
-    if unknown:
-        raise ToolError(f"{spec.name}: unknown argument(s) {', '.join(unknown)}; it takes: {names}")
-    missing = [k for k in spec.parameters.get("required", []) if arguments.get(k) is None]
-    if missing:
-        raise ToolError(f"{spec.name}: missing required argument(s) {', '.join(missing)}")
-    return {
-        k: _coerce(spec.name, k, props[k].get("type", "string"), v)
-        for k, v in arguments.items()
-        if v is not None
-    }
+    args = _lenient(props, arguments)
+    validator = Draft202012Validator({"additionalProperties": False, **params})
+    unknown: list[str] = []
+    missing: list[str] = []
+    problems: list[str] = []
+    for error in sorted(validator.iter_errors(args), key=lambda e: [str(p) for p in e.absolute_path]):
+        if error.validator == "additionalProperties" and not error.absolute_path:
+            unknown.extend(_shown(k) for k in args if k not in props)
+        elif error.validator == "required" and not error.absolute_path:
+            missing.extend(str(k) for k in error.validator_value if k not in args)
+        else:
+            problems.append(_problem(error))
+    for key, value in args.items():  # a lone surrogate ("\ud800" in JSON): no file or command takes it
+        if isinstance(value, str) and not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                problems.append(f"argument '{_shown(key)}' holds an invalid character at {exc.start}")
+    lines = [f"unknown argument(s) {', '.join(sorted(unknown))}; it takes: {names}"] if unknown else []
+    lines += [f"missing required argument(s) {', '.join(dict.fromkeys(missing))}"] if missing else []
+    lines += problems
+    if lines:
+        raise ToolError("\n".join(f"{spec.name}: {line}" for line in lines))
+    return args
 
 
 class BaseTool(ABC):
