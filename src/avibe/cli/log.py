@@ -118,6 +118,7 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
         "text": entry.text,
         "at": entry.at.isoformat(),
         "turn_id": entry.turn_id,
+        "calls": [{"name": c.name, "arguments": c.arguments} for c in entry.calls],
     }
 
 
@@ -125,7 +126,9 @@ def _entry_human(entry: Entry) -> str:
     name = clean_field(entry.source.name)  # one line, whatever the stored name holds
     who = f" · {entry.kind} {name}".rstrip() if entry.kind in {"user", "assistant"} else ""
     header = f"#{entry.seq} · {entry.at:%Y-%m-%d %H:%M:%S} UTC{who}"
-    return terminal_safe(f"{header}\n{render_entry_text(entry)}")
+    calls = "".join(f"\n-> {c.name} {c.arguments}" for c in entry.calls)  # what the agent did (C1)
+    text = render_entry_text(entry)
+    return terminal_safe(f"{header}\n{text}{calls}" if text else f"{header}{calls}")
 
 
 def _show_entries(entries: list[Entry], as_json: bool) -> None:
@@ -137,8 +140,8 @@ def _show_entries(entries: list[Entry], as_json: bool) -> None:
 
 _KIND_HELP = f"Only entries of this kind; repeat for several. Kinds: {', '.join(KINDS)}."
 _JSON_HELP = (
-    "One JSON array of {session, seq, kind, source_name, source_ref, text, at, turn_id}, in time order, "
-    "text as recorded."
+    "One JSON array of {session, seq, kind, source_name, source_ref, text, at, turn_id, calls}, in time "
+    "order, text as recorded."
 )
 SessionOption = Annotated[
     str | None,

@@ -24,7 +24,8 @@ MAX_LIMIT: Final = 100
 def render_entry(entry: Entry) -> str:
     """`#seq [time] text` - the user's words as stored, any other input under its source tag."""
     who = "(you) " if entry.kind == "assistant" else ""  # Vibey's own earlier replies
-    return f"#{entry.seq} [{format_time(entry.at)}] {who}{render_entry_text(entry)}"
+    calls = "".join(f"\n  (you called {c.name} {c.arguments})" for c in entry.calls)
+    return f"#{entry.seq} [{format_time(entry.at)}] {who}{render_entry_text(entry)}{calls}"
 
 
 class RecordQuery(BaseTool):
