@@ -279,6 +279,10 @@ class PathPolicy:
             raise ToolError(f"path '{raw}' resolves to {path}, outside the readable folders ({allowed})")
         return path
 
+    def root_of(self, path: Path) -> Path | None:
+        """The allowed folder a resolved path lies in (the workdir first), or None."""
+        return next((root for root in self._roots if _inside(path, root)), None)
+
     def writable(self, raw: str) -> Path:
         """The resolved path, if this policy lets it be changed; else ToolError."""
         path = self._resolve(raw)
