@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,6 +34,7 @@ from avibe.agent.state import STATE_KEY, LiveState, LoadedSkill, remember_file
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.carry import LoadedSkill as CarrySkill
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer, skills_to_put_back
+from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failed_call
 from avibe.checkpoint.mind import strip_guidance
 from avibe.checkpoint.plan import CheckpointRunState, StopDecision, cut_tool_output, too_long_to_continue
 from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
@@ -139,6 +141,8 @@ class Vibey:
     events: EventSink = ignore_events
     poll_inputs: Callable[[], object] = lambda: None  # used by the default inbox (no host)
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
+    # S3: the background jobs still running or unreported, as (id, command, log path)
+    waiting_for: Callable[[], Sequence[tuple[str, str, str]]] = lambda: ()
     # V8 counts failures "in the same run": one Vibey object is one run, so this is not persisted.
     run_state: CheckpointRunState = field(default_factory=CheckpointRunState)
     _latest: list[StoredCheckpoint | None] = field(default_factory=list, repr=False)  # [] = not loaded
@@ -345,12 +349,19 @@ class Vibey:
             carry=self._carry(state),
             provenance=Provenance(trigger=action.reason, tokens_before=tokens),
             partial=partial,
+            facts=self._harness_facts(state),
         )
         if result.checkpoint is None:
             if result.attempted:
                 self.events(CheckpointFailed(result.reason))
             return state, result
         return self._commit(state, result, tokens), result
+
+    def _harness_facts(self, state: LiveState) -> HarnessFacts:
+        """What the harness knows, for the scene (S3, S6): waiting jobs, files (A2), the last failure."""
+        failure = FailedCall(*state.last_failure) if state.last_failure else None
+        waiting = tuple(WaitingJob(*job) for job in self.waiting_for())
+        return HarnessFacts(waiting, state.files_read, state.files_modified, failure)
 
     def move_out(self, state: LiveState, tokens: int, action: MoveOut) -> tuple[LiveState, CheckpointResult]:
         """V7 (RoomOps): the oldest part moves out without the model."""
@@ -370,20 +381,20 @@ class Vibey:
         """Save the accepted checkpoint and the live state it leads to in one transaction (a crash
         between the two would resume with the recollection AND the moved-out messages, or lose N6)."""
         assert result.checkpoint is not None
+        made = _without_skills_in_context(result.checkpoint, state, result.kept)
         dismissed = tuple(sorted({*state.dismissed, *result.dismissed}))
         state = replace(state, messages=result.kept, dismissed=dismissed, checkpointing=False)
-        number = (self.latest_checkpoint().number if self.latest_checkpoint() else 0) + 1  # type: ignore[union-attr]
-        unsaved = replace(result.checkpoint, number=number)
+        unsaved = replace(made, number=self._checkpoint_number() + 1)
         after = self._tokens(self.view(state, unsaved))
         unsaved = replace(unsaved, provenance=replace(unsaved.provenance, tokens_after=after))
         saved = self.store.save_checkpoint(unsaved, state_key=STATE_KEY, state=state.to_dict())
         self._adopt(saved)
-        made = saved.provenance
-        if made.fallback == "model-free":
+        how = saved.provenance
+        if how.fallback == "model-free":
             self.events(CheckpointFallback(saved.number, before, after, result.reason))
         else:
             self.events(
-                CheckpointAccepted(saved.number, before, after, made.calls, made.seconds, made.fallback)
+                CheckpointAccepted(saved.number, before, after, how.calls, how.seconds, how.fallback)
             )
         return state
 
@@ -536,21 +547,50 @@ class Vibey:
             self.events(ToolFinished(call.id, call.name, result.is_error, len(result.output), took))
             text = result.output + repeat_note(state.messages, call, result.is_error)
             output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
-            state = self._track(replace(state, messages=(*state.messages, output)), result)
+            state = self._track(replace(state, messages=(*state.messages, output)), result, call)
+            failed = failed_call(call.name, call.arguments, result.output, result.is_error)
+            if failed is not None:  # S5, S6: the scene's exact references name it, verbatim
+                state = replace(state, last_failure=(failed.name, failed.arguments, failed.error_line))
             self.save_state(state)
         return state
 
-    def _track(self, state: LiveState, result: ToolResult) -> LiveState:
-        """A2: the files the tools read and wrote; A1: which skills were loaded, in order."""
+    def _track(self, state: LiveState, result: ToolResult, call: ToolCall) -> LiveState:
+        """A2: the files the tools read and wrote; A1: which skills were loaded, in order - through the
+        skill tool, or through the shell (`vibe skill load NAME`), which loads the same text."""
+        loaded = result.skill_loaded or (None if result.is_error else shell_skill_load(call))
         for path in result.files_read:
             state = replace(state, files_read=remember_file(state.files_read, path))
         for path in result.files_modified:
             state = replace(state, files_modified=remember_file(state.files_modified, path))
-        if result.skill_loaded:
+        if loaded:
             order = max((s.order for s in state.skills), default=0) + 1
-            others = tuple(s for s in state.skills if s.name != result.skill_loaded)
-            state = replace(state, skills=(*others, LoadedSkill(result.skill_loaded, order)))
+            others = tuple(s for s in state.skills if s.name != loaded)
+            state = replace(state, skills=(*others, LoadedSkill(loaded, order, call.id)))
         return state
+
+
+SHELL_SKILL_LOAD: Final = re.compile(r"(?:^|[;&|\s])vibe\s+skill\s+load\s+['\"]?([\w.-]+)")
+
+
+def shell_skill_load(call: ToolCall) -> str | None:
+    """A1: the skill a shell command loaded with `vibe skill load NAME`, if it did."""
+    command = call.arguments.get("command") if call.name == "shell" else None
+    found = SHELL_SKILL_LOAD.search(command) if isinstance(command, str) else None
+    return found.group(1) if found else None
+
+
+def _without_skills_in_context(
+    stored: StoredCheckpoint, state: LiveState, kept: Sequence[ChatMessage]
+) -> StoredCheckpoint:
+    """A1: put back only the skills whose loaded text is leaving the context; one whose load output the
+    checkpoint keeps is still there (putting it back too would hold it twice). It is carried again at a
+    later checkpoint, once its output has moved out."""
+    kept_calls = {m.tool_call_id for m in kept if m.role == "tool"}
+    present = {s.name for s in state.skills if s.call_id and s.call_id in kept_calls}
+    if not present:
+        return stored
+    skills = tuple(s for s in stored.carry.skills if s.name not in present)
+    return replace(stored, carry=replace(stored.carry, skills=skills))
 
 
 def fresh_checkpoint_for_display(stored: StoredCheckpoint | None) -> str:

@@ -42,6 +42,7 @@ def message_from_dict(data: dict[str, Any]) -> ChatMessage:
 class LoadedSkill:
     name: str
     order: int  # increasing with each load: recency for A1
+    call_id: str = ""  # the tool call whose output holds the loaded text (while it is in the context)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,9 @@ class LiveState:
     files_modified: tuple[str, ...] = ()
     dismissed: tuple[int, ...] = ()
     checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
+    last_failure: tuple[str, str, str] | None = (
+        None  # the last failing tool call: name, arguments, error line
+    )
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -71,11 +75,12 @@ class LiveState:
             "last_seq": self.last_seq,
             "turn_start": self.turn_start,
             "turn_user_seqs": list(self.turn_user_seqs),
-            "skills": [{"name": s.name, "order": s.order} for s in self.skills],
+            "skills": [{"name": s.name, "order": s.order, "call_id": s.call_id} for s in self.skills],
             "files_read": list(self.files_read),
             "files_modified": list(self.files_modified),
             "dismissed": list(self.dismissed),
             "checkpointing": self.checkpointing,
+            "last_failure": list(self.last_failure) if self.last_failure else None,
             "extra": dict(self.extra),
         }
 
@@ -91,8 +96,15 @@ class LiveState:
             files_modified=tuple(data.get("files_modified", ())),
             dismissed=tuple(data.get("dismissed", ())),
             checkpointing=bool(data.get("checkpointing", False)),
+            last_failure=_failure(data.get("last_failure")),
             extra=dict(data.get("extra", {})),
         )
+
+
+def _failure(value: Any) -> tuple[str, str, str] | None:
+    if isinstance(value, list | tuple) and len(value) == 3 and all(isinstance(v, str) for v in value):
+        return (value[0], value[1], value[2])
+    return None
 
 
 def remember_file(paths: tuple[str, ...], path: str, keep: int = 50) -> tuple[str, ...]:
