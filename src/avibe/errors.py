@@ -6,6 +6,7 @@ AvibeError
  |    +-- StoreUnavailable  cannot connect / open
  |    |    +-- NoRecord      read-only open of a database that holds no record yet
  |    +-- UnknownSession    no such session
+ |    +-- SessionHosted     another live process hosts the session (its lease, issue 11 item 2)
  +-- ModelError             any model backend; `.provider_text` keeps the provider's own words
  |    +-- ContextOverflow   the request does not fit the model's window
  |    +-- RateLimited
@@ -41,6 +42,18 @@ class NoRecord(StoreUnavailable):
 
 class UnknownSession(StoreError):
     pass
+
+
+class SessionHosted(StoreError):
+    """Another live process holds the session's lease: nothing was written (issue 11 item 2)."""
+
+    def __init__(self, session: str, pid: int, host: str, since: str) -> None:
+        super().__init__(
+            f"session {session} is hosted by another process (pid {pid} on {host} since {since}); "
+            "wait for it to finish or stop it, then run again (the lease of a process that died is "
+            "taken over)"
+        )
+        self.session, self.pid, self.host, self.since = session, pid, host, since
 
 
 class ModelError(AvibeError):

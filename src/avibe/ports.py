@@ -35,6 +35,13 @@ class RecordStore(Protocol):
     def list_checkpoints(self, session_id: str) -> list[StoredCheckpoint]: ...
     def save_state(self, session_id: str, key: str, value: Mapping[str, Any]) -> None: ...
     def load_state(self, session_id: str, key: str) -> dict[str, Any] | None: ...
+    # One writer per session (issue 11 item 2): the hosting process holds the session's lease.
+    def acquire_lease(  # raises SessionHosted while another live owner holds it; a stale one is replaced
+        self, session_id: str, owner: LeaseOwner, *, ttl_s: float
+    ) -> LeaseGrant: ...
+    def renew_lease(self, lease: Lease, *, ttl_s: float) -> Lease | None: ...  # None: no longer held
+    def release_lease(self, lease: Lease) -> None: ...  # a no-op when it is no longer held
+    def session_lease(self, session_id: str) -> Lease | None: ...  # the lease held now, if any (read only)
 
 
 @runtime_checkable
@@ -93,3 +100,35 @@ class Delivery(Protocol):
     avibe/sources get one passed in instead of calling the orchestration's ingress (DESIGN layers)."""
 
     def __call__(self, source: Source, text: str) -> Entry: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseOwner:
+    """A process that hosts a session: its name on a machine, and a random token only it knows.
+    `machine` is the host name plus the PID namespace: only there does `pid` name this process, so only
+    there may a dead `pid` mark the lease stale at once (elsewhere the lease must expire)."""
+
+    host: str
+    pid: int
+    token: str
+    machine: str
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A session's lease as stored: who holds it, since when, its last heartbeat and when it expires."""
+
+    session: str
+    owner: LeaseOwner
+    acquired_at: datetime
+    renewed_at: datetime
+    expires_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseGrant:
+    """A lease just acquired; `replaced` is the stale lease it took over, `reason` why it was stale."""
+
+    lease: Lease
+    replaced: Lease | None = None
+    reason: str = ""

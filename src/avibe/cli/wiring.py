@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn
 
 import typer
 
@@ -41,13 +41,19 @@ from avibe.host.events import (
     event_to_dict,
     ignore_events,
 )
-from avibe.ports import RecordStore
+from avibe.ports import Lease, RecordStore
 from avibe.record.entries import Entry, Source
 
 if TYPE_CHECKING:
     from avibe.sources.background import BackgroundJobs
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# One writer per session (issue 11 item 2): the lease lives LEASE_TTL_S past its last heartbeat, and
+# the heartbeat renews it every LEASE_BEAT_S. On this machine a dead holder's lease is taken over at
+# once; from another machine (a shared PostgreSQL) after LEASE_TTL_S.
+LEASE_TTL_S: Final = 60.0
+LEASE_BEAT_S: Final = 10.0
+log = logging.getLogger("avibe.cli")
 
 
 class SystemClock:
@@ -221,6 +227,66 @@ class JobsSource:
         self.jobs.kill_all()
 
 
+class LeaseKeeper:
+    """Holds a session's lease while this process hosts it: a daemon thread renews it every `beat_s`
+    seconds (model calls may take minutes; the heartbeat must not wait for them), `close` releases it.
+    A lease found taken over (this process was stalled past its expiry) is logged; `lost` says so."""
+
+    def __init__(self, store: RecordStore, lease: Lease, *, ttl_s: float, beat_s: float) -> None:
+        self.store, self.lease, self.ttl_s, self.beat_s = store, lease, ttl_s, beat_s
+        self.lost = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"lease-{lease.session}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._done.wait(self.beat_s):
+            try:
+                renewed = self.store.renew_lease(self.lease, ttl_s=self.ttl_s)
+            except AvibeError as exc:  # the database is busy or away: try again at the next beat
+                log.warning("session %s: could not renew its lease: %s", self.lease.session, exc)
+                continue
+            if renewed is None:
+                self.lost = True
+                log.error(
+                    "session %s: its lease was taken over by another process while this one (pid %d) "
+                    "hosted it; this process stalled past the lease's expiry",
+                    self.lease.session,
+                    self.lease.owner.pid,
+                )
+                return
+            self.lease = renewed
+
+    def close(self) -> None:
+        self._done.set()
+        self._thread.join()
+        if self.lost:
+            return
+        try:
+            self.store.release_lease(self.lease)
+        except AvibeError as exc:  # it expires on its own; the next run takes it over then
+            log.warning("session %s: could not release its lease: %s", self.lease.session, exc)
+
+
+def hold_lease(store: RecordStore, session_id: str) -> LeaseKeeper:
+    """This process becomes the session's one writer, or SessionHosted says who is (nothing written).
+    A stale lease (its process gone, or its heartbeat expired) is taken over, with a log line."""
+    from avibe.store.sql import lease_owner
+
+    grant = store.acquire_lease(session_id, lease_owner(), ttl_s=LEASE_TTL_S)
+    if grant.replaced is not None:
+        old = grant.replaced.owner
+        log.warning(
+            "session %s: took over the lease of pid %d on %s (held since %s): %s",
+            session_id,
+            old.pid,
+            old.host,
+            grant.replaced.acquired_at.isoformat(),
+            grant.reason,
+        )
+    return LeaseKeeper(store, grant.lease, ttl_s=LEASE_TTL_S, beat_s=LEASE_BEAT_S)
+
+
 @dataclass
 class HostedSession:
     """A live session of `vibe run` / `vibe demo`: the host, Vibey in it, the record."""
@@ -269,53 +335,57 @@ def open_session(
     session_id = find_session(store, session_id, workdir if continue_latest else None)
     model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
-    counter = open_counter(model_name, settings, model)
-    skill_dirs = _skill_dirs(settings, workdir)
-    session_dir = settings.sessions_dir / session.id
-    clock = SystemClock()
-    sandbox = SandboxPolicy.for_record(
-        settings.sandbox, workdir, home=settings.home, database_url=settings.database_url
-    )
-
-    def post(source: Source, text: str) -> Entry:  # the delivery port: through the host, to ingress
-        return host.post(source, text)
-
-    jobs = BackgroundJobs(post, store, session.id, sandbox)
-    toolbox = ToolBox(
-        default_tools(
-            workdir, store=store, session_id=session.id, skill_dirs=skill_dirs, jobs=jobs, sandbox=sandbox
-        )
-    )
-
-    def current_skill(name: str) -> str | None:
-        found = find_skill(skill_dirs, name)
-        return skill_text(found) if found else None
-
-    config = RunConfig(
-        window=window,
-        max_steps=max_steps,
-        checkpoint_mode=mode_for(is_local(model_name)),
-        agents_md=_agents_md(workdir),
-        skill_catalogue=catalogue_text(discover_skills(skill_dirs)),
-        user_name=settings.user_name,
-        record_where=f"Avibe's record, session {session.id} (the record_query tool reads it)",
-    )
-    vibey = Vibey(
-        store=store,
-        model=model,
-        counter=counter,
-        clock=clock,
-        session_id=session.id,
-        session_dir=session_dir,
-        tool_specs=toolbox.specs,
-        run_tool=toolbox.dispatch,
-        config=config,
-        events=events,
-        skill_text=current_skill,
-    )
-    host = SessionHost(store, session.id, vibey, clock, events)
-    host.add_source(JobsSource(jobs))
+    keeper = hold_lease(store, session.id)  # before anything is read or written (issue 11 item 2)
     try:
-        yield HostedSession(host, vibey, store)
+        counter = open_counter(model_name, settings, model)
+        skill_dirs = _skill_dirs(settings, workdir)
+        session_dir = settings.sessions_dir / session.id
+        clock = SystemClock()
+        sandbox = SandboxPolicy.for_record(
+            settings.sandbox, workdir, home=settings.home, database_url=settings.database_url
+        )
+
+        def post(source: Source, text: str) -> Entry:  # the delivery port: through the host, to ingress
+            return host.post(source, text)
+
+        jobs = BackgroundJobs(post, store, session.id, sandbox)
+        toolbox = ToolBox(
+            default_tools(
+                workdir, store=store, session_id=session.id, skill_dirs=skill_dirs, jobs=jobs, sandbox=sandbox
+            )
+        )
+
+        def current_skill(name: str) -> str | None:
+            found = find_skill(skill_dirs, name)
+            return skill_text(found) if found else None
+
+        config = RunConfig(
+            window=window,
+            max_steps=max_steps,
+            checkpoint_mode=mode_for(is_local(model_name)),
+            agents_md=_agents_md(workdir),
+            skill_catalogue=catalogue_text(discover_skills(skill_dirs)),
+            user_name=settings.user_name,
+            record_where=f"Avibe's record, session {session.id} (the record_query tool reads it)",
+        )
+        vibey = Vibey(
+            store=store,
+            model=model,
+            counter=counter,
+            clock=clock,
+            session_id=session.id,
+            session_dir=session_dir,
+            tool_specs=toolbox.specs,
+            run_tool=toolbox.dispatch,
+            config=config,
+            events=events,
+            skill_text=current_skill,
+        )
+        host = SessionHost(store, session.id, vibey, clock, events)
+        host.add_source(JobsSource(jobs))
+        try:
+            yield HostedSession(host, vibey, store)
+        finally:
+            host.close()
     finally:
-        host.close()
+        keeper.close()

@@ -107,3 +107,18 @@ session_state = Table(
     Column("value", json_type(), nullable=False),
     Column("updated_at", UtcDateTime, nullable=False),
 )
+
+# One writer per session (issue 11 item 2): the process hosting a session holds its lease; another
+# process that opens the session is refused until the lease is released or stale (migration 0003).
+session_leases = Table(
+    "session_leases",
+    metadata,
+    Column("session", String(64), ForeignKey("sessions.id"), primary_key=True),
+    Column("token", String(64), nullable=False),  # random, known only to the holder
+    Column("host", String(255), nullable=False),  # the machine's name, for messages
+    Column("machine", String(255), nullable=False),  # host + PID namespace: where `pid` is this process
+    Column("pid", Integer, nullable=False),
+    Column("acquired_at", UtcDateTime, nullable=False),
+    Column("renewed_at", UtcDateTime, nullable=False),  # the last heartbeat
+    Column("expires_at", UtcDateTime, nullable=False),  # stale from then on, wherever the holder runs
+)

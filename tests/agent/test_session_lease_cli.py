@@ -1,0 +1,163 @@
+"""One writer per session, through the real CLI (issue 11 item 2): two `vibe run` processes on one
+SQLite file. While the first hosts the session (stuck in a model call on a loopback server), a second
+`vibe run --session S` is refused with one line and exit 2 and writes nothing; after the first is
+killed with SIGKILL, the next `vibe run --session S` takes the session over and says so in the log."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+class StuckServer:
+    """An OpenAI-compatible chat server whose first request hangs until `release` (a model call that
+    takes minutes); later requests get "done."."""
+
+    def __init__(self) -> None:
+        self.requests = 0
+        self.first_arrived = threading.Event()
+        self.release = threading.Event()
+        self.url = ""
+
+
+@pytest.fixture
+def server() -> Iterator[StuckServer]:
+    state = StuckServer()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers.get("content-length", "0")))
+            state.requests += 1
+            if state.requests == 1:
+                state.first_arrived.set()
+                state.release.wait(60)
+            message = {"role": "assistant", "content": "done."}
+            payload = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                       "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": 100, "completion_tokens": 5}}  # fmt: skip
+            data = json.dumps(payload).encode()
+            try:
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the client was killed meanwhile
+                pass
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield state
+    finally:
+        state.release.set()
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def _env(tmp_path: Path, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_"))}
+    return env | {"AVIBE_HOME": str(tmp_path / "home"), "AVIBE_MODEL": "openai/gpt-4o",
+                  "OPENAI_API_KEY": "sk-avibe-test-dummy", "OPENAI_BASE_URL": url,
+                  "AVIBE_SANDBOX": "full-access"}  # fmt: skip
+
+
+def _command(*args: str) -> list[str]:
+    return [sys.executable, "-c", "from avibe.cli import main; main()", *args]
+
+
+def _record(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Every entry and lease row, read without writing (mode=ro)."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        entries = conn.execute("select session, seq, kind, text from entries order by id").fetchall()
+        leases = conn.execute("select session, pid, host, token, acquired_at from session_leases").fetchall()
+    return entries, leases
+
+
+def test_a_second_run_is_refused_while_the_first_hosts_and_takes_over_after_kill_9(
+    tmp_path: Path, server: StuckServer
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    env = _env(tmp_path, server.url)
+    first = subprocess.Popen(
+        _command("run", "--json", "first task"),
+        env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        session = ""
+        assert first.stdout is not None
+        for line in first.stdout:
+            event = json.loads(line)
+            if event["kind"] == "turn_started":
+                session = event["session"]
+                break
+        assert session, "the first run printed no turn_started event"
+        assert server.first_arrived.wait(60), "the first run never called the model"
+        db = tmp_path / "home" / "avibe.db"
+        before = _record(db)
+        assert [(e[1], e[2], e[3]) for e in before[0]] == [(1, "user", "first task")]
+        assert len(before[1]) == 1 and before[1][0][:2] == (session, first.pid)
+
+        second = subprocess.run(
+            _command("run", "--session", session, "second task"),
+            env=env, cwd=work, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert second.returncode == 2, second.stderr
+        lines = second.stderr.splitlines()
+        assert len(lines) == 1 and "Traceback" not in second.stderr
+        expected = f"vibe: session {session} is hosted by another process (pid {first.pid} on "
+        assert lines[0].startswith(expected), lines[0]
+        assert _record(db) == before  # nothing written: no entry, the lease untouched
+        assert server.requests == 1
+
+        first.send_signal(signal.SIGKILL)
+        first.wait(30)
+        third = subprocess.run(
+            _command("run", "--json", "--session", session, "third task"),
+            env=env, cwd=work, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+        assert third.returncode == 0, third.stderr
+        entries, leases = _record(db)
+        assert [(e[2], e[3]) for e in entries] == [("user", "first task"), ("user", "third task"),
+                                                     ("assistant", "done.")]  # fmt: skip
+        assert leases == []  # released when the run ended
+        log = (tmp_path / "home" / "logs" / "avibe.log").read_text(encoding="utf-8")
+        assert f"session {session}: took over the lease of pid {first.pid}" in log
+        assert f"its process {first.pid}" in log and "is gone" in log
+    finally:
+        if first.poll() is None:
+            first.kill()
+        first.communicate()  # reaps it and closes its pipes
+        server.release.set()
+
+
+def test_a_finished_run_leaves_the_session_free_for_the_next(tmp_path: Path, server: StuckServer) -> None:
+    server.requests = 1  # nothing hangs
+    work = tmp_path / "work"
+    work.mkdir()
+    env = _env(tmp_path, server.url)
+    one = subprocess.run(_command("run", "--json", "hello"), env=env, cwd=work, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert one.returncode == 0, one.stderr
+    two = subprocess.run(_command("run", "--continue", "again"), env=env, cwd=work, capture_output=True,
+                         text=True, timeout=120)  # fmt: skip
+    assert two.returncode == 0, two.stderr
+    entries, leases = _record(tmp_path / "home" / "avibe.db")
+    assert [e[3] for e in entries] == ["hello", "done.", "again", "done."] and leases == []
+    assert "took over" not in (tmp_path / "home" / "logs" / "avibe.log").read_text(encoding="utf-8")
