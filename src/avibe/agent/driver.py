@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.facts import HarnessFacts
 from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint
 from avibe.checkpoint.plan import MovePlan, model_free_move_out, partial_plan, plan_move_out
@@ -172,6 +173,7 @@ class CheckpointDriver:
         budgets: Budgets,
         dismissed: frozenset[int],
         tools: Sequence[Any],
+        facts: HarnessFacts,
     ) -> TurnInputs:
         memo_seqs = [item.seq for item in previous.memo] if previous else []
         return TurnInputs(
@@ -189,6 +191,7 @@ class CheckpointDriver:
             upto_seq=plan.upto_seq,
             max_tokens=min(CHECKPOINT_REPLY_TOKENS, turn_overhead(budgets.window)),
             cache_tools=tuple(tools),
+            facts=facts,
         )
 
     def run(
@@ -205,6 +208,7 @@ class CheckpointDriver:
         carry: Carry,
         provenance: Provenance,
         partial: bool = False,
+        facts: HarnessFacts | None = None,
     ) -> CheckpointResult:
         """Try one checkpoint (V6's partial tries when the room policy says the turn would not fit).
         Never raises for a model's misbehaviour; returns a result whose `checkpoint` is None on failure
@@ -212,6 +216,8 @@ class CheckpointDriver:
 
         view:       the full request as it would go out now (system + recollection + conversation).
         base_view:  the system prompt and recollection alone (for V6's partial turns).
+        facts:      what the harness knows (background jobs, files, the last failing call), added to the
+                    scene (S3, S6); None: nothing known.
         """
         started = time.monotonic()
         prev = checkpoint_from_stored(previous)
@@ -230,7 +236,7 @@ class CheckpointDriver:
         stats = TurnStats()
         last_reason = "the conversation is too large even for a partial checkpoint turn (V6)"
         for chosen, turn_view, fallback in attempts:
-            inputs = self._inputs(turn_view, chosen, prev, budgets, dismissed, tools)
+            inputs = self._inputs(turn_view, chosen, prev, budgets, dismissed, tools, facts or HarnessFacts())
             outcome = self._drive(inputs, stats)
             if isinstance(outcome, Accepted):
                 took = time.monotonic() - started

@@ -16,11 +16,12 @@ API:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
 from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.facts import HarnessFacts
 from avibe.checkpoint.model import Checkpoint, Problem
 from avibe.ports import TokenCounter
 from avibe.record.entries import Entry
@@ -88,6 +89,8 @@ class TurnInputs:
     cache_tools:    structured mode: the live conversation's tool specs, offered unchanged so the prompt
                     prefix (which includes tools) stays the cached one; the grammar keeps the model from
                     calling them.
+    facts:          what the harness knows (background jobs, files, the last failing call): added to the
+                    scene next to what the model wrote, and checked by validation (S3, S6).
     """
 
     mode: Mode
@@ -104,6 +107,7 @@ class TurnInputs:
     upto_seq: int | None = None
     max_tokens: int = 2048
     cache_tools: tuple[ToolSpec, ...] = ()
+    facts: HarnessFacts = field(default_factory=HarnessFacts)
 
 
 @dataclass(frozen=True, slots=True)

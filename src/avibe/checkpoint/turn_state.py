@@ -28,6 +28,7 @@ from avibe.checkpoint.effects import (
     ModelFailure,
     TurnInputs,
 )
+from avibe.checkpoint.facts import with_facts
 from avibe.checkpoint.memo import Candidate, build_memo, dismissed, memo_candidates, render_checklist
 from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
@@ -113,13 +114,16 @@ def _dedup(problems: Sequence[Problem]) -> tuple[Problem, ...]:
 
 
 def draft(st: TurnState, ticked: frozenset[int], scene: str) -> tuple[Checkpoint, list[Problem]]:
-    """Memo copied from the record (N4), then every problem at once (V1-V3)."""
+    """Memo copied from the record (N4), the harness's facts added to the scene (S3, S6), then every
+    problem at once (V1-V3)."""
     inputs = st.inputs
     memo = build_memo(ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
+    scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
     proposed = Checkpoint(mind=st.mind, memo=memo.items, scene=scene)
     covered = all(item.seq in st.entries for item in proposed.memo)
+    record = st.entries if covered else None
     found = validate(
-        inputs.previous, proposed, inputs.budgets, inputs.counter, record=st.entries if covered else None
+        inputs.previous, proposed, inputs.budgets, inputs.counter, record=record, facts=inputs.facts
     )
     return proposed, list(_dedup([*memo.problems, *found]))
 

@@ -2,7 +2,8 @@
 
 API:
     validate(previous: CheckpointDraft | None, proposed: CheckpointDraft, budgets: Budgets,
-             counter: TokenCounter, *, record: Mapping[int, Entry] | None = None) -> list[Problem]
+             counter: TokenCounter, *, record: Mapping[int, Entry] | None = None,
+             facts: HarnessFacts | None = None) -> list[Problem]
         Every problem at once, mind first, then memo, then scene; [] means accepted. Never raises.
         Mind (V2, M1, M4, M6): headings missing / renamed / repeated / reordered, Goals parts and entry
         forms, a mission id deleted or fewer mission entries than `previous`, a section over its cap
@@ -10,7 +11,8 @@ API:
         Memo (V3, N4, N5, N7): with `record` (seq -> entry), every item must be a user entry's text byte for
         byte (or a prefix + cut note); without it only the cut-note form is checked. Items over the
         per-message cap, repeated items, the total over the memo budget.
-        Scene (V1): exactly one block, six parts, at least SCENE_MIN_CHARS.
+        Scene (V1): exactly one block, six parts, at least SCENE_MIN_CHARS; with `facts`, the harness's
+        lines for "Waiting for" and "Exact references" stand in those parts (S3, S6).
     repair_request(problems: Sequence[Problem]) -> str   one request listing them all (V4); raises
         ValueError when given no problem.
     Problem, CheckpointDraft, Checkpoint, MemoItem are re-exported from avibe.checkpoint.model.
@@ -21,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.facts import HarnessFacts, missing_facts
 from avibe.checkpoint.memo import cut_note, memo_text_matches, memo_tokens, over_budget_problem
 from avibe.checkpoint.mind import mission_ids, mission_lines, parse_mind, section_texts, strip_guidance
 from avibe.checkpoint.model import Checkpoint, CheckpointDraft, MemoItem, Problem
@@ -120,13 +123,18 @@ def validate(
     counter: TokenCounter,
     *,
     record: Mapping[int, Entry] | None = None,
+    facts: HarnessFacts | None = None,
 ) -> list[Problem]:
     """Every problem of the proposed checkpoint at once (V1-V4); an empty list means it is accepted."""
     scene = parse_scene(proposed.scene)
+    if isinstance(scene, list):
+        scene_problems = scene
+    else:
+        scene_problems = missing_facts(scene, facts, budgets.window) if facts is not None else []
     return [
         *_mind_problems(previous, proposed.mind, budgets, counter),
         *_memo_problems(proposed.memo, budgets, counter, record),
-        *(scene if isinstance(scene, list) else []),
+        *scene_problems,
     ]
 
 

@@ -1,0 +1,231 @@
+"""What the harness itself knows about the working state, put into the scene next to what the model wrote
+(S3, S6, A2): the background jobs still running or unreported, the files read and written, and the last
+failing tool call with its verbatim error line. A small model forgets job ids and error texts; the harness
+never does, so these never depend on the model.
+
+API:
+    WaitingJob(id, command, log)                       a background job the session is waiting for (S3)
+    FailedCall(name, arguments, error_line)            the last failing tool call (S5, S6)
+    HarnessFacts(waiting, files_read, files_modified, failure)   frozen; HarnessFacts() is "nothing known"
+        .is_empty -> bool
+    failed_call(name, arguments, output, is_error) -> FailedCall | None
+        a tool result that failed (an error result, or a shell exit code other than 0), else None
+    error_line(output) -> str                          the first line that reads as an error, verbatim
+    FACTS_CHARS, FACTS_FLOOR_CHARS                     the budget of each part's harness lines (see below)
+    facts_limits(window) -> dict[str, int]             "waiting_for" / "exact_references" -> characters
+    facts_text(facts, window) -> dict[str, str]        part -> the harness's lines for it ("" when none)
+    add_facts(parts, facts, window) -> SceneParts      the model's parts with the harness's lines after them
+    missing_facts(parts, facts, window) -> list[Problem]   the validator's check: every line is there
+    with_facts(scene, facts, window) -> str            the scene block re-rendered with the harness's lines
+
+The harness's lines for a part start with HARNESS_MARK and come after the model's own text, never in its
+place. Each part's lines are within its budget: items are taken whole in order (waiting jobs, the failing
+call, files modified, files read, newest first) while they fit, and what does not fit is counted in a
+closing note ("+3 more files read: see the record and `vibe log`"), which always fits because the budget
+keeps room for it. The budget scales like the scene's parts (`structured.scene_limits`): FACTS_CHARS at a
+32k window and above, never below FACTS_FLOOR_CHARS.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from avibe.checkpoint.model import Problem
+from avibe.checkpoint.scene import SceneParts, parse_scene, render_scene
+
+HARNESS_MARK: Final = "(from Avibe's own state)"
+FACTS_CHARS: Final[dict[str, int]] = {"waiting_for": 800, "exact_references": 1_000}
+FACTS_FLOOR_CHARS: Final[dict[str, int]] = {"waiting_for": 360, "exact_references": 420}
+FACTS_REFERENCE_WINDOW: Final = 32_768
+NOTE_ROOM: Final = 90  # characters kept free for the closing "+N more" note
+ARGUMENT_CHARS: Final = 200  # a failing call's arguments, shown at most this long (then "...")
+ERROR_CHARS: Final = 240  # the error line, at most this long (then "...")
+_ERROR_WORDS = re.compile(
+    r"error|exception|traceback|fail|fatal|denied|not found|no such|cannot|can't|refused|invalid|"
+    r"timed out|killed|panic|abort|mismatch|\b[A-Z]{1,4}\d{2,}:",
+    re.IGNORECASE,
+)
+_LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines splits on
+_TRACEBACK: Final = "Traceback (most recent call last):"
+_EXIT = re.compile(r"^exit code: (-?\d+)\s*$")
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingJob:
+    id: str
+    command: str
+    log: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FailedCall:
+    name: str
+    arguments: str  # the call's arguments as the harness shows them (a shell call: its command)
+    error_line: str  # verbatim from the tool's output
+
+
+@dataclass(frozen=True, slots=True)
+class HarnessFacts:
+    """What the harness knows (newest first in both file lists, as LiveState keeps them)."""
+
+    waiting: tuple[WaitingJob, ...] = ()
+    files_read: tuple[str, ...] = ()
+    files_modified: tuple[str, ...] = ()
+    failure: FailedCall | None = None
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.waiting or self.files_read or self.files_modified or self.failure)
+
+
+def _shorten(text: str, limit: int) -> str:
+    """One line (a line break inside a command or a path would end the scene part), at most `limit`."""
+    text = _LINE_BREAKS.sub(" ", text)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def error_line(output: str) -> str:
+    """The first line of a tool's output that reads as an error, verbatim (stripped) - a Python traceback's
+    head only when nothing else does; else the first line after an "exit code: N" head; else the first
+    non-blank line."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    body = lines[1:] if lines and _EXIT.match(lines[0]) else lines
+    found = [line for line in body if _ERROR_WORDS.search(line)]
+    telling = [line for line in found if line != _TRACEBACK]
+    return next(iter(telling or found or body or lines), "")
+
+
+def _arguments(arguments: Mapping[str, Any]) -> str:
+    command = arguments.get("command")
+    if isinstance(command, str) and command.strip():
+        return command.strip()
+    return json.dumps(dict(arguments), ensure_ascii=False, sort_keys=True)
+
+
+def failed_call(name: str, arguments: Mapping[str, Any], output: str, is_error: bool) -> FailedCall | None:
+    """The failure a tool result reports: an error result, or a shell command whose exit code is not 0."""
+    head = output.lstrip().split("\n", 1)[0].strip()
+    exited = _EXIT.match(head)
+    failed = (
+        is_error or (exited is not None and exited.group(1) != "0") or head.startswith("killed by signal")
+    )
+    if not failed:
+        return None
+    return FailedCall(name, _arguments(arguments), error_line(output))
+
+
+def facts_limits(window: int) -> dict[str, int]:
+    share = min(1.0, window / FACTS_REFERENCE_WINDOW)
+    return {name: max(FACTS_FLOOR_CHARS[name], int(limit * share)) for name, limit in FACTS_CHARS.items()}
+
+
+def _code(text: str) -> str:
+    """Text shown verbatim in backticks (a backtick inside would end the span: use a longer fence)."""
+    fence = "``" if "`" in text else "`"
+    return f"{fence}{text}{fence}"
+
+
+def _waiting_items(facts: HarnessFacts) -> list[str]:
+    items = []
+    for job in facts.waiting:
+        log = f", log {_shorten(job.log, ARGUMENT_CHARS)}" if job.log else ""
+        command = _code(_shorten(job.command, ARGUMENT_CHARS))
+        items.append(f"background job {_shorten(job.id, ARGUMENT_CHARS)}: {command}{log}")
+    return items
+
+
+def _reference_items(facts: HarnessFacts) -> list[tuple[str, str]]:
+    """(kind, item) in order of importance: the failing call, files modified, files read."""
+    items: list[tuple[str, str]] = []
+    if facts.failure is not None:
+        f = facts.failure
+        call = f"{_shorten(f.name, ARGUMENT_CHARS)} {_code(_shorten(f.arguments, ARGUMENT_CHARS))}"
+        items.append(("failing call", f"last failing call: {call} -> {_shorten(f.error_line, ERROR_CHARS)}"))
+    seen: set[str] = set()
+    for path in facts.files_modified:
+        if path not in seen:
+            seen.add(path)
+            items.append(("files modified", f"modified {_shorten(path, ARGUMENT_CHARS)}"))
+    for path in facts.files_read:
+        if path not in seen:
+            seen.add(path)
+            items.append(("files read", f"read {_shorten(path, ARGUMENT_CHARS)}"))
+    return items
+
+
+def _fit(items: list[tuple[str, str]], limit: int) -> str:
+    """HARNESS_MARK and the items that fit whole, in order; the rest counted in a closing note."""
+    text = HARNESS_MARK
+    left: dict[str, int] = {}
+    for kind, item in items:
+        candidate = f"{text}; {item}" if text != HARNESS_MARK else f"{text} {item}"
+        if not left and len(candidate) <= limit - NOTE_ROOM:
+            text = candidate
+        else:
+            left[kind] = left.get(kind, 0) + 1
+    if left:
+        counts = ", ".join(f"{n} {kind}" for kind, n in left.items())
+        text += f" (+ not shown for room: {counts}; see the record)"
+    return text
+
+
+def facts_text(facts: HarnessFacts, window: int) -> dict[str, str]:
+    """The harness's lines for each part ("" when it knows nothing for that part)."""
+    limits = facts_limits(window)
+    waiting = [("background jobs", item) for item in _waiting_items(facts)]
+    references = _reference_items(facts)
+    return {
+        "waiting_for": _fit(waiting, limits["waiting_for"]) if waiting else "",
+        "exact_references": _fit(references, limits["exact_references"]) if references else "",
+    }
+
+
+def _with(model_text: str, harness: str) -> str:
+    own = model_text.strip()
+    if not harness or harness in own:
+        return own
+    if not own or own.lower() == "none":
+        return harness
+    return f"{own}\n{harness}"
+
+
+def add_facts(parts: SceneParts, facts: HarnessFacts, window: int) -> SceneParts:
+    """The model's parts with the harness's lines after them (never in their place)."""
+    if facts.is_empty:
+        return parts
+    extra = facts_text(facts, window)
+    return replace(
+        parts,
+        waiting_for=_with(parts.waiting_for, extra["waiting_for"]),
+        exact_references=_with(parts.exact_references, extra["exact_references"]),
+    )
+
+
+def missing_facts(parts: SceneParts, facts: HarnessFacts, window: int) -> list[Problem]:
+    """V1 with S3/S6: every line the harness has for a part stands in that part."""
+    problems = []
+    for name, text in facts_text(facts, window).items():
+        if text and text not in getattr(parts, name):
+            label = name.replace("_", " ").capitalize()
+            problems.append(
+                Problem(
+                    "scene.facts_missing",
+                    f"'{label}:' lacks what Avibe knows; keep this line in it as it is: {text}",
+                )
+            )
+    return problems
+
+
+def with_facts(scene: str, facts: HarnessFacts, window: int) -> str:
+    """The scene block with the harness's lines added (S3, S6); a scene that does not parse is left as it
+    is (validation reports it, and the repair round's scene gets them)."""
+    if facts.is_empty:
+        return scene
+    parts = parse_scene(scene)
+    if isinstance(parts, list):
+        return scene
+    return render_scene(add_facts(parts, facts, window))

@@ -1,0 +1,85 @@
+"""S3, S6 through the loop (issue 16 item 1): the scene of a checkpoint names what the harness knows -
+the background jobs it waits for, the files read and written, and the last failing call with its error
+line verbatim - next to what the model wrote, even when the model wrote "nothing" there.
+
+Driven through Vibey's public surface: a real SQLite record, the real tools over a temp workdir, the strict
+scripted model (adaptive: it answers the checkpoint's questions whenever they come).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from vibey_doubles import SCENE_ANSWER, answer, tool_step, write_lines
+
+from avibe.providers.scripted import ModelRequest, reply
+from avibe.record.messages import ModelReply
+
+JOB = ("bg-7", "./scripts/export_ledger.py --month 2026-03", "/tmp/avibe/logs/bg-7.log")
+ERROR = "E4312: checksum mismatch in segment 0x1f2a (expected 0a0b, got 0c0d)"
+SILENT_SCENE = {**SCENE_ANSWER, "waiting_for": "none", "exact_references": "none"}
+
+
+class Agent:
+    """Edits one file, reads a missing one (an error result), then reads filler files until the
+    checkpoint comes; the model's own scene says nothing about jobs, files or errors."""
+
+    def __init__(self) -> None:
+        self.moves: Iterator[ModelReply] = iter(
+            [
+                tool_step("edit_file", path="app.py", old="value = 0", new="value = 1"),
+                tool_step("read_file", path="missing/ledger.cfg"),
+                *(tool_step("read_file", path=f"notes{i}.txt") for i in range(40)),
+            ]
+        )
+        self.checkpointed = False
+
+    def __call__(self, request: ModelRequest) -> ModelReply:
+        if request.json_schema is not None:
+            self.checkpointed = True
+            return answer(request, scene=SILENT_SCENE)
+        if self.checkpointed:
+            return reply("done")
+        return next(self.moves)
+
+
+def _run(make_harness: Any, waiting: bool) -> str:
+    h = make_harness([Agent()] * 80, max_steps=80)
+    (h.workdir / "app.py").write_text("value = 0\n")
+    for i in range(40):
+        write_lines(h.workdir, f"notes{i}.txt", 40)
+    if waiting:
+        h.vibey.waiting_for = lambda: [JOB]
+    h.vibey.send("Set value = 1 in app.py, then read the notes files one by one.")
+    stored = h.checkpoints()
+    assert stored, "the run made no checkpoint"
+    return str(stored[0].scene)
+
+
+def test_S3_S6_the_scene_names_waiting_jobs_files_and_the_last_failure(make_harness: Any) -> None:
+    scene = _run(make_harness, waiting=True)
+    waiting = scene.split("Waiting for:", 1)[1].split("Next step:", 1)[0]
+    assert "background job bg-7: `./scripts/export_ledger.py --month 2026-03`" in waiting
+    assert "log /tmp/avibe/logs/bg-7.log" in waiting
+    references = scene.split("Exact references:", 1)[1]
+    assert "last failing call: read_file" in references and "missing/ledger.cfg" in references
+    assert "modified app.py" in references and "read notes" in references
+
+
+def test_S3_without_the_harness_facts_the_model_scene_has_no_job(make_harness: Any) -> None:
+    """The same run with no waiting jobs wired: the job is nowhere (the facts come only from the harness)."""
+    scene = _run(make_harness, waiting=False)
+    assert "bg-7" not in scene
+    assert "Waiting for: none" in scene
+
+
+def test_S5_a_shell_exit_code_is_a_failure_with_its_error_line_verbatim() -> None:
+    from avibe.checkpoint.facts import failed_call
+
+    output = f"exit code: 2\nimporting dump ...\n{ERROR}\nTraceback (most recent call last):"
+    failed = failed_call("shell", {"command": "pkgctl import --fast-resume /data/dump.bin"}, output, False)
+    assert failed is not None
+    assert failed.arguments == "pkgctl import --fast-resume /data/dump.bin"
+    assert failed.error_line == ERROR
+    assert failed_call("shell", {"command": "true"}, "exit code: 0\n(no output)", False) is None

@@ -1,0 +1,104 @@
+"""What the harness knows goes into the scene next to what the model wrote (S3, S5, S6; issue 16 item 1)."""
+
+from __future__ import annotations
+
+from core_doubles import CharCounter
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from avibe.checkpoint.budgets import budgets_for
+from avibe.checkpoint.facts import (
+    HARNESS_MARK,
+    FailedCall,
+    HarnessFacts,
+    WaitingJob,
+    add_facts,
+    facts_limits,
+    facts_text,
+    missing_facts,
+    with_facts,
+)
+from avibe.checkpoint.mind import EMPTY_MIND
+from avibe.checkpoint.model import Checkpoint
+from avibe.checkpoint.scene import SceneParts, parse_scene, render_scene
+from avibe.checkpoint.validate import validate
+
+PARTS = SceneParts(
+    current_step="exporting the ledger for March in workstream W1, the monthly export",
+    progress="done: reindex; in progress: export; pending: upload",
+    waiting_for="the export job the user started",
+    next_step='upload the export, as the user asked: "upload it when it is done"',
+    pitfalls="none",
+    exact_references="the exports folder",
+)
+
+WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_./", min_size=1, max_size=60)
+JOBS = st.lists(st.builds(WaitingJob, WORD, st.text(min_size=1, max_size=300), WORD), max_size=8)
+FAILURE = st.none() | st.builds(FailedCall, WORD, st.text(max_size=400), st.text(max_size=400))
+
+
+@given(
+    jobs=JOBS,
+    read=st.lists(WORD, max_size=40),
+    modified=st.lists(WORD, max_size=40),
+    failure=FAILURE,
+    window=st.sampled_from([4_096, 8_192, 32_768, 200_000]),
+)
+@settings(max_examples=200, deadline=None)
+def test_S3_S6_harness_lines_stay_within_their_budget_and_keep_the_models_words(
+    jobs: list[WaitingJob], read: list[str], modified: list[str], failure: FailedCall | None, window: int
+) -> None:
+    facts = HarnessFacts(tuple(jobs), tuple(read), tuple(modified), failure)
+    limits = facts_limits(window)
+    texts = facts_text(facts, window)
+    for part, text in texts.items():
+        assert len(text) <= limits[part]
+        assert not text or text.startswith(HARNESS_MARK)
+    merged = add_facts(PARTS, facts, window)
+    assert merged.waiting_for.startswith(PARTS.waiting_for)  # next to the model's words, never instead
+    assert merged.exact_references.startswith(PARTS.exact_references)
+    assert merged.current_step == PARTS.current_step and merged.pitfalls == PARTS.pitfalls
+    assert missing_facts(merged, facts, window) == []
+    scene = with_facts(render_scene(PARTS), facts, window)
+    parsed = parse_scene(scene)
+    assert isinstance(parsed, SceneParts) and missing_facts(parsed, facts, window) == []
+
+
+def test_S3_every_job_fits_whole_or_is_counted_in_a_note() -> None:
+    jobs = tuple(WaitingJob(f"bg-{n}", f"./run.sh --part {n}", f"/logs/bg-{n}.log") for n in range(12))
+    text = facts_text(HarnessFacts(waiting=jobs), 4_096)["waiting_for"]
+    shown = [n for n in range(12) if f"bg-{n}:" in text]
+    assert shown == list(range(len(shown))) and 2 <= len(shown) < 12  # oldest first, whole
+    assert f"+ not shown for room: {12 - len(shown)} background jobs" in text
+
+
+def test_S6_the_failing_call_comes_first_then_files_modified_then_read() -> None:
+    facts = HarnessFacts(
+        files_read=("docs/guide.md", "app.py"),
+        files_modified=("app.py",),
+        failure=FailedCall("shell", "make test", "E0042: fixture missing"),
+    )
+    text = facts_text(facts, 32_768)["exact_references"]
+    assert text == (
+        f"{HARNESS_MARK} last failing call: shell `make test` -> E0042: fixture missing; "
+        "modified app.py; read docs/guide.md"
+    )
+    assert facts_text(HarnessFacts(), 32_768) == {"waiting_for": "", "exact_references": ""}
+
+
+def test_V1_S3_validation_names_a_harness_line_the_scene_lacks() -> None:
+    facts = HarnessFacts(waiting=(WaitingJob("bg-3", "sleep 600", ""),))
+    budgets = budgets_for(32_768, 28_000)
+    bare = Checkpoint(mind=EMPTY_MIND, memo=(), scene=render_scene(PARTS))
+    problems = validate(None, bare, budgets, CharCounter(), facts=facts)
+    assert [p.code for p in problems] == ["scene.facts_missing"]
+    assert "bg-3" in problems[0].message
+    filled = Checkpoint(mind=EMPTY_MIND, memo=(), scene=with_facts(bare.scene, facts, 32_768))
+    assert validate(None, filled, budgets, CharCounter(), facts=facts) == []
+    assert validate(None, bare, budgets, CharCounter()) == []  # no facts given: nothing to check
+
+
+def test_S3_a_scene_the_model_left_as_none_gets_the_harness_line_alone() -> None:
+    facts = HarnessFacts(waiting=(WaitingJob("bg-1", "./reindex.sh", "/logs/bg-1.log"),))
+    merged = add_facts(SceneParts(*(["none"] * 6)), facts, 8_192)
+    assert merged.waiting_for == f"{HARNESS_MARK} background job bg-1: `./reindex.sh`, log /logs/bg-1.log"
