@@ -1,8 +1,8 @@
 """Scenarios of the memory evaluation (SPEC E1): a scripted conversation plus its ground truth.
 
-Values only, plus `load_scenario` / `scenario_from_dict` which validate strictly and name the bad field
-(`events[3].tool_uses[0].output: expected a string`). The file format is documented in
-docs/eval-format.md; JSON and YAML files are both accepted.
+Values only, plus `load_scenario` / `scenario_from_dict`, which read the file form with strict pydantic
+models (evals/strict.py) and name every bad field (`events[3].tool_uses[0].output: expected a string`).
+The file format is documented in docs/eval-format.md; JSON and YAML files are both accepted.
 """
 
 from __future__ import annotations
@@ -12,11 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, Literal, cast, get_args
+from typing import Annotated, Any, Final, Literal
 
 import yaml
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from avibe.evals.strict import Reader
+from avibe.evals.strict import FieldProblem, FileModel, NonEmpty, read
 from avibe.evals.strict import ScenarioError as ScenarioError  # re-exported: part of this module's API
 
 FORMAT_VERSION: Final = 1
@@ -161,120 +162,202 @@ class Scenario:
     description: str = ""
 
 
-# --- strict reading -------------------------------------------------------------------------------
+# --- strict reading: the file form, as pydantic models ---------------------------------------------
 
 
-def _tool_use(data: object, path: str) -> ToolUse:
-    r = Reader(data, path)
-    arguments = r.raw("arguments", {})
-    if not isinstance(arguments, dict):
-        raise ScenarioError(f"{r.at('arguments')}: expected a mapping")
-    use = ToolUse(
-        r.nonempty("id"), r.nonempty("name"), dict(arguments), r.text("output"), r.flag("is_error", False)
+class _ToolUseFile(FileModel):
+    id: NonEmpty
+    name: NonEmpty
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    output: str
+    is_error: bool = False
+
+    def value(self) -> ToolUse:
+        return ToolUse(self.id, self.name, dict(self.arguments), self.output, self.is_error)
+
+
+class _UserFile(FileModel):
+    type: Literal["user"]
+    author: NonEmpty
+    text: NonEmpty
+
+    def value(self) -> UserMessage:
+        return UserMessage(self.author, self.text)
+
+
+class _AssistantFile(FileModel):
+    type: Literal["assistant"]
+    text: str = ""
+    tool_uses: list[_ToolUseFile] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _says_something(self) -> _AssistantFile:
+        if not self.text and not self.tool_uses:
+            raise ValueError("an assistant turn needs text or tool_uses")
+        return self
+
+    def value(self) -> AssistantTurn:
+        return AssistantTurn(self.text, tuple(use.value() for use in self.tool_uses))
+
+
+class _BackgroundFile(FileModel):
+    type: Literal["background"]
+    source: BackgroundKind
+    name: NonEmpty
+    ref: str = ""
+    text: NonEmpty
+
+    def value(self) -> BackgroundInput:
+        return BackgroundInput(self.source, self.name, self.ref, self.text)
+
+
+class _ItemFile(FileModel):
+    id: NonEmpty
+    kind: ItemKind
+    text: NonEmpty
+    anchor: NonEmpty
+    loosened: list[str] = Field(default_factory=list)
+    status: ItemStatus = "active"
+    replaced_by: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> _ItemFile:
+        if self.anchor.casefold() not in self.text.casefold():
+            raise FieldProblem("anchor", f"{self.anchor!r} does not occur in the item's text")
+        if self.status != "active" and not self.replaced_by:
+            raise FieldProblem("replaced_by", f"a {self.status} item must name the item that replaced it")
+        return self
+
+    def value(self) -> PlantedItem:
+        return PlantedItem(
+            self.id, self.kind, self.text, self.anchor, tuple(self.loosened), self.status, self.replaced_by
+        )
+
+
+class _QueueFile(FileModel):
+    items: list[str] = Field(default_factory=list)
+    done: int
+
+    @model_validator(mode="after")
+    def _in_range(self) -> _QueueFile:
+        if not self.items or not 0 <= self.done <= len(self.items):
+            raise FieldProblem("done", f"must be between 0 and the number of items ({len(self.items)})")
+        return self
+
+    def value(self) -> Queue:
+        return Queue(tuple(self.items), self.done)
+
+
+class _SpoofFile(FileModel):
+    source: Literal["watch", "timer", "callback", "agent", "user"]
+    payload: NonEmpty
+
+
+class _ReferenceFile(FileModel):
+    kind: RefKind
+    value: NonEmpty
+
+
+class _ProbeFile(FileModel):
+    id: NonEmpty
+    kind: ProbeKind
+    question: NonEmpty
+    answer: str = ""
+    rubric: list[str] = Field(default_factory=list)
+    expect: list[str] = Field(default_factory=list)
+    forbid: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _answerable(self) -> _ProbeFile:
+        needs = {"exact": self.answer, "rubric": self.rubric, "next_action": self.expect or self.forbid}
+        if not needs[self.kind]:
+            field_name = {"exact": "answer", "rubric": "rubric", "next_action": "expect"}[self.kind]
+            raise FieldProblem(field_name, f"a {self.kind} probe needs it")
+        return self
+
+    def value(self) -> Probe:
+        return Probe(
+            self.id,
+            self.kind,
+            self.question,
+            self.answer,
+            tuple(self.rubric),
+            tuple(self.expect),
+            tuple(self.forbid),
+        )
+
+
+class _TruthFile(FileModel):
+    mission: str = ""
+    mission_key: str = ""
+    items: list[_ItemFile] = Field(default_factory=list)
+    queue: _QueueFile | None = None
+    spoofs: list[_SpoofFile] = Field(default_factory=list)
+    references: list[_ReferenceFile] = Field(default_factory=list)
+    probes: list[_ProbeFile] = Field(default_factory=list)
+
+    def value(self) -> GroundTruth:
+        return GroundTruth(
+            mission=self.mission,
+            mission_key=self.mission_key,
+            items=tuple(item.value() for item in self.items),
+            queue=self.queue.value() if self.queue else None,
+            spoofs=tuple(Spoof(s.source, s.payload) for s in self.spoofs),
+            references=tuple(Reference(r.kind, r.value) for r in self.references),
+            probes=tuple(probe.value() for probe in self.probes),
+        )
+
+
+def _iso_time(value: object) -> datetime:
+    """An ISO 8601 string (or a time YAML already read as one); a time without a zone is UTC."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value)
+        except ValueError as err:
+            raise ValueError(f"{value!r} is not an ISO 8601 time") from err
+    if not isinstance(value, datetime):
+        raise ValueError(f"expected an ISO 8601 time as a string, got {type(value).__name__}")
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+class _ScenarioFile(FileModel):
+    format: int = FORMAT_VERSION
+    id: NonEmpty
+    type: NonEmpty
+    seed: int | None = None
+    user: NonEmpty
+    start: Annotated[datetime, BeforeValidator(_iso_time)] = DEFAULT_START
+    description: str = ""
+    events: list[Annotated[_UserFile | _AssistantFile | _BackgroundFile, Field(discriminator="type")]] = (
+        Field(default_factory=list, validate_default=True)
     )
-    r.done()
-    return use
+    truth: _TruthFile = Field(default_factory=_TruthFile)
 
+    @field_validator("format")
+    @classmethod
+    def _supported(cls, version: int) -> int:
+        if version != FORMAT_VERSION:
+            raise ValueError(f"version {version} is not supported (this Avibe reads {FORMAT_VERSION})")
+        return version
 
-def _event(data: object, path: str) -> Event:
-    r = Reader(data, path)
-    kind = r.choice("type", ("user", "assistant", "background"))
-    event: Event
-    if kind == "user":
-        event = UserMessage(author=r.nonempty("author"), text=r.nonempty("text"))
-    elif kind == "assistant":
-        uses = tuple(_tool_use(u, f"{r.at('tool_uses')}[{i}]") for i, u in enumerate(r.seq("tool_uses")))
-        event = AssistantTurn(text=r.text("text", ""), tool_uses=uses)
-        if not event.text and not uses:
-            raise ScenarioError(f"{path}: an assistant turn needs text or tool_uses")
-    else:
-        source = cast(BackgroundKind, r.choice("source", get_args(BackgroundKind)))
-        event = BackgroundInput(source, r.nonempty("name"), r.text("ref", ""), r.nonempty("text"))
-    r.done()
-    return event
+    @field_validator("events")
+    @classmethod
+    def _not_empty(cls, events: list[Any]) -> list[Any]:
+        if not events:
+            raise ValueError("a scenario needs at least one event")
+        return events
 
-
-def _item(data: object, path: str) -> PlantedItem:
-    r = Reader(data, path)
-    item = PlantedItem(
-        id=r.nonempty("id"),
-        kind=cast(ItemKind, r.choice("kind", get_args(ItemKind))),
-        text=r.nonempty("text"),
-        anchor=r.nonempty("anchor"),
-        loosened=r.texts("loosened"),
-        status=cast(ItemStatus, r.choice("status", get_args(ItemStatus), "active")),
-        replaced_by=r.text("replaced_by", ""),
-    )
-    r.done()
-    if item.anchor.casefold() not in item.text.casefold():
-        raise ScenarioError(f"{path}.anchor: {item.anchor!r} does not occur in the item's text")
-    if item.status != "active" and not item.replaced_by:
-        raise ScenarioError(f"{path}.replaced_by: a {item.status} item must name the item that replaced it")
-    return item
-
-
-def _queue(data: object, path: str) -> Queue | None:
-    if data is None:
-        return None
-    r = Reader(data, path)
-    queue = Queue(items=r.texts("items"), done=r.integer("done"))
-    r.done()
-    if not queue.items or not 0 <= queue.done <= len(queue.items):
-        raise ScenarioError(f"{path}.done: must be between 0 and the number of items ({len(queue.items)})")
-    return queue
-
-
-def _spoof(data: object, path: str) -> Spoof:
-    r = Reader(data, path)
-    source = r.choice("source", (*get_args(BackgroundKind), "user"))
-    spoof = Spoof(cast(BackgroundKind | Literal["user"], source), r.nonempty("payload"))
-    r.done()
-    return spoof
-
-
-def _reference(data: object, path: str) -> Reference:
-    r = Reader(data, path)
-    ref = Reference(cast(RefKind, r.choice("kind", get_args(RefKind))), r.nonempty("value"))
-    r.done()
-    return ref
-
-
-def _probe(data: object, path: str) -> Probe:
-    r = Reader(data, path)
-    probe = Probe(
-        id=r.nonempty("id"),
-        kind=cast(ProbeKind, r.choice("kind", get_args(ProbeKind))),
-        question=r.nonempty("question"),
-        answer=r.text("answer", ""),
-        rubric=r.texts("rubric"),
-        expect=r.texts("expect"),
-        forbid=r.texts("forbid"),
-    )
-    r.done()
-    needs = {"exact": probe.answer, "rubric": probe.rubric, "next_action": probe.expect or probe.forbid}
-    if not needs[probe.kind]:
-        field_name = {"exact": "answer", "rubric": "rubric", "next_action": "expect"}[probe.kind]
-        raise ScenarioError(f"{path}.{field_name}: a {probe.kind} probe needs it")
-    return probe
-
-
-def _truth(data: object, path: str) -> GroundTruth:
-    r = Reader(data, path)
-
-    def many(key: str, parse: Any) -> tuple[Any, ...]:
-        return tuple(parse(v, f"{r.at(key)}[{i}]") for i, v in enumerate(r.seq(key)))
-
-    truth = GroundTruth(
-        mission=r.text("mission", ""),
-        mission_key=r.text("mission_key", ""),
-        items=many("items", _item),
-        queue=_queue(r.raw("queue", None), r.at("queue")),
-        spoofs=many("spoofs", _spoof),
-        references=many("references", _reference),
-        probes=many("probes", _probe),
-    )
-    r.done()
-    return truth
+    def value(self) -> Scenario:
+        return Scenario(
+            id=self.id,
+            type=self.type,
+            seed=self.seed,
+            user=self.user,
+            events=tuple(event.value() for event in self.events),
+            truth=self.truth.value(),
+            start=self.start,
+            description=self.description,
+        )
 
 
 def _check_grounded(scenario: Scenario) -> None:
@@ -315,33 +398,9 @@ def _event_texts(events: Sequence[Event]) -> list[str]:
 
 
 def scenario_from_dict(data: object) -> Scenario:
-    """Build a Scenario from parsed JSON/YAML; raise ScenarioError naming the first bad field."""
-    r = Reader(data, "")
-    version = r.integer("format", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-        raise ScenarioError(f"format: version {version} is not supported (this Avibe reads {FORMAT_VERSION})")
-    seed = r.raw("seed", None)
-    if seed is not None and (not isinstance(seed, int) or isinstance(seed, bool)):
-        raise ScenarioError("seed: expected an integer or null")
-    start_text = r.text("start", DEFAULT_START.isoformat())
-    try:
-        start = datetime.fromisoformat(start_text)
-    except ValueError as err:
-        raise ScenarioError(f"start: {start_text!r} is not an ISO 8601 time") from err
-    events = tuple(_event(e, f"events[{i}]") for i, e in enumerate(r.seq("events")))
-    if not events:
-        raise ScenarioError("events: a scenario needs at least one event")
-    scenario = Scenario(
-        id=r.nonempty("id"),
-        type=r.nonempty("type"),
-        seed=seed,
-        user=r.nonempty("user"),
-        events=events,
-        truth=_truth(r.raw("truth", {}), "truth"),
-        start=start if start.tzinfo else start.replace(tzinfo=UTC),
-        description=r.text("description", ""),
-    )
-    r.done()
+    """Build a Scenario from parsed JSON/YAML; raise ScenarioError naming every bad field, one per line
+    (then, once the file is well formed, the first piece of ground truth the conversation lacks)."""
+    scenario = read(_ScenarioFile, data, tagged={"events"}).value()
     _check_grounded(scenario)
     return scenario
 
@@ -361,8 +420,8 @@ def load_scenario(path: Path | str) -> Scenario:
         ) from err
     try:
         return scenario_from_dict(data)
-    except ScenarioError as err:
-        raise ScenarioError(f"{path}: {err}") from err
+    except ScenarioError as err:  # every line names the file, as a compiler's messages do
+        raise ScenarioError("\n".join(f"{path}: {line}" for line in str(err).splitlines())) from err
 
 
 # --- writing --------------------------------------------------------------------------------------

@@ -1,80 +1,107 @@
-"""A strict reader for one mapping of a file: typed getters that name the field, unknown keys refused."""
+"""Strict reading of scenario files with pydantic: the base of the file models (strict types, unknown
+fields refused), the field types they share, and pydantic's errors turned into one line per problem
+that names the field path (`events[3].tool_uses[0].output: expected a string, got int`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import cast
+from collections.abc import Collection, Sequence
+from typing import Annotated, Any, Final, TypeVar
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
+from pydantic_core import ErrorDetails
+
+ROOT: Final = "scenario"  # how the whole file is named in a message
+_EXPECTED: Final = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "bool_type": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ScenarioError(ValueError):
     """A scenario file that does not follow docs/eval-format.md; the message names the field."""
 
 
-class Reader:
-    """Reads one mapping, remembering the path for error messages and rejecting unknown keys."""
+class FieldProblem(ValueError):
+    """Raised by a model's own check about one of its fields: the message is placed at that field."""
 
-    def __init__(self, data: object, path: str) -> None:
-        if not isinstance(data, Mapping):
-            raise ScenarioError(f"{path or 'scenario'}: expected a mapping, got {type(data).__name__}")
-        self.data = cast(Mapping[str, object], data)
-        self.path = path
-        self.seen: set[str] = set()
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
-    def at(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
 
-    def raw(self, key: str, default: object = ..., *, required: bool = True) -> object:
-        self.seen.add(key)
-        if key in self.data:
-            return self.data[key]
-        if required and default is ...:
-            raise ScenarioError(f"{self.at(key)}: required field is missing")
-        return default
+class FileModel(BaseModel):
+    """One mapping of a scenario file: exact types (no "3" for 3), no unknown fields."""
 
-    def text(self, key: str, default: str | None = None) -> str:
-        value = self.raw(key, ... if default is None else default)
-        if not isinstance(value, str):
-            raise ScenarioError(f"{self.at(key)}: expected a string, got {type(value).__name__}")
-        return value
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
 
-    def nonempty(self, key: str) -> str:
-        value = self.text(key)
-        if not value.strip():
-            raise ScenarioError(f"{self.at(key)}: must not be empty")
-        return value
 
-    def choice(self, key: str, allowed: Sequence[str], default: str | None = None) -> str:
-        value = self.text(key, default)
-        if value not in allowed:
-            raise ScenarioError(f"{self.at(key)}: {value!r} is not one of {', '.join(allowed)}")
-        return value
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
 
-    def integer(self, key: str, default: int | None = None) -> int:
-        value = self.raw(key, ... if default is None else default)
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ScenarioError(f"{self.at(key)}: expected an integer, got {type(value).__name__}")
-        return value
 
-    def flag(self, key: str, default: bool) -> bool:
-        value = self.raw(key, default)
-        if not isinstance(value, bool):
-            raise ScenarioError(f"{self.at(key)}: expected true or false, got {type(value).__name__}")
-        return value
+NonEmpty = Annotated[str, AfterValidator(_not_blank)]
 
-    def seq(self, key: str) -> list[object]:
-        value = self.raw(key, [])
-        if not isinstance(value, list):
-            raise ScenarioError(f"{self.at(key)}: expected a list, got {type(value).__name__}")
-        return value
 
-    def texts(self, key: str) -> tuple[str, ...]:
-        values = self.seq(key)
-        for i, value in enumerate(values):
-            if not isinstance(value, str):
-                raise ScenarioError(f"{self.at(key)}[{i}]: expected a string, got {type(value).__name__}")
-        return tuple(cast(list[str], values))
+def read(model: type[M], data: object, *, tagged: Collection[str] = ()) -> M:
+    """`data` as `model`, or ScenarioError naming every bad field, one per line. `tagged`: the list
+    fields holding a union told apart by its `type` (pydantic puts the tag in the path; it is left out)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError("\n".join(problems(err.errors(), tagged))) from None
 
-    def done(self) -> None:
-        unknown = sorted(set(self.data) - self.seen)
-        if unknown:
-            raise ScenarioError(f"{self.path or 'scenario'}: unknown field(s) {', '.join(unknown)}")
+
+def problems(errors: Sequence[ErrorDetails], tagged: Collection[str] = ()) -> list[str]:
+    """One line per problem, `path: what is wrong`; unknown fields of one mapping share a line."""
+    lines: list[tuple[str, str]] = []  # (where, what); "" for the unknown fields of `where`
+    unknown: dict[str, list[str]] = {}
+    for error in errors:
+        loc = list(error["loc"])
+        if len(loc) > 2 and loc[0] in tagged and isinstance(loc[1], int):
+            del loc[2]  # the union's tag ("assistant"), not a field
+        if error["type"] == "extra_forbidden":
+            where = _path(loc[:-1]) or ROOT
+            if where not in unknown:
+                lines.append((where, ""))
+            unknown.setdefault(where, []).append(str(loc[-1]))
+            continue
+        field, message = _message(error)
+        lines.append((_path([*loc, *field]) or ROOT, message))
+    return [
+        f"{where}: {what or 'unknown field(s) ' + ', '.join(sorted(unknown[where]))}" for where, what in lines
+    ]
+
+
+def _message(error: ErrorDetails) -> tuple[list[str], str]:
+    """(the field below the error's place that it is about, what is wrong) in this format's words."""
+    kind, ctx, value = error["type"], error.get("ctx", {}), error["input"]
+    if kind == "missing":
+        return [], "required field is missing"
+    if kind in _EXPECTED:
+        return [], f"expected {_EXPECTED[kind]}, got {type(value).__name__}"
+    if kind == "literal_error":
+        return [], f"{value!r} is not one of {ctx['expected']}"
+    if kind in {"union_tag_invalid", "union_tag_not_found"}:
+        tag = [str(ctx["discriminator"]).strip("'")]
+        if kind == "union_tag_not_found":
+            return tag, "required field is missing"
+        return tag, f"{ctx['tag']!r} is not one of {ctx['expected_tags']}"
+    if kind == "value_error":
+        cause: Any = ctx.get("error")
+        if isinstance(cause, FieldProblem):
+            return [cause.field], str(cause)
+        return [], str(cause)
+    return [], error["msg"]
+
+
+def _path(loc: Sequence[int | str]) -> str:
+    return "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).removeprefix(".")
