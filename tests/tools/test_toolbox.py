@@ -102,7 +102,7 @@ _json = st.recursive(
     | st.integers()
     | st.floats(allow_nan=False)
     | st.text(max_size=8)
-    | st.sampled_from(["\ud800", "a\x00b", "../../etc/passwd", "(("]),
+    | st.sampled_from(["\ud800", "a\x00b", "../../etc/passwd", "((", "--5", "²", " 7 ", "TRUE"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
     max_leaves=6,
 )

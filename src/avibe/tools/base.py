@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Collection, Iterable, Mapping
@@ -52,6 +53,7 @@ _NOFOLLOW: Final = os.O_NOFOLLOW | os.O_CLOEXEC
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW
 _PROC_FD: Final = Path("/proc/self/fd")
 
+_INTEGER: Final = re.compile(r"-?[0-9]+")  # not str.isdigit: "²" and "--5" are no numbers int() reads
 _JSON_TYPES: Final = {
     "string": "a string",
     "integer": "an integer",
@@ -97,7 +99,7 @@ def _lenient(props: Mapping[str, Any], arguments: Mapping[Any, Any]) -> dict[str
             continue
         prop = props.get(key)
         kind = prop.get("type") if isinstance(prop, Mapping) else None
-        if kind == "integer" and isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        if kind == "integer" and isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
             value = int(value.strip())
         elif kind == "integer" and isinstance(value, float) and value.is_integer():
             value = int(value)
