@@ -32,7 +32,7 @@ PARTS = SceneParts(
     exact_references="the exports folder",
 )
 
-WORD = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-_./", min_size=1, max_size=60)
+WORD = st.text(min_size=1, max_size=60) | st.sampled_from(["</checkpoint>", "a\nPitfalls: x", " ", "`x`"])
 JOBS = st.lists(st.builds(WaitingJob, WORD, st.text(min_size=1, max_size=300), WORD), max_size=8)
 FAILURE = st.none() | st.builds(FailedCall, WORD, st.text(max_size=400), st.text(max_size=400))
 

@@ -50,6 +50,7 @@ _ERROR_WORDS = re.compile(
     re.IGNORECASE,
 )
 _LINE_BREAKS = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")  # what str.splitlines splits on
+_TAG = re.compile(r"<(/?)checkpoint\s*>", re.IGNORECASE)  # a path named like the block's tag would end it
 _TRACEBACK: Final = "Traceback (most recent call last):"
 _EXIT = re.compile(r"^exit code: (-?\d+)\s*$")
 
@@ -84,7 +85,7 @@ class HarnessFacts:
 
 def _shorten(text: str, limit: int) -> str:
     """One line (a line break inside a command or a path would end the scene part), at most `limit`."""
-    text = _LINE_BREAKS.sub(" ", text)
+    text = _TAG.sub(lambda m: "\u2039" + m.group(0)[1:], _LINE_BREAKS.sub(" ", text)).strip()
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -144,7 +145,8 @@ def _reference_items(facts: HarnessFacts) -> list[tuple[str, str]]:
     if facts.failure is not None:
         f = facts.failure
         call = f"{_shorten(f.name, ARGUMENT_CHARS)} {_code(_shorten(f.arguments, ARGUMENT_CHARS))}"
-        items.append(("failing call", f"last failing call: {call} -> {_shorten(f.error_line, ERROR_CHARS)}"))
+        error = _shorten(f.error_line, ERROR_CHARS) or "(no error text)"
+        items.append(("failing call", f"last failing call: {call} -> {error}"))
     seen: set[str] = set()
     for path in facts.files_modified:
         if path not in seen:
@@ -161,7 +163,8 @@ def _fit(items: list[tuple[str, str]], limit: int) -> str:
     """HARNESS_MARK and the items that fit whole, in order; the rest counted in a closing note."""
     text = HARNESS_MARK
     left: dict[str, int] = {}
-    for kind, item in items:
+    for kind, raw in items:
+        item = raw.strip()
         candidate = f"{text}; {item}" if text != HARNESS_MARK else f"{text} {item}"
         if not left and len(candidate) <= limit - NOTE_ROOM:
             text = candidate

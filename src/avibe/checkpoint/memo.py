@@ -1,31 +1,47 @@
 """The memo: the user's own words, copied from the record, never retold (N1-N7).
 
 API:
-    Candidate(seq: int, text: str, ticked: bool, kept: bool)   one checklist line; kept: from the last memo
+    Label = int | str       a checklist line's number: 12 (the whole message #12) or "12.3" (its 3rd sentence)
+    Candidate(seq: int, text: str, ticked: bool, kept: bool, part: int = 0)   one checklist line; kept: from
+        the last memo; part: 0 for the whole message, k >= 1 for its k-th sentence;  .label -> Label
     memo_candidates(moved_out: Sequence[Entry], previous_memo: Sequence[MemoItem],
-                    already_dismissed: frozenset[int]) -> list[Candidate]          (N1, N6, N7)
-    render_checklist(candidates: Sequence[Candidate], preview_chars: int = 80) -> str   "- [ ] #12 preview"
-    read_ticks(original: str, edited: str) -> TickResult(ticked: frozenset[int], problems: list[Problem])
-    dismissed(candidates: Sequence[Candidate], ticked: frozenset[int]) -> frozenset[int]    unticked seqs (N6)
+                    already_dismissed: frozenset[int], *, counter=None, per_message=0,
+                    entries: Mapping[int, Entry] | None = None) -> list[Candidate]     (N1, N5, N6, N7)
+        with a counter and per_message, a message too long to keep whole also gets one line per sentence
+        that its cut would lose (at most MAX_SENTENCE_LINES, the last ones)
+    render_checklist(candidates, preview_chars=80) -> str    "- [ ] #12 preview", "- [ ] #12.3 preview"
+    read_ticks(original: str, edited: str) -> TickResult(ticked: frozenset[Label], problems: list[Problem])
+    dismissed(candidates: Sequence[Candidate], kept: Collection[Label]) -> frozenset[int]
+        seqs none of whose lines is kept (N6)
+    sentences(text: str) -> list[tuple[int, int]]   (start, end) of each sentence, stripped (verbatim)
     cut_note(seq: int) -> str              "\\n[... cut; full text: message #12 in the record]"
+    sentence_note(seq: int) -> str         " (from #12)": the pointer after a sentence kept alone
     cut_message(entry: Entry, counter: TokenCounter, per_message: int) -> MemoItem   (N5; any entry kind -
                                            the caller has already chosen user entries)
-    build_memo(ticked: Iterable[int], entries_by_seq: Mapping[int, Entry], counter: TokenCounter,
+    sentence_item(entry, part, counter, per_message) -> MemoItem     one sentence verbatim + its pointer
+    build_memo(ticked: Iterable[Label], entries_by_seq: Mapping[int, Entry], counter: TokenCounter,
                budgets: Budgets, previous_memo: Sequence[MemoItem] = ()) -> MemoOutcome(items, problems)
-    memo_text_matches(item: MemoItem, record_text: str) -> bool    verbatim, or a prefix + cut_note (N4)
+    memo_text_matches(item: MemoItem, record_text: str) -> bool    verbatim, a prefix + cut_note, or a
+                                           verbatim piece of the record + sentence_note (N4)
+    memo_labels(items, entries) -> list[Label]      the checklist label of each memo item
     memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int
 
 Candidates are chosen by the stored kind ("user") only, never by text (N7). build_memo copies the text
 from the entries given, never from model output (N4), and re-checks the kind; a ticked seq that is not a
 user entry is refused. A previous memo item may be kept as it is when its entry is not given (it was
 copied from the record by an earlier checkpoint).
+
+Long messages keep their rules (N5, L3): a message over the per-message budget is cut, and a rule in its
+last sentence was lost with the cut ("Never modify anything under vendor/" in the demo). So such a message
+also gets a checklist line per sentence the cut loses; a ticked sentence is copied by the harness from the
+record, verbatim, with the pointer " (from #N)" to the whole message - the model still only ticks.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -35,7 +51,12 @@ from avibe.ports import TokenCounter
 from avibe.record.entries import Entry
 
 DEFAULT_PREVIEW_CHARS: Final = 80
-_CHECK_LINE = re.compile(r"^[-*][ \t]*\[([ xX])\][ \t]*#(\d+)(?:[ \t]+(.*?))?[ \t]*$")
+_CHECK_LINE = re.compile(r"^[-*][ \t]*\[([ xX])\][ \t]*#(\d+(?:\.\d+)?)(?:[ \t]+(.*?))?[ \t]*$")
+_SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+|[ \t]*(?:\r?\n)+[ \t]*")
+MAX_SENTENCE_LINES: Final = 12  # sentence lines per long message: the last ones (rules come at the end)
+SENTENCE_CUT: Final = " ..."  # a sentence itself over the per-message budget is cut, marked so
+
+Label = int | str
 _WORD_BREAK_SHARE: Final = 5  # cut at a space when one is within the last fifth of the prefix
 
 
@@ -45,11 +66,34 @@ class Candidate:
     text: str
     ticked: bool = False
     kept: bool = False
+    part: int = 0  # 0: the whole message; k >= 1: its k-th sentence
+
+    @property
+    def label(self) -> Label:
+        return label_of(self.seq, self.part)
+
+
+def label_of(seq: int, part: int) -> Label:
+    return seq if part == 0 else f"{seq}.{part}"
+
+
+def parse_label(label: object) -> tuple[int, int] | None:
+    """(seq, part) of a label (an int, or "12" / "12.3"); None for anything else (a bool included)."""
+    if type(label) is int:
+        return (label, 0) if label >= 0 else None
+    if isinstance(label, str) and re.fullmatch(r"\d+(\.\d+)?", label):
+        seq, _, part = label.partition(".")
+        return int(seq), int(part or 0)
+    return None
+
+
+def _order(label: Label) -> tuple[int, int]:
+    return parse_label(label) or (-1, -1)
 
 
 @dataclass(frozen=True, slots=True)
 class TickResult:
-    ticked: frozenset[int]
+    ticked: frozenset[Label]
     problems: list[Problem]
 
 
@@ -59,17 +103,84 @@ class MemoOutcome:
     problems: list[Problem]
 
 
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`: split after . ! ? followed by a space, and at line breaks;
+    stripped of surrounding white space, so text[start:end] is the sentence verbatim."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for boundary in [*_SENTENCE_END.finditer(text), None]:
+        end = boundary.start() if boundary else len(text)
+        piece = text[start:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            spans.append((start + lead, start + len(piece.rstrip())))
+        start = boundary.end() if boundary else len(text)
+    return spans
+
+
+def _sentence_candidates(entry: Entry, counter: TokenCounter, per_message: int) -> list[Candidate]:
+    """A message too long to keep whole: one line per sentence its cut would lose (the last ones)."""
+    if per_message <= 0 or counter.count(entry.text) <= per_message:
+        return []
+    kept = len(cut_message(entry, counter, per_message).text) - len(cut_note(entry.seq))
+    lost = [
+        Candidate(entry.seq, entry.text[a:b], part=k)
+        for k, (a, b) in enumerate(sentences(entry.text), 1)
+        if b > kept
+    ]
+    return lost[-MAX_SENTENCE_LINES:]
+
+
+def _sentence_part(item: MemoItem, entry: Entry | None) -> int:
+    """Which sentence of its message a kept sentence item is (0: the item is not one it can place)."""
+    if entry is None or not item.text.endswith(sentence_note(item.seq)):
+        return 0
+    body = item.text.removesuffix(sentence_note(item.seq)).removesuffix(SENTENCE_CUT)
+    for k, (a, b) in enumerate(sentences(entry.text), 1):
+        if entry.text[a:b].startswith(body):
+            return k
+    return 0
+
+
+def memo_labels(items: Sequence[MemoItem], entries: Mapping[int, Entry] | None = None) -> list[Label]:
+    """The checklist label of each memo item: its seq, or "seq.k" for a sentence kept alone (k placed from
+    the entry when given, else numbered by its position among that message's sentence items)."""
+    labels: list[Label] = []
+    used: set[Label] = set()
+    for item in items:
+        part = 0
+        if item.text.endswith(sentence_note(item.seq)):
+            part = _sentence_part(item, (entries or {}).get(item.seq))
+            while part == 0 or label_of(item.seq, part) in used:
+                part += 1
+        label = label_of(item.seq, part)
+        used.add(label)
+        labels.append(label)
+    return labels
+
+
 def memo_candidates(
     moved_out: Sequence[Entry],
     previous_memo: Sequence[MemoItem],
     already_dismissed: frozenset[int],
+    *,
+    counter: TokenCounter | None = None,
+    per_message: int = 0,
+    entries: Mapping[int, Entry] | None = None,
 ) -> list[Candidate]:
-    """The previous memo's items (ticked) plus the user entries moved out now and never dismissed, by seq."""
-    by_seq = {item.seq: Candidate(item.seq, item.text, ticked=True, kept=True) for item in previous_memo}
+    """The previous memo's items (ticked) plus the user entries moved out now and never dismissed, in
+    order; with a counter, a message too long to keep whole also gets a line per sentence its cut loses."""
+    by_label: dict[Label, Candidate] = {}
+    for item, label in zip(previous_memo, memo_labels(previous_memo, entries), strict=True):
+        part = _order(label)[1]
+        by_label[label] = Candidate(item.seq, item.text, ticked=True, kept=True, part=part)
+    kept_seqs = {item.seq for item in previous_memo}
     for entry in moved_out:
-        if entry.is_user and entry.seq not in by_seq and entry.seq not in already_dismissed:
-            by_seq[entry.seq] = Candidate(entry.seq, entry.text)
-    return [by_seq[seq] for seq in sorted(by_seq)]
+        if entry.is_user and entry.seq not in kept_seqs and entry.seq not in already_dismissed:
+            by_label[entry.seq] = Candidate(entry.seq, entry.text)
+            for sentence in _sentence_candidates(entry, counter, per_message) if counter else ():
+                by_label[sentence.label] = sentence
+    return [by_label[label] for label in sorted(by_label, key=_order)]
 
 
 def _preview(text: str, limit: int) -> str:
@@ -81,7 +192,9 @@ def _preview(text: str, limit: int) -> str:
 
 def render_checklist(candidates: Sequence[Candidate], preview_chars: int = DEFAULT_PREVIEW_CHARS) -> str:
     """One line per candidate: checkbox, message number, single-line preview (N1)."""
-    lines = [f"- [{'x' if c.ticked else ' '}] #{c.seq} {_preview(c.text, preview_chars)}" for c in candidates]
+    lines = [
+        f"- [{'x' if c.ticked else ' '}] #{c.label} {_preview(c.text, preview_chars)}" for c in candidates
+    ]
     return "".join(line.rstrip() + "\n" for line in lines)
 
 
@@ -94,11 +207,11 @@ def _preview_of(match: re.Match[str] | None) -> str:
     return (match.group(3) or "") if match else ""
 
 
-def _line_problems(original: dict[int, str], edited: list[tuple[str, re.Match[str] | None]]) -> list[Problem]:
+def _line_problems(original: dict[str, str], edited: list[tuple[str, re.Match[str] | None]]) -> list[Problem]:
     problems: list[Problem] = []
-    seen: list[int] = []
+    seen: list[str] = []
     for line, match in edited:
-        seq = int(match.group(2)) if match else None
+        seq = match.group(2) if match else None
         if seq is None or seq not in original:
             problems.append(
                 Problem(
@@ -143,7 +256,7 @@ def read_ticks(original: str, edited: str) -> TickResult:
     Blank lines and trailing spaces are ignored; other non-checklist lines of the original (a header)
     must stay as they are."""
     original_parsed = _parse_lines(original)
-    original_lines = {int(m.group(2)): _preview_of(m) for _, m in original_parsed if m}
+    original_lines = {m.group(2): _preview_of(m) for _, m in original_parsed if m}
     fixed = Counter(line for line, m in original_parsed if not m)
     checks: list[tuple[str, re.Match[str] | None]] = []
     for line, match in _parse_lines(edited):
@@ -157,18 +270,28 @@ def read_ticks(original: str, edited: str) -> TickResult:
         for line in fixed.elements()
     ]
     ticked = frozenset(
-        int(m.group(2)) for _, m in checks if m and m.group(1) in "xX" and int(m.group(2)) in original_lines
+        _as_label(m.group(2)) for _, m in checks if m and m.group(1) in "xX" and m.group(2) in original_lines
     )
     return TickResult(ticked=ticked, problems=problems)
 
 
-def dismissed(candidates: Sequence[Candidate], ticked: frozenset[int]) -> frozenset[int]:
-    """Candidates left unticked: never listed again (N6); they stay in the record under their number."""
-    return frozenset(c.seq for c in candidates if c.seq not in ticked)
+def _as_label(text: str) -> Label:
+    return int(text) if text.isdigit() else text
+
+
+def dismissed(candidates: Sequence[Candidate], kept: Collection[Label]) -> frozenset[int]:
+    """Messages none of whose lines is kept: never listed again (N6); they stay in the record under their
+    number. `kept` holds labels (a message's seq counts for the message, "12.3" for message 12)."""
+    kept_seqs = {parsed[0] for label in kept if (parsed := parse_label(label))}
+    return frozenset(c.seq for c in candidates if c.seq not in kept_seqs)
 
 
 def cut_note(seq: int) -> str:
     return f"\n[... cut; full text: message #{seq} in the record]"
+
+
+def sentence_note(seq: int) -> str:
+    return f" (from #{seq})"
 
 
 def _fits(text: str, counter: TokenCounter, budget: int) -> bool:
@@ -206,15 +329,36 @@ def cut_message(entry: Entry, counter: TokenCounter, per_message: int) -> MemoIt
     return MemoItem(seq=entry.seq, text=entry.text[:k] + note, cut=True)
 
 
+def sentence_item(entry: Entry, part: int, counter: TokenCounter, per_message: int) -> MemoItem:
+    """Sentence `part` (1-based) of the entry, verbatim, with its pointer to the whole message; a sentence
+    itself over the per-message budget is cut (its longest prefix that fits, marked SENTENCE_CUT)."""
+    a, b = sentences(entry.text)[part - 1]
+    sentence, note = entry.text[a:b], sentence_note(entry.seq)
+    if _fits(sentence + note, counter, per_message):
+        return MemoItem(seq=entry.seq, text=sentence + note, cut=True)
+    tail = SENTENCE_CUT + note
+    k = _word_boundary(sentence, _longest_prefix(sentence, tail, counter, per_message))
+    while k > 1 and not _fits(sentence[:k] + tail, counter, per_message):
+        k -= 1
+    return MemoItem(seq=entry.seq, text=sentence[: max(k, 1)] + tail, cut=True)
+
+
 def memo_text_matches(item: MemoItem, record_text: str) -> bool:
-    """True when the item holds the record text byte for byte, or (cut) a proper prefix plus the cut note."""
+    """True when the item holds the record text byte for byte; or (cut) a proper prefix plus the cut note;
+    or (cut) a non-empty verbatim piece of the record - a sentence, or its start marked SENTENCE_CUT - plus
+    the sentence pointer " (from #N)"."""
     if not item.cut:
         return item.text == record_text
     note = cut_note(item.seq)
-    if not item.text.endswith(note):
+    if item.text.endswith(note):
+        prefix = item.text[: len(item.text) - len(note)]
+        return len(prefix) < len(record_text) and record_text.startswith(prefix)
+    pointer = sentence_note(item.seq)
+    if not item.text.endswith(pointer):
         return False
-    prefix = item.text[: len(item.text) - len(note)]
-    return len(prefix) < len(record_text) and record_text.startswith(prefix)
+    body = item.text[: len(item.text) - len(pointer)]
+    start = body.removesuffix(SENTENCE_CUT)
+    return bool(body.strip()) and (body in record_text or (bool(start.strip()) and start in record_text))
 
 
 def memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int:
@@ -222,44 +366,69 @@ def memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int:
 
 
 def _copy(
-    seq: int,
+    label: Label,
     entries: Mapping[int, Entry],
-    previous: Mapping[int, MemoItem],
+    previous: Mapping[Label, MemoItem],
     counter: TokenCounter,
     budgets: Budgets,
 ) -> MemoItem | Problem:
+    seq, part = _order(label)
     entry = entries.get(seq)
     if entry is None:
-        if seq in previous:
-            return previous[seq]
-        return Problem("memo.unknown_message", f"Message #{seq} is not in the checklist's record; untick it.")
+        if label in previous:
+            return previous[label]
+        return Problem(
+            "memo.unknown_message", f"Message #{label} is not in the checklist's record; untick it."
+        )
     if not entry.is_user:
         return Problem(
             "memo.not_user",
             f"Message #{seq} was not written by the user ({entry.kind}); only the "
             "user's own messages can be kept. Untick it.",
         )
-    return cut_message(entry, counter, budgets.memo_per_message)
+    if part == 0:
+        return cut_message(entry, counter, budgets.memo_per_message)
+    if part > len(sentences(entry.text)):
+        return Problem("memo.unknown_message", f"Message #{seq} has no sentence {part}; untick #{label}.")
+    return sentence_item(entry, part, counter, budgets.memo_per_message)
+
+
+def _redundant(item: MemoItem, whole: MemoItem | None, record: str | None) -> bool:
+    """A sentence item whose words the kept whole message already holds (its uncut text, or its prefix)."""
+    if whole is None or record is None or not item.text.endswith(sentence_note(item.seq)):
+        return False
+    body = item.text.removesuffix(sentence_note(item.seq)).removesuffix(SENTENCE_CUT)
+    held = whole.text.removesuffix(cut_note(item.seq)) if whole.cut else whole.text
+    at = record.find(body)
+    return at >= 0 and at + len(body) <= len(held) and record.startswith(held)
 
 
 def build_memo(
-    ticked: Iterable[int],
+    ticked: Iterable[Label],
     entries_by_seq: Mapping[int, Entry],
     counter: TokenCounter,
     budgets: Budgets,
     previous_memo: Sequence[MemoItem] = (),
 ) -> MemoOutcome:
-    """Copy each ticked message's original text from the record entries (N4), cut per message (N5);
-    a problem when the total passes the memo budget (V3)."""
-    previous = {item.seq: item for item in previous_memo}
+    """Copy each ticked message's (or sentence's) original text from the record entries (N4), cut per
+    message (N5); a sentence the kept whole message already holds is not repeated; a problem when the
+    total passes the memo budget (V3)."""
+    previous = dict(zip(memo_labels(previous_memo, entries_by_seq), previous_memo, strict=True))
     items: list[MemoItem] = []
     problems: list[Problem] = []
-    for seq in sorted(set(ticked)):
-        copied = _copy(seq, entries_by_seq, previous, counter, budgets)
+    wholes: dict[int, MemoItem] = {}
+    labels = {label for raw in set(ticked) if (parsed := parse_label(raw)) for label in [label_of(*parsed)]}
+    for label in sorted(labels, key=_order):
+        copied = _copy(label, entries_by_seq, previous, counter, budgets)
         if isinstance(copied, Problem):
             problems.append(copied)
-        else:
-            items.append(copied)
+            continue
+        entry = entries_by_seq.get(copied.seq)
+        if _redundant(copied, wholes.get(copied.seq), entry.text if entry else None):
+            continue
+        if _order(label)[1] == 0:
+            wholes[copied.seq] = copied
+        items.append(copied)
     total = memo_tokens(items, counter)
     if total > budgets.memo_total:
         problems.append(over_budget_problem(total, budgets.memo_total))

@@ -29,7 +29,7 @@ from avibe.checkpoint.effects import (
     TurnInputs,
 )
 from avibe.checkpoint.facts import with_facts
-from avibe.checkpoint.memo import Candidate, build_memo, dismissed, memo_candidates, render_checklist
+from avibe.checkpoint.memo import Candidate, Label, build_memo, dismissed, memo_candidates, render_checklist
 from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
 from avibe.checkpoint.validate import repair_request, validate
@@ -66,7 +66,15 @@ class TurnState:
 def start(inputs: TurnInputs) -> TurnState:
     previous_mind = inputs.previous.mind if inputs.previous else EMPTY_MIND
     memo = inputs.previous.memo if inputs.previous else ()
-    candidates = memo_candidates(inputs.moved_entries, memo, inputs.dismissed)
+    entries = {e.seq: e for e in (*inputs.memo_entries, *inputs.moved_entries)}
+    candidates = memo_candidates(
+        inputs.moved_entries,
+        memo,
+        inputs.dismissed,
+        counter=inputs.counter,
+        per_message=inputs.budgets.memo_per_message,
+        entries=entries,
+    )
     return TurnState(
         inputs=inputs,
         previous_mind=previous_mind,
@@ -113,7 +121,7 @@ def _dedup(problems: Sequence[Problem]) -> tuple[Problem, ...]:
     return tuple(dict.fromkeys(problems))
 
 
-def draft(st: TurnState, ticked: frozenset[int], scene: str) -> tuple[Checkpoint, list[Problem]]:
+def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoint, list[Problem]]:
     """Memo copied from the record (N4), the harness's facts added to the scene (S3, S6), then every
     problem at once (V1-V3)."""
     inputs = st.inputs

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 
 from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.facts import HarnessFacts, missing_facts
-from avibe.checkpoint.memo import cut_note, memo_text_matches, memo_tokens, over_budget_problem
+from avibe.checkpoint.memo import cut_note, memo_text_matches, memo_tokens, over_budget_problem, sentence_note
 from avibe.checkpoint.mind import mission_ids, mission_lines, parse_mind, section_texts, strip_guidance
 from avibe.checkpoint.model import Checkpoint, CheckpointDraft, MemoItem, Problem
 from avibe.checkpoint.scene import parse_scene
@@ -86,7 +86,8 @@ def _item_problems(item: MemoItem, record: Mapping[int, Entry] | None) -> list[P
         "user's words itself: do not retype them, only tick or untick boxes in the checklist.",
     )
     if record is None:
-        return [changed] if item.cut and not item.text.endswith(cut_note(item.seq)) else []
+        notes = (cut_note(item.seq), sentence_note(item.seq))
+        return [changed] if item.cut and not item.text.endswith(notes) else []
     entry = record.get(item.seq)
     if entry is None:
         return [Problem("memo.unknown_message", f"Message #{item.seq} is not in the record; untick it.")]
@@ -100,11 +101,11 @@ def _memo_problems(
     memo: Sequence[MemoItem], budgets: Budgets, counter: TokenCounter, record: Mapping[int, Entry] | None
 ) -> list[Problem]:
     problems: list[Problem] = []
-    seen: set[int] = set()
-    for item in memo:
-        if item.seq in seen:
+    seen: set[tuple[int, str]] = set()
+    for item in memo:  # a long message may be kept as several of its sentences, each once
+        if (item.seq, item.text) in seen:
             problems.append(Problem("memo.item_repeated", f"Message #{item.seq} is in the memo twice."))
-        seen.add(item.seq)
+        seen.add((item.seq, item.text))
         problems += _item_problems(item, record)
         tokens = counter.count(item.text)
         if tokens > budgets.memo_per_message:

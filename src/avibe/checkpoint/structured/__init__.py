@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from avibe.checkpoint.memo import Candidate, render_checklist
+from avibe.checkpoint.memo import Candidate, Label, render_checklist
 from avibe.checkpoint.model import Problem
 from avibe.checkpoint.structured.answers import APPLY, ensure_mission
 from avibe.checkpoint.structured.questions import QUESTIONS
@@ -89,6 +89,6 @@ def parts_to_reask(problems: Sequence[Problem], work: Work) -> tuple[str, ...]:
     return tuple(part for part in PARTS if part in wanted)
 
 
-def ticked_checklist(candidates: Sequence[Candidate], ticked: frozenset[int]) -> str:
+def ticked_checklist(candidates: Sequence[Candidate], ticked: frozenset[Label]) -> str:
     """The checklist file as the answers left it (mirrored for inspection, F2)."""
-    return render_checklist([replace(c, ticked=c.seq in ticked) for c in candidates])
+    return render_checklist([replace(c, ticked=c.label in ticked) for c in candidates])

@@ -44,9 +44,9 @@ def _apply_memo(work: Work, data: Mapping[str, Any]) -> None:
     if not isinstance(keep, list):
         work.problem("memo", 'The answer needs "keep": a list of message numbers.')
         return
-    known = {c.seq for c in work.candidates}
-    ticked = {n for n in keep if type(n) is int and n in known}
-    dropped = [repr(n) for n in keep if not (type(n) is int and n in known)]
+    known = {c.label for c in work.candidates}
+    ticked = {n for n in keep if type(n) in (int, str) and n in known}
+    dropped = [repr(n) for n in keep if not (type(n) in (int, str) and n in known)]
     if dropped:  # the grammar forbids these; a model without one may still name them
         work.notes.append(f"memo answer named numbers that are not candidates, ignored: {', '.join(dropped)}")
     work.ticked = frozenset(ticked)

@@ -40,13 +40,15 @@ def _memo_question(work: Work) -> Question | None:
     if not work.candidates:
         return None
     lines = "\n".join(
-        f"#{c.seq}{' (kept)' if c.kept else ''}: {one_line(c.text, PREVIEW_CHARS)}" for c in work.candidates
+        f"#{c.label}{' (kept)' if c.kept else ''}: {one_line(c.text, PREVIEW_CHARS)}" for c in work.candidates
     )
-    seqs = [c.seq for c in work.candidates]
+    seqs = [c.label for c in work.candidates]  # 12 for a message, "12.3" for one of its sentences (N5)
     # maxItems: the grammar cannot enforce uniqueItems, and a small model repeats numbers without end
     keep = {
         "type": "array",
-        "items": {"type": "integer", "enum": seqs},
+        "items": {"enum": seqs}
+        if any(isinstance(s, str) for s in seqs)
+        else {"type": "integer", "enum": seqs},
         "uniqueItems": True,
         "maxItems": len(seqs),
     }

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from avibe.checkpoint.budgets import Budgets
-from avibe.checkpoint.memo import Candidate
+from avibe.checkpoint.memo import Candidate, Label
 from avibe.checkpoint.model import Problem
 from avibe.ports import TokenCounter
 
@@ -89,7 +89,7 @@ class Work:
     mind: str
     candidates: list[Candidate]
     budgets: Budgets
-    ticked: frozenset[int]
+    ticked: frozenset[Label]
     scene: str = ""
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -106,7 +106,7 @@ class Work:
         budgets: Budgets,
         counter: TokenCounter | None = None,
     ) -> Work:
-        ticked = frozenset(c.seq for c in candidates if c.ticked)  # kept from last time until answered
+        ticked = frozenset(c.label for c in candidates if c.ticked)  # kept from last time until answered
         return cls(
             mind=previous_mind, candidates=list(candidates), budgets=budgets, ticked=ticked, counter=counter
         )
@@ -122,7 +122,7 @@ class Work:
         if any(p in MIND_PARTS for p in parts):
             self.mind = previous_mind
         if "memo" in parts:
-            self.ticked = frozenset(c.seq for c in self.candidates if c.ticked)
+            self.ticked = frozenset(c.label for c in self.candidates if c.ticked)
         if "scene" in parts:
             self.scene = ""
 
