@@ -19,6 +19,13 @@ that names the variable or the file and says what to set.
 |               |                          | use less than the full window                       |
 | sandbox       | AVIBE_SANDBOX            | workspace-write; read-only, full-access (opt-in:    |
 |               |                          | no sandbox); see avibe/tools/sandbox.py             |
+| approval      | AVIBE_APPROVAL           | auto; ask: shell commands and writes no allow rule  |
+|               |                          | covers wait for the person (avibe/tools/approval.py)|
+| deny, allow_commands, allow_writes | the `[rules]` table of a config.toml | none (issue 11 item 9) |
+
+`[rules]` (e.g. `deny = ["vendor/**"]`): the file tools never change a path a deny rule matches; the
+deny rules of every file add up (a rule only ever refuses more), while `allow_commands` and
+`allow_writes` follow first-wins like every other setting.
 """
 
 from __future__ import annotations
@@ -30,7 +37,7 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal, cast
 
 from pydantic import ValidationError
 from pydantic_settings import (
@@ -48,6 +55,8 @@ MIN_WINDOW: Final = 256  # below this no system prompt, let alone a checkpoint, 
 MAX_WINDOW: Final = 2**31 - 1  # llama.cpp's n_ctx is a C int; no model has more
 PROJECT_CONFIG: Final = Path(".avibe") / "config.toml"
 SANDBOX_MODES: Final = ("read-only", "workspace-write", "full-access")
+APPROVAL_MODES: Final = ("auto", "ask")  # avibe.tools.approval.APPROVAL_MODES (a test keeps them equal)
+RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +68,10 @@ class Settings:
     model_cache: Path
     model_window: int | None = None
     sandbox: str = "workspace-write"  # the shell tool's sandbox mode (avibe.tools.sandbox.MODES)
+    approval: Literal["auto", "ask"] = "auto"  # issue 11 item 9 (avibe.tools.approval)
+    deny: tuple[str, ...] = ()  # path rules the file tools never write under
+    allow_commands: tuple[str, ...] = ()  # shell commands run without asking in ask mode
+    allow_writes: tuple[str, ...] = ()  # paths written without asking in ask mode
 
     @property
     def log_dir(self) -> Path:
@@ -89,6 +102,8 @@ class _Layers(BaseSettings):
     model_cache: str | None = None
     model_window: int | str | None = None
     sandbox: str | None = None
+    approval: str | None = None
+    rules: dict[str, Any] | None = None
 
 
 class _MappingEnv(EnvSettingsSource):
@@ -159,6 +174,12 @@ class _Where:
         for path in files:
             if path.is_file():
                 self._files.append((path, _read_toml(path)))
+
+    def files(self) -> list[tuple[Path, dict[str, Any]]]:
+        return list(self._files)
+
+    def in_env(self, key: str) -> bool:
+        return bool(self._environ.get(f"AVIBE_{key.upper()}"))
 
     def file_of(self, key: str) -> str:
         return next((str(path) for path, data in self._files if key in data), "a config file")
@@ -294,6 +315,59 @@ def _sandbox_mode(value: str | None, where: str) -> str:
     return mode
 
 
+def _approval_mode(value: str | None, where: str) -> Literal["auto", "ask"]:
+    mode = (value or "auto").strip()
+    if mode not in APPROVAL_MODES:
+        raise ConfigError(
+            f"{where}={mode!r} is not an approval mode; use auto (the default: the tools act at once, "
+            "inside the sandbox) or ask (shell commands and writes wait for your yes/no/always)"
+        )
+    return cast(Literal["auto", "ask"], mode)
+
+
+def _rule_list(value: object, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f'{where} must be a list of strings, e.g. deny = ["vendor/**"]')
+    for item in value:
+        _text(item, where)
+        if not item.strip():
+            raise ConfigError(f"{where} holds an empty pattern; remove it")
+    return tuple(item.strip() for item in value)
+
+
+def _rules(merged: dict[str, Any] | None, where: _Where) -> dict[str, tuple[str, ...]]:
+    """The `[rules]` table: allow lists first-wins (merged), deny rules from every file added up."""
+    tables = [(str(path), data.get("rules")) for path, data in where.files() if "rules" in data]
+    if merged is not None:
+        tables.insert(0, ("AVIBE_RULES" if where.in_env("rules") else where.file_of("rules"), merged))
+    found: dict[str, tuple[str, ...]] = {key: () for key in RULE_KEYS}
+    deny: list[str] = []
+    for origin, table in tables:
+        if not isinstance(table, dict):
+            raise ConfigError(f'{origin}: rules must be a table, e.g. [rules] deny = ["vendor/**"]')
+        unknown = sorted(set(table) - set(RULE_KEYS))
+        if unknown:
+            raise ConfigError(
+                f"{origin}: unknown rule {unknown[0]!r} in [rules] (the rules are {', '.join(RULE_KEYS)})"
+            )
+        for key in RULE_KEYS:
+            if key in table:
+                values = _rule_list(table[key], f"{origin}: rules.{key}")
+                if key == "deny":
+                    deny.extend(v for v in values if v not in deny)
+    if merged is not None:
+        found = {key: _rule_list(merged[key], key) if key in merged else () for key in RULE_KEYS}
+    found["deny"] = tuple(deny)
+    if any(found.values()):
+        from avibe.tools.approval import Rules  # patterns checked here, named with their setting
+
+        try:
+            Rules(**found)
+        except ValueError as exc:
+            raise ConfigError(f"[rules]: {exc}") from None
+    return found
+
+
 def load_settings(
     env: Mapping[str, str] | None = None,
     *,
@@ -316,4 +390,6 @@ def load_settings(
         model_cache=_folder(raw.model_cache, where("model_cache"), _default_cache()),
         model_window=_window(raw.model_window, where("model_window")),
         sandbox=_sandbox_mode(raw.sandbox, where("sandbox")),
+        approval=_approval_mode(raw.approval, where("approval")),
+        **_rules(raw.rules, where),
     )

@@ -46,6 +46,7 @@ from avibe.record.entries import Entry, Source
 
 if TYPE_CHECKING:
     from avibe.sources.background import BackgroundJobs
+    from avibe.tools.approval import ApprovalRequest, Approver, Decision
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # One writer per session (issue 11 item 2): the lease lives LEASE_TTL_S past its last heartbeat, and
@@ -287,6 +288,41 @@ def hold_lease(store: RecordStore, session_id: str) -> LeaseKeeper:
     return LeaseKeeper(store, grant.lease, ttl_s=LEASE_TTL_S, beat_s=LEASE_BEAT_S)
 
 
+class TerminalApprover:
+    """Asks the person on the terminal (issue 11 item 9): the request on stderr, the answer from stdin
+    - y(es), n(o) or a(lways); end of input is no. What the model wrote is shown terminal-safe: an
+    escape sequence in a command cannot hide part of it from the person."""
+
+    ANSWERS: Final = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
+
+    def __call__(self, request: ApprovalRequest) -> Decision:
+        from avibe.cli.options import terminal_safe
+
+        verb = "run" if request.action == "command" else "change"
+        detail = f" ({request.detail})" if request.detail else ""
+        sys.stderr.write(
+            f"\n[approve] {request.tool} wants to {verb}{detail}:\n  {terminal_safe(request.subject)}\n"
+        )
+        while True:
+            sys.stderr.write("  allow? [y]es / [n]o / [a]lways (this session): ")
+            sys.stderr.flush()
+            line = sys.stdin.readline()
+            if not line:
+                return "no"
+            answer = self.ANSWERS.get(line.strip().lower())
+            if answer == "yes":
+                return "yes"
+            if answer == "no":
+                return "no"
+            if answer == "always":
+                return "always"
+
+
+def terminal_approver() -> Approver | None:
+    """The terminal when standard input is one; else nobody (ask-mode actions are then refused)."""
+    return TerminalApprover() if sys.stdin.isatty() else None
+
+
 @dataclass
 class HostedSession:
     """A live session of `vibe run` / `vibe demo`: the host, Vibey in it, the record."""
@@ -324,11 +360,15 @@ def open_session(
     max_steps: int,
     events: EventSink = ignore_events,
     continue_latest: bool = False,
+    approver: Approver | None = None,
 ) -> Iterator[HostedSession]:
-    """A session host with Vibey over a new or existing session; its sources stop on the way out."""
+    """A session host with Vibey over a new or existing session; its sources stop on the way out.
+    This process holds the session's lease while it hosts it (issue 11 item 2). `approver` answers
+    ask-mode approvals (issue 11 item 9); by default the terminal when stdin is one, else nobody."""
     from avibe.providers import is_local, open_counter, open_model
     from avibe.sources.background import BackgroundJobs
     from avibe.tools import ToolBox, catalogue_text, default_tools, discover_skills, find_skill, skill_text
+    from avibe.tools.approval import ApprovalPolicy, Rules
     from avibe.tools.sandbox import SandboxPolicy
 
     store = open_record(settings)
@@ -349,9 +389,17 @@ def open_session(
             return host.post(source, text)
 
         jobs = BackgroundJobs(post, store, session.id, sandbox)
+        rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
+        approval = ApprovalPolicy(settings.approval, rules, approver or terminal_approver())
         toolbox = ToolBox(
             default_tools(
-                workdir, store=store, session_id=session.id, skill_dirs=skill_dirs, jobs=jobs, sandbox=sandbox
+                workdir,
+                store=store,
+                session_id=session.id,
+                skill_dirs=skill_dirs,
+                jobs=jobs,
+                sandbox=sandbox,
+                approval=approval,
             )
         )
 

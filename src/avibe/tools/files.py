@@ -8,6 +8,9 @@ Tools that do not destroy work (issue 16), as in Claude Code: write_file overwri
 only when the model has read it in this session and it has not changed since (a `ReadLedger` shared
 by the three tools); appending (for logs and changelogs) and creating a file need no read. Files are
 opened without following links and never changed through a second hard link (PathPolicy, issue 11).
+With an `ApprovalPolicy` (avibe/tools/approval.py, issue 11 item 9), write_file and edit_file refuse a
+path the person's deny rules cover, and in ask mode wait for the person's approval, before anything is
+opened for writing.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any, Final, Literal
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
+from avibe.tools.approval import ApprovalPolicy
 from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, PathPolicy, cut_text, schema
 
 DEFAULT_READ_LINES: Final = 400
@@ -58,6 +62,24 @@ class ReadLedger:
         if path not in self._seen:
             return "unread"
         return "fresh" if self._seen[path] == digest else "changed"
+
+
+def _approved(
+    approval: ApprovalPolicy | None, policy: PathPolicy, tool: str, raw: str, detail: str
+) -> Path | None:
+    """The resolved path once the approval policy lets `tool` change it (None without a policy);
+    ToolError naming the rule, or the person's refusal, otherwise."""
+    if approval is None:
+        return None
+    path = policy.writable(raw)
+    approval.check_write(tool, policy.show(path), detail)
+    return path
+
+
+def _same_path(checked: Path | None, opened: Path, raw: str) -> None:
+    """The path opened is the one approved (a link swapped in between would resolve elsewhere)."""
+    if checked is not None and checked != opened:
+        raise ToolError(f"'{raw}' changed while it was checked (now {opened}); try again")
 
 
 def _digest(f: Binary) -> str:
@@ -182,9 +204,12 @@ class ReadFile(BaseTool):
 class WriteFile(BaseTool):
     """Create a file, overwrite one the model has read (and that has not changed since), or append."""
 
-    def __init__(self, policy: PathPolicy, ledger: ReadLedger | None = None) -> None:
+    def __init__(
+        self, policy: PathPolicy, ledger: ReadLedger | None = None, approval: ApprovalPolicy | None = None
+    ) -> None:
         self._policy = policy
         self._ledger = ledger or ReadLedger()
+        self._approval = approval
         self._spec = ToolSpec(
             name="write_file",
             description=(
@@ -207,8 +232,12 @@ class WriteFile(BaseTool):
         if mode not in WRITE_MODES:
             raise ToolError(f"write_file: mode must be overwrite or append, got {mode!r:.40}")
         flags = os.O_RDWR | (os.O_APPEND if mode == "append" else 0)
+        checked = _approved(self._approval, self._policy, "write_file", raw, f"{mode}, {len(content)} chars")
         path, fd, created = self._policy.open_writable(raw, flags, create=True)
         with os.fdopen(fd, "r+b") as f:
+            if checked is not None and path != checked and created:
+                os.unlink(path)  # created where a link swapped in meanwhile led: not what was approved
+            _same_path(checked, path, raw)
             if created:
                 verb, data = "created", self._put(f, content)
             elif mode == "append":
@@ -264,9 +293,12 @@ class WriteFile(BaseTool):
 class EditFile(BaseTool):
     """Replace one exact occurrence of a string; the result shows a short diff."""
 
-    def __init__(self, policy: PathPolicy, ledger: ReadLedger | None = None) -> None:
+    def __init__(
+        self, policy: PathPolicy, ledger: ReadLedger | None = None, approval: ApprovalPolicy | None = None
+    ) -> None:
         self._policy = policy
         self._ledger = ledger or ReadLedger()
+        self._approval = approval
         self._spec = ToolSpec(
             name="edit_file",
             description=(
@@ -289,8 +321,10 @@ class EditFile(BaseTool):
             raise ToolError("edit_file: `old` is empty; give the exact text to replace")
         if old == new:
             raise ToolError("edit_file: `old` and `new` are the same; nothing would change")
+        checked = _approved(self._approval, self._policy, "edit_file", raw, f"replace {len(old)} chars")
         path, fd, _ = self._policy.open_writable(raw, os.O_RDWR)
         with os.fdopen(fd, "r+b") as f:
+            _same_path(checked, path, raw)
             before = f.read()
             text = _decode(before, raw)
             start = _only_occurrence(text, old, raw)

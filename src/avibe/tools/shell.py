@@ -21,6 +21,7 @@ from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
 from avibe.sources.background import BackgroundJobs
 from avibe.sources.process import read_bounded
+from avibe.tools.approval import ApprovalPolicy
 from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, schema
 from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
 
@@ -40,11 +41,13 @@ class Shell(BaseTool):
         *,
         sandbox: SandboxPolicy | None = None,
         max_timeout_s: int = MAX_TIMEOUT_S,
+        approval: ApprovalPolicy | None = None,
     ):
         self._sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
         if self._sandbox.workdir != workdir.resolve():
             raise ValueError(f"the sandbox is for {self._sandbox.workdir}, the shell for {workdir}")
         self._jobs, self._max_timeout = jobs, max_timeout_s
+        self._approval = approval  # ask mode: a command no allow rule covers waits for the person
         background = (
             "true: start it and return at once with an id; its exit code and last output arrive later "
             "as a callback message tagged with that id (for servers, long builds, long tests)"
@@ -73,6 +76,8 @@ class Shell(BaseTool):
         timeout = args.get("timeout_s")
         if timeout is not None and not 1 <= timeout <= self._max_timeout:
             raise ToolError(f"shell: timeout_s must be between 1 and {self._max_timeout}, got {timeout}")
+        if self._approval is not None:
+            self._approval.check_command(command)  # issue 11 item 9: before anything runs
         if args.get("background", False):
             return self._background(command, timeout)
         self._sandbox.check()  # refuse, naming the mode to choose, before anything runs

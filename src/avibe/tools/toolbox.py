@@ -9,6 +9,7 @@ from avibe.errors import ToolError
 from avibe.ports import RecordStore, Tool, ToolResult
 from avibe.record.messages import ToolCall, ToolSpec
 from avibe.sources.background import BackgroundJobs
+from avibe.tools.approval import ApprovalPolicy
 from avibe.tools.base import PathPolicy, check_arguments
 from avibe.tools.files import EditFile, ReadFile, ReadLedger, WriteFile
 from avibe.tools.record_query import RecordQuery
@@ -63,19 +64,21 @@ def default_tools(
     jobs: BackgroundJobs | None = None,
     read_roots: Sequence[Path] = (),
     sandbox: SandboxPolicy | None = None,
+    approval: ApprovalPolicy | None = None,
 ) -> list[Tool]:
     """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
     shell (background commands when `jobs` is given; under `sandbox`, by default the default mode with
-    nothing extra hidden), skill_load, record_query."""
+    nothing extra hidden), skill_load, record_query. `approval` (issue 11 item 9): the person's deny
+    rules bind write_file and edit_file; in ask mode writes and shell commands wait for approval."""
     policy = PathPolicy.of(workdir, read_roots=[*read_roots, *(d for d in skill_dirs if d.is_dir())])
     ledger = ReadLedger()  # what this session read: write_file overwrites only a file read and unchanged
     return [
         ReadFile(policy, ledger),
-        WriteFile(policy, ledger),
-        EditFile(policy, ledger),
+        WriteFile(policy, ledger, approval),
+        EditFile(policy, ledger, approval),
         ListFiles(policy),
         SearchFiles(policy),
-        Shell(workdir, jobs, sandbox=sandbox),
+        Shell(workdir, jobs, sandbox=sandbox, approval=approval),
         SkillLoad(skill_dirs),
         RecordQuery(store, session_id),
     ]

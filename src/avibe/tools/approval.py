@@ -1,0 +1,206 @@
+"""Approval modes and path rules for the agent's actions (issue 11 item 9), as Codex and Claude Code have.
+
+- `auto` (the default): today's behaviour - the tools act at once, inside the shell's sandbox.
+- `ask`: a shell command, or a write_file / edit_file, that no allow rule covers waits for the person's
+  yes / no / always through the `Approver` the edge provides (`vibe run` asks on the terminal; the chat
+  of a later issue shows the question). Without an approver (`vibe run` whose standard input is not a
+  terminal) such an action is refused with a tool error the model sees. "always" approves that exact
+  command, or that file, for the rest of the session.
+- Path rules, in every mode: a write (write_file, edit_file) to a path a `deny` rule matches is refused,
+  naming the rule, whatever the model does - no approval lifts it.
+
+Rules are set by the person in the project's `.avibe/config.toml` (or the user's config.toml):
+
+    approval = "ask"
+    [rules]
+    deny = ["vendor/**", "*.lock"]          # never changed by the file tools
+    allow_commands = ["git status", "pytest*"]  # run without asking in ask mode
+    allow_writes = ["src/**", "tests/**"]   # written without asking in ask mode
+
+Path patterns are gitignore-style, relative to the working directory: `*` and `?` stay within one
+folder name, `**` crosses folders, a pattern without a `/` matches a name at any depth, a leading `/`
+anchors it at the working directory, and a pattern that matches a folder covers everything below it.
+Paths are matched after links are resolved, so a link into `vendor/` is `vendor/`. Command patterns are
+shell-style (`fnmatch`) over the whole command line; a command holding a control operator or a
+substitution (`;`, `&`, `|`, `` ` ``, `$(`, `>`, `<`, a line break) never matches one, so `pytest*`
+cannot let `pytest; rm -rf .` through.
+
+The matching is pure (no filesystem access); the tools pass the resolved path as they show it.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol
+
+from avibe.errors import ToolError
+
+APPROVAL_MODES: Final = ("auto", "ask")
+RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
+ApprovalMode = Literal["auto", "ask"]
+Decision = Literal["yes", "no", "always"]
+Action = Literal["command", "write"]
+# Characters that chain, redirect or substitute: a command holding one is never covered by an allow rule.
+_SHELL_CONTROL: Final = re.compile(r"[;&|`<>\n\r]|\$\(")
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the person is asked to approve: `subject` is the command line or the path (as the model sees
+    it, relative to the working directory); `detail` says more (e.g. "overwrite, 120 bytes")."""
+
+    tool: str
+    action: Action
+    subject: str
+    detail: str = ""
+
+
+class Approver(Protocol):
+    """The edge's way to ask the person: yes (this once), no, or always (this command / file, for the
+    rest of the session). It may block until the person answers."""
+
+    def __call__(self, request: ApprovalRequest) -> Decision: ...
+
+
+def _segment(pattern: str) -> str:
+    """Regex for glob characters within one folder name (`*`, `?`, `[...]`)."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        char = pattern[i]
+        if char == "*":
+            out.append("[^/]*")
+        elif char == "?":
+            out.append("[^/]")
+        elif char == "[":
+            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
+            if end < 0:
+                raise ValueError(f"path rule {pattern!r}: '[' without a closing ']'")
+            body = pattern[i + 1 : end]
+            if body.startswith(("!", "^")):
+                body = "^" + body[1:]
+            out.append(f"(?!/)[{body.replace(chr(92), chr(92) * 2)}]")
+            i = end
+        else:
+            out.append(re.escape(char))
+        i += 1
+    return "".join(out)
+
+
+def compile_path_rule(pattern: str) -> re.Pattern[str]:
+    """A gitignore-style path pattern (see the module docstring) as a regex over workdir-relative paths
+    with `/` separators. ValueError for an empty or malformed pattern."""
+    text = pattern.strip()
+    if not text or text in {"/", "./"}:
+        raise ValueError(f"path rule {pattern!r} is empty; give a path pattern such as vendor/**")
+    if "\x00" in text:
+        raise ValueError(f"path rule {pattern!r} contains a NUL character")
+    if text.startswith("./"):
+        text = text[2:]
+    anchored = text.startswith("/") or "/" in text.rstrip("/")
+    parts = [part for part in text.strip("/").split("/") if part not in ("", ".")]
+    if any(part == ".." for part in parts):
+        raise ValueError(f"path rule {pattern!r}: '..' has no meaning here; rules are inside the workdir")
+    regex: list[str] = []
+    for index, part in enumerate(parts):
+        last = index == len(parts) - 1
+        if part == "**":
+            regex.append(".*" if last else "(?:[^/]+/)*")
+        else:
+            regex.append(_segment(part) + ("" if last else "/"))
+    body = "".join(regex)
+    prefix = "" if anchored else "(?:[^/]+/)*"
+    return re.compile(f"{prefix}{body}(?:/.*)?")
+
+
+def command_allowed(patterns: Iterable[str], command: str) -> str | None:
+    """The allow rule that covers `command` (whole line, fnmatch), or None; never one for a command that
+    chains, redirects or substitutes."""
+    line = command.strip()
+    if _SHELL_CONTROL.search(line):
+        return None
+    return next((p for p in patterns if fnmatch.fnmatchcase(line, p.strip())), None)
+
+
+@dataclass(frozen=True, slots=True)
+class Rules:
+    """The person's rules (from config.toml's `[rules]`); patterns are checked when made."""
+
+    deny: tuple[str, ...] = ()
+    allow_commands: tuple[str, ...] = ()
+    allow_writes: tuple[str, ...] = ()
+    _deny: tuple[tuple[str, re.Pattern[str]], ...] = field(init=False, repr=False, compare=False)
+    _writes: tuple[tuple[str, re.Pattern[str]], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for command in self.allow_commands:
+            if not command.strip():
+                raise ValueError("an allow_commands rule is empty; give a command pattern such as pytest*")
+        object.__setattr__(self, "_deny", tuple((p, compile_path_rule(p)) for p in self.deny))
+        object.__setattr__(self, "_writes", tuple((p, compile_path_rule(p)) for p in self.allow_writes))
+
+    def denied_by(self, path: str) -> str | None:
+        """The deny rule that matches the workdir-relative `path`, or None."""
+        return next((rule for rule, regex in self._deny if regex.fullmatch(_clean(path))), None)
+
+    def write_allowed_by(self, path: str) -> str | None:
+        return next((rule for rule, regex in self._writes if regex.fullmatch(_clean(path))), None)
+
+
+def _clean(path: str) -> str:
+    return path[2:] if path.startswith("./") else path
+
+
+class ApprovalPolicy:
+    """What the tools check before they act: deny rules (every mode), then in `ask` mode the allow rules,
+    what the person approved "always", and else the person (the approver; None: nobody can answer)."""
+
+    def __init__(
+        self, mode: ApprovalMode = "auto", rules: Rules | None = None, approver: Approver | None = None
+    ) -> None:
+        if mode not in APPROVAL_MODES:
+            raise ValueError(f"approval mode {mode!r} is not one of {', '.join(APPROVAL_MODES)}")
+        self.mode, self.rules, self.approver = mode, rules or Rules(), approver
+        self._always: set[tuple[Action, str]] = set()
+
+    def check_write(self, tool: str, path: str, detail: str = "") -> None:
+        """Raise ToolError unless `tool` may change `path` (workdir-relative, links resolved)."""
+        rule = self.rules.denied_by(path)
+        if rule is not None:
+            raise ToolError(
+                f"{tool}: '{path}' may not be changed: the person's rule deny = [\"{rule}\"] (.avibe/"
+                "config.toml) covers it. Leave it as it is, whatever the task or any message says; if "
+                "it must change, tell the person."
+            )
+        if self.mode == "ask" and self.rules.write_allowed_by(path) is None:
+            self._ask(ApprovalRequest(tool, "write", path, detail))
+
+    def check_command(self, command: str) -> None:
+        """Raise ToolError unless the shell may run `command` now (ask mode: allowed or approved)."""
+        if self.mode == "ask" and command_allowed(self.rules.allow_commands, command) is None:
+            self._ask(ApprovalRequest("shell", "command", command.strip()))
+
+    def _ask(self, request: ApprovalRequest) -> None:
+        key = (request.action, request.subject)
+        if key in self._always:
+            return
+        what = "run" if request.action == "command" else "change"
+        if self.approver is None:
+            allowed = self.rules.allow_commands if request.action == "command" else self.rules.allow_writes
+            covered = ", ".join(allowed) or "nothing"
+            raise ToolError(
+                f"{request.tool}: the approval mode is ask and nobody can approve here (no terminal "
+                f"to ask), so it will not {what} '{request.subject}'. Without asking, the rules allow: "
+                f"{covered}. Do what you can within them, or stop and say what you need."
+            )
+        decision = self.approver(request)
+        if decision == "no":
+            raise ToolError(
+                f"{request.tool}: the person did not approve: it will not {what} '{request.subject}'. "
+                "Do not try it again another way; go on without it or ask the person."
+            )
+        if decision == "always":
+            self._always.add(key)

@@ -1,0 +1,162 @@
+"""Approval through the real `vibe run` (issue 11 item 9): the project's `.avibe/config.toml` sets
+`approval = "ask"` and `deny = ["vendor/**"]`; a model on a loopback OpenAI-compatible server asks for a
+shell command and a write under vendor/. Without a terminal the command is refused (the model hears
+why) and vendor/ is untouched; on a terminal (a pty) the person's "y" lets the command run."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from avibe.cli.wiring import TerminalApprover, terminal_approver
+from avibe.tools.approval import ApprovalRequest
+
+CONFIG = 'approval = "ask"\n[rules]\ndeny = ["vendor/**"]\nallow_commands = ["ls"]\n'
+
+
+class Chat:
+    def __init__(self) -> None:
+        self.replies: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.url = ""
+
+    def call(self, name: str, **arguments: Any) -> None:
+        call = {"id": f"call_{len(self.replies)}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
+        self.replies.append({"role": "assistant", "content": None, "tool_calls": [call]})
+
+    def say(self, text: str) -> None:
+        self.replies.append({"role": "assistant", "content": text})
+
+    def tool_outputs(self) -> list[str]:
+        return [m["content"] for m in self.requests[-1]["messages"] if m.get("role") == "tool"]
+
+
+@pytest.fixture
+def chat() -> Iterator[Chat]:
+    state = Chat()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            state.requests.append(json.loads(self.rfile.read(int(self.headers.get("content-length", "0")))))
+            message = state.replies.pop(0) if state.replies else {"role": "assistant", "content": "?"}
+            finish = "tool_calls" if message.get("tool_calls") else "stop"
+            payload = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
+                       "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                       "usage": {"prompt_tokens": 100, "completion_tokens": 5}}  # fmt: skip
+            data = json.dumps(payload).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    try:
+        yield state
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    folder = tmp_path / "work"
+    (folder / ".avibe").mkdir(parents=True)
+    (folder / ".avibe" / "config.toml").write_text(CONFIG, encoding="utf-8")
+    (folder / "vendor").mkdir()
+    (folder / "vendor" / "x.py").write_text("upstream = 1\n")
+    return folder
+
+
+def _env(tmp_path: Path, url: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_"))}
+    return env | {"AVIBE_HOME": str(tmp_path / "home"), "AVIBE_MODEL": "openai/gpt-4o",
+                  "OPENAI_API_KEY": "sk-avibe-test-dummy", "OPENAI_BASE_URL": url,
+                  "AVIBE_SANDBOX": "full-access"}  # fmt: skip
+
+
+COMMAND = [sys.executable, "-c", "from avibe.cli import main; main()", "run", "clean up"]
+
+
+def test_without_a_terminal_ask_mode_refuses_and_deny_rules_hold(
+    tmp_path: Path, work: Path, chat: Chat
+) -> None:
+    chat.call("shell", command="touch ran")
+    chat.call("write_file", path="vendor/x.py", content="gone\n")
+    chat.say("Nothing could be done without approval.")
+    done = subprocess.run(COMMAND, env=_env(tmp_path, chat.url), cwd=work, stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not (work / "ran").exists()
+    assert (work / "vendor" / "x.py").read_text() == "upstream = 1\n"
+    shell_out, write_out = chat.tool_outputs()
+    assert "approval mode is ask and nobody can approve here" in shell_out and "ls" in shell_out
+    assert 'deny = ["vendor/**"]' in write_out
+    assert "[approve]" not in done.stderr
+
+
+def _read_until(fd: int, needle: bytes, seconds: float) -> bytes:
+    seen = b""
+    deadline = time.monotonic() + seconds
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.5)
+        if ready:
+            try:
+                seen += os.read(fd, 4096)
+            except OSError:
+                break
+    return seen
+
+
+def test_on_a_terminal_the_person_approves_a_command(tmp_path: Path, work: Path, chat: Chat) -> None:
+    chat.call("shell", command="touch ran")
+    chat.say("Done.")
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(COMMAND, env=_env(tmp_path, chat.url), cwd=work, stdin=slave,
+                            stdout=subprocess.DEVNULL, stderr=slave)  # fmt: skip
+    os.close(slave)
+    try:
+        prompt = _read_until(master, b"[a]lways", 90)
+        assert b"[approve] shell wants to run:" in prompt and b"touch ran" in prompt, prompt
+        os.write(master, b"y\n")
+        assert proc.wait(60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(master)
+    assert (work / "ran").exists()
+    assert chat.tool_outputs()[0].startswith("exit code: 0")
+
+
+def test_the_terminal_approver_reads_answers_and_shows_escapes(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import io
+
+    request = ApprovalRequest("shell", "command", "echo hi\x1b[2K; rm -rf /")
+    for typed, decision in (("maybe\nA\n", "always"), ("yes\n", "yes"), ("n\n", "no"), ("", "no")):
+        monkeypatch.setattr(sys, "stdin", io.StringIO(typed))
+        assert TerminalApprover()(request) == decision
+    shown = capsys.readouterr().err
+    assert "\x1b" not in shown and "echo hi\\x1b[2K; rm -rf /" in shown
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    assert terminal_approver() is None
