@@ -206,3 +206,25 @@ def test_bad_modes_and_rules_are_refused() -> None:
         Rules(deny=("../etc",))
     with pytest.raises(ValueError, match="allow_commands"):
         Rules(allow_commands=(" ",))
+
+
+def test_deny_rules_bind_the_sandboxed_shell_too(tmp_path: Path) -> None:
+    """write_file refuses vendor/ and so does the shell: the sandbox mounts what a deny rule matches
+    read-only (issue 11 item 9), while the rest of the workdir stays writable."""
+    from avibe.tools.sandbox import SandboxPolicy, bwrap_problem, protected_paths
+    from avibe.tools.shell import Shell
+
+    if bwrap_problem():
+        pytest.skip(f"bubblewrap cannot run here: {bwrap_problem()}")
+    work = tmp_path / "work"
+    (work / "vendor" / "lib").mkdir(parents=True)
+    (work / "vendor" / "lib" / "x.py").write_text("original\n")
+    (work / "app.lock").write_text("lock\n")
+    assert protected_paths(work, ("vendor/**", "*.lock")) == [str(work / "vendor"), str(work / "app.lock")]
+    sandbox = SandboxPolicy("workspace-write", work, protected=("vendor/**", "*.lock"))
+    shell = Shell(work, sandbox=sandbox)
+    command = "echo hacked > vendor/lib/x.py; touch vendor/new.py; echo x >> app.lock; echo ok > mine.txt"
+    shell.run({"command": command})
+    assert (work / "vendor" / "lib" / "x.py").read_text() == "original\n"
+    assert not (work / "vendor" / "new.py").exists() and (work / "app.lock").read_text() == "lock\n"
+    assert (work / "mine.txt").read_text() == "ok\n"  # the rest of the workdir is still writable

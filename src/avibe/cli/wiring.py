@@ -382,7 +382,11 @@ def open_session(
         session_dir = settings.sessions_dir / session.id
         clock = SystemClock()
         sandbox = SandboxPolicy.for_record(
-            settings.sandbox, workdir, home=settings.home, database_url=settings.database_url
+            settings.sandbox,
+            workdir,
+            home=settings.home,
+            database_url=settings.database_url,
+            protected=settings.deny,
         )
 
         def post(source: Source, text: str) -> Entry:  # the delivery port: through the host, to ingress

@@ -27,6 +27,7 @@ exit status and how many processes it left running through a file descriptor (bw
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import re
 import secrets
@@ -34,7 +35,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
@@ -45,6 +46,7 @@ from sqlalchemy.exc import ArgumentError
 from avibe.errors import ToolError
 from avibe.sources.process import kill_marked, process_alive, shell_program, spawn, stop_group
 
+log = logging.getLogger(__name__)
 MODES: Final = ("read-only", "workspace-write", "full-access")
 DEFAULT_MODE: Final = "workspace-write"
 SANDBOX_HOME: Final = "/tmp/home"
@@ -116,6 +118,9 @@ class SandboxPolicy:
     mode: str
     workdir: Path
     hidden: tuple[Path, ...] = ()
+    # The person's deny rules (gitignore-style, issue 11 item 9): the paths they match when a command
+    # starts are mounted read-only, so the shell cannot change what write_file and edit_file refuse.
+    protected: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -124,7 +129,9 @@ class SandboxPolicy:
         object.__setattr__(self, "hidden", tuple(p.expanduser().resolve() for p in self.hidden))
 
     @classmethod
-    def for_record(cls, mode: str, workdir: Path, *, home: Path, database_url: str) -> SandboxPolicy:
+    def for_record(
+        cls, mode: str, workdir: Path, *, home: Path, database_url: str, protected: Sequence[str] = ()
+    ) -> SandboxPolicy:
         """The policy for a session: hides Avibe's home and, for SQLite, the database file and its
         companions (-wal, -shm, -journal), wherever it lives."""
         hidden = [home]
@@ -133,7 +140,7 @@ class SandboxPolicy:
             hidden += [
                 database.with_name(database.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")
             ]
-        return cls(mode, workdir, tuple(hidden))
+        return cls(mode, workdir, tuple(hidden), tuple(protected))
 
     @property
     def sandboxed(self) -> bool:
@@ -217,8 +224,46 @@ class SandboxPolicy:
         args += ["--bind" if writable else "--ro-bind", str(self.workdir), str(self.workdir)]
         args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
         args += _cover(inside)
+        if writable:
+            args += [
+                a for path in protected_paths(self.workdir, self.protected) for a in ("--ro-bind", path, path)
+            ]
         args += ["--chdir", str(self.workdir)]
         return args
+
+
+MAX_PROTECTED_WALK: Final = 200_000  # entries looked at for deny matches per command (a guard on huge trees)
+
+
+def protected_paths(workdir: Path, patterns: Sequence[str]) -> list[str]:
+    """The existing paths under `workdir` that a deny pattern matches, outermost only (a folder whose
+    whole content is denied - `vendor/**` - is bound itself, so nothing new appears in it either). Links
+    are not followed; .git is not looked into."""
+    if not patterns:
+        return []
+    from avibe.tools.approval import compile_path_rule
+
+    rules = [compile_path_rule(p) for p in patterns]
+    found: list[str] = []
+    seen = 0
+    for folder, dirs, files in os.walk(workdir):
+        rel = os.path.relpath(folder, workdir)
+        base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
+        kept = []
+        for name in sorted(dirs):
+            if name == ".git":
+                continue
+            if any(r.fullmatch(base + name) or r.fullmatch(base + name + "/") for r in rules):
+                found.append(os.path.join(folder, name))
+            else:
+                kept.append(name)
+        dirs[:] = kept
+        found += [os.path.join(folder, n) for n in sorted(files) if any(r.fullmatch(base + n) for r in rules)]
+        seen += len(dirs) + len(files)
+        if seen > MAX_PROTECTED_WALK:
+            log.warning("deny rules: stopped looking after %d entries under %s", seen, workdir)
+            break
+    return found
 
 
 @dataclass(frozen=True, slots=True)
