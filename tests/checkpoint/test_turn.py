@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.memo import memo_text_matches
-from avibe.checkpoint.mind import EMPTY_MIND, mission_lines
+from avibe.checkpoint.mind import EMPTY_MIND, mission_lines, section_texts, strip_guidance
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.turn import (
     CHECKPOINT_TOOLS,
@@ -461,27 +461,30 @@ def test_V1_a_scene_still_too_short_when_asked_again_is_completed_from_the_recor
     assert any("next_step completed from the record" in n for n in outcome.notes)
 
 
-def test_M6_structured_over_cap_reasks_the_mind_questions_from_the_previous_mind() -> None:
-    """New lines of notes are left out to fit a cap (see test_structured); a new mission entry never is,
-    and an edited workstream line is an edit, so these push Goals over its cap and the questions are
-    asked again from the previous mind."""
+def test_M4_M6_structured_over_cap_answers_are_cut_to_fit_never_failing_the_checkpoint() -> None:
+    """A new mission entry is never left out and an edited workstream line is an edit, so these push
+    Goals over its cap; the harness cuts the lines this checkpoint wrote (with a marker), keeps every
+    mission entry, and the checkpoint passes on its first answers (issue 16 item 2: a cap must never
+    make a checkpoint impossible)."""
     mission = {"user_changed_mission": True, "new": ["Also " + " ".join(f"m{i}" for i in range(60))]}
     long_w1 = {
         "workstreams": [{"id": "W1", "status": "active", "text": " ".join(f"w{i}" for i in range(60))}]
     }
     small = budgets_for(8_000, 7_000)
-    steps = _answers(mission={**mission, "status": []}, workstreams=long_w1)
-    retry = [
-        Expect(reply(json.dumps({"new": [], "status": []})), last_message_contains="problem"),
-        reply(json.dumps({"workstreams": []})),
-        reply(json.dumps({"i_am_here": [], "decisions": [], "lessons": []})),
-    ]
-    run = _run([*steps, *retry], mode="structured", budgets=small)
+    run = _run(
+        _answers(mission={**mission, "status": []}, workstreams=long_w1), mode="structured", budgets=small
+    )
     outcome = run.outcome
-    assert isinstance(outcome, Accepted) and outcome.repaired, getattr(outcome, "problems", None)
-    assert "mind.section_over_cap" in [p.code for p in outcome.first_pass_problems]
-    assert outcome.checkpoint.mind == MIND  # restarted from the previous mind, nothing added this time
-    assert all(memo_text_matches(i, {5: RULE, 2: MEMO_TEXT}[i.seq]) for i in outcome.checkpoint.memo)
+    assert isinstance(outcome, Accepted) and not outcome.repaired, getattr(outcome, "problems", None)
+    mind = outcome.checkpoint.mind
+    goals = section_texts(strip_guidance(mind))["Goals"]
+    assert CharCounter().count(goals) <= small.goals
+    lines = mission_lines(mind)
+    assert lines["M1"] == mission_lines(MIND)["M1"]  # the old entry first kept whole ...
+    assert lines["M2"].startswith("- [M2] (active) Also m0") and lines["M2"].endswith(
+        "[... cut to fit the cap]"
+    )
+    assert "- [W1] (active) w0 w1" in mind and any("within its cap" in n for n in outcome.notes)
 
 
 @pytest.mark.parametrize("mode", ["tools", "structured"])

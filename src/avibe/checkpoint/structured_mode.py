@@ -61,6 +61,9 @@ def _round(
         if part == "mission":
             structured.ensure_mission(work)
         yield from _mirror(st, work)
+    if any(part in structured.MIND_PARTS for part in parts):
+        structured.fit_caps(work, st.previous_mind)  # M4, M6: a cap never makes a checkpoint impossible
+        yield from _mirror(st, work)
     return None
 
 

@@ -10,13 +10,15 @@ Modules: `work` (the working values, limits, answer cleaning), `schemas` (gramma
 `answers`, `edits` (mind edits within the caps). The turn that asks them is `checkpoint/structured_mode.py`.
 
 API (used by structured_mode.py):
-    PARTS = ("memo", "mission", "workstreams", "notes", "scene")
+    PARTS = ("memo", "mission", "workstreams", "notes", "room", "scene")   room: only when a full section
+                                                  left new entries out (M3: which entries merge?)
     Question(part, text, schema)
     Work.start(previous_mind, candidates, budgets) -> Work      .reset(parts, previous_mind)
     question(part, work) -> Question | None                      None: nothing to ask (no memo candidates)
     remember_request(work, text) -> None                          the request text counts as an echo too
     apply_answer(part, work, text) -> None                        problems and notes land on `work`
     ensure_mission(work) -> None                                  M4: a mission from the record if none
+    fit_caps(work, previous_mind) -> None                         M4, M6: every section within its cap
     parts_to_reask(problems, work) -> tuple[str, ...]
     ticked_checklist(candidates, ticked) -> str
     scene_limits(window) -> dict[str, int]                        SCENE_CHARS shrunk to SCENE_FLOOR_CHARS
@@ -30,6 +32,7 @@ from dataclasses import replace
 from avibe.checkpoint.memo import Candidate, Label, render_checklist
 from avibe.checkpoint.model import Problem
 from avibe.checkpoint.structured.answers import APPLY, ensure_mission
+from avibe.checkpoint.structured.edits import fit_caps
 from avibe.checkpoint.structured.questions import QUESTIONS
 from avibe.checkpoint.structured.schemas import scene_limits
 from avibe.checkpoint.structured.work import (
@@ -45,6 +48,7 @@ from avibe.checkpoint.structured.work import (
 )
 
 __all__ = [
+    "MIND_PARTS",
     "PARTS",
     "SCENE_CHARS",
     "SCENE_FLOOR_CHARS",
@@ -53,6 +57,7 @@ __all__ = [
     "Work",
     "apply_answer",
     "ensure_mission",
+    "fit_caps",
     "parts_to_reask",
     "question",
     "remember_request",

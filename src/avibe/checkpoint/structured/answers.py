@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from avibe.checkpoint.mind import MISSION_HEADING, WORKSTREAMS_HEADING, mission_lines
 from avibe.checkpoint.scene import SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
-from avibe.checkpoint.structured.edits import append_under, edit
+from avibe.checkpoint.structured.edits import append_under, edit, merge_entries
 from avibe.checkpoint.structured.schemas import room_chars, scene_limits
 from avibe.checkpoint.structured.work import (
     ENTRY_CHARS,
@@ -99,6 +99,8 @@ def ensure_mission(work: Work) -> None:
     room = max(room_chars(work, "Goals", 1), MIN_ENTRY_CHARS * 2)
     quoted = one_line(first.text, min(room, ENTRY_CHARS))
     line = f'- [M1] (active) The user\'s request (message #{first.seq}): "{quoted}"'
+    if len(quoted) < len(" ".join(first.text.split())):  # L3: cut, with a pointer to the whole message
+        line += f" [... cut; full text: message #{first.seq} in the record]"
     append_under(work, "mission", MISSION_HEADING, [line])
     work.notes.append(f"no mission given: M1 written by the harness from message #{first.seq}")
 
@@ -134,6 +136,21 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
             line, old_text = current[str(wid)]
             edit(work, "workstreams", line, f"- [{wid}] ({status}) {text or old_text}")
     append_under(work, "workstreams", WORKSTREAMS_HEADING, added)
+    retire = data.get("retire")
+    if isinstance(retire, list) and retire:
+        merge_entries(
+            work, "workstreams", {"retire": [r for r in retire if isinstance(r, str) and r[:1] == "W"]}
+        )
+
+
+def _apply_room(work: Work, data: Mapping[str, Any]) -> None:
+    """M3: merge and retire what the model chose, then add the entries that did not fit (again left out,
+    with a note, when there is still no room)."""
+    pending, work.pending = work.pending, {}
+    merge_entries(work, "room", data)
+    headings = {"Goals": WORKSTREAMS_HEADING}
+    for section, lines in pending.items():
+        append_under(work, "room", headings.get(section, f"## {section}"), lines)
 
 
 # ---- notes: I am here, key decisions, lessons ----------------------------------------------------------
@@ -150,6 +167,7 @@ def _decisions(work: Work, value: Any) -> list[str]:
 
 
 def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
+    merge_entries(work, "notes", data)  # M3: merges and retirements first, so new entries find room
     append_under(work, "notes", "## I am here", [f"- {t}" for t in strings(work, data.get("i_am_here"))])
     append_under(work, "notes", "## Key decisions", _decisions(work, data.get("decisions")))
     append_under(work, "notes", "## Lessons", [f"- {t}" for t in strings(work, data.get("lessons"), 160)])
@@ -200,5 +218,6 @@ APPLY: Final[dict[str, Callable[[Work, Mapping[str, Any]], None]]] = {
     "mission": _apply_mission,
     "workstreams": _apply_workstreams,
     "notes": _apply_notes,
+    "room": _apply_room,
     "scene": _apply_scene,
 }

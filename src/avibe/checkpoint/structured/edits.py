@@ -3,15 +3,26 @@ section caps (M6), and without a weak model's repetitions.
 
 API:
     edit(work, part, old, new) -> None                  one edit; its problem lands on `work`
-    append_under(work, part, heading, new_lines) -> None   lines added at the end of a (sub)section
+    append_under(work, part, heading, new_lines) -> None   lines added at the end of a (sub)section; the
+        lines a full section leaves out are noted and kept in `work.pending` (the "room" question asks
+        which entries to merge so they fit)
+    entry_labels(mind) -> dict[str, (section, line)]    "H1", "D2", "L3", "W1": entries that may merge
+    merge_entries(work, part, data) -> None             M3: merge / replace / retire by label
+    fit_caps(work, previous_mind) -> None               M4, M6: cut lines (with a marker) until every
+                                                        section fits its cap; mission entries never go
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from avibe.checkpoint.mind import MISSION_HEADING, apply_edit, section_at, section_texts, strip_guidance
-from avibe.checkpoint.structured.work import LOOSE_MATCH_WORDS, Work, norm
+from avibe.checkpoint.structured.work import LOOSE_MATCH_WORDS, MIN_ENTRY_CHARS, Work, clean, norm
+
+_COMMENT = re.compile(r"<!--.*?(-->|\Z)", re.DOTALL)
+_LIST_LINE = re.compile(r"^[-*+][ \t]")
 
 
 def _section_end(lines: list[str], start: int, heading: str) -> int:
@@ -55,7 +66,9 @@ def _within_cap(work: Work, lines: Sequence[str], last: int, new: list[str], sec
         body = section_texts(strip_guidance(mind)).get(section, "")
         if work.counter.count(body) <= cap:
             break
-        work.notes.append(f"left out to keep '## {section}' within its cap of {cap} tokens: {kept.pop()!r}")
+        left = kept.pop()
+        work.pending.setdefault(section, []).insert(0, left)
+        work.notes.append(f"left out to keep '## {section}' within its cap of {cap} tokens: {left!r}")
     return kept
 
 
@@ -83,3 +96,157 @@ def edit(work: Work, part: str, old: str, new: str) -> None:
         work.mind = outcome.document
     elif outcome.problem is not None:
         work.problems.setdefault(part, []).append(outcome.problem)
+
+
+# ---- merge, replace, retire (M3) --------------------------------------------------------------------
+
+_PREFIX: Final[dict[str, str]] = {"I am here": "H", "Key decisions": "D", "Lessons": "L"}
+_HEAD = re.compile(r"^([-*+][ \t]+(?:\[[MW]\d+\][ \t]*)?(?:\([^)\n]*\)[ \t]*)?)(.*)$")
+_QUOTED_FROM = re.compile(r"\(message #(\d+)\)")
+_WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\]")
+
+
+def entry_labels(mind: str) -> dict[str, tuple[str, str]]:
+    """Every entry the questions may merge, replace or retire: label -> (section, its line). "H1", "D2",
+    "L3" number the list lines of I am here, Key decisions and Lessons; workstreams keep their W ids.
+    Mission entries are never offered (M4: never deleted, only their status changes)."""
+    labels: dict[str, tuple[str, str]] = {}
+    for section, body in section_texts(mind).items():
+        number = 0
+        for line in _COMMENT.sub("", body).split("\n"):
+            if not _LIST_LINE.match(line):
+                continue
+            if section == "Goals":
+                found = _WORKSTREAM_ID.match(line)
+                if found and found.group(1) not in labels:
+                    labels[found.group(1)] = (section, line)
+            elif section in _PREFIX:
+                number += 1
+                labels[f"{_PREFIX[section]}{number}"] = (section, line)
+    return labels
+
+
+def _remove_line(work: Work, part: str, line: str) -> None:
+    lines = work.mind.split("\n")
+    if lines.count(line) != 1:
+        work.notes.append(f"entry not retired (its line is not unique): {line!r}")
+        return
+    at = lines.index(line)
+    context = lines[at - 1 : at + 1] if at > 0 else lines[at : at + 2]
+    old = "\n".join(context)
+    new = "\n".join(x for x in context if x != line)
+    edit(work, part, old, new)
+
+
+def merge_entries(work: Work, part: str, data: Mapping[str, Any]) -> None:
+    """M3: {"merge": [{"ids": [...], "text": "..."}], "retire": [...]} - the entries named in one merge
+    become one line (the first keeps its place; "replace" is a merge of one), retired entries go. Only
+    entries of one section merge together; unknown ids are ignored with a note."""
+    labels = entry_labels(work.mind)
+    merges = data.get("merge")
+    for merge in merges if isinstance(merges, list) else []:
+        ids = merge.get("ids") if isinstance(merge, dict) else None
+        text = clean(work, merge.get("text", "")) if isinstance(merge, dict) else ""
+        chosen = (
+            [i for i in dict.fromkeys(ids) if isinstance(i, str) and i in labels]
+            if isinstance(ids, list)
+            else []
+        )
+        sections = {labels[i][0] for i in chosen}
+        if not chosen or not text or len(sections) != 1:
+            work.notes.append(f"merge ignored (unknown ids, mixed sections or no text): {merge!r}")
+            continue
+        first = labels[chosen[0]][1]
+        head = _HEAD.match(first)
+        merged = f"{head.group(1) if head else '- '}{text}"
+        edit(work, part, first, merged)
+        for other in chosen[1:]:
+            _remove_line(work, part, labels[other][1])
+        labels = entry_labels(work.mind)
+    retired = data.get("retire")
+    for label in retired if isinstance(retired, list) else []:
+        if isinstance(label, str) and label in labels:
+            _remove_line(work, part, labels[label][1])
+            work.notes.append(f"entry retired: {labels[label][1].strip()!r}")
+            labels = entry_labels(work.mind)
+        else:
+            work.notes.append(f"retire ignored (unknown id): {label!r}")
+
+
+# ---- every section within its cap, whatever the answers (M4, M6) ------------------------------------
+
+
+def _marker(line: str) -> str:
+    quoted = _QUOTED_FROM.search(line)
+    if quoted:
+        return f" [... cut; full text: message #{quoted.group(1)} in the record]"
+    return " [... cut to fit the cap]"
+
+
+def _cut_line(line: str, keep: int) -> str:
+    """The line with its text cut to `keep` characters (at a word boundary) and a marker; its markup
+    (list mark, id, status) stays whole."""
+    head = _HEAD.match(line)
+    if head is None:
+        return line
+    text = head.group(2)
+    marker = _marker(line)
+    if len(text) <= keep or text.endswith(marker):
+        return line
+    cut = text[:keep]
+    space = cut.rfind(" ")
+    cut = cut[:space] if space > keep // 2 else cut
+    return f"{head.group(1)}{cut.rstrip()}{marker}"
+
+
+def _over(work: Work, section: str) -> int:
+    assert work.counter is not None
+    body = section_texts(strip_guidance(work.mind)).get(section, "")
+    return work.counter.count(body) - work.budgets.mind_cap(section)
+
+
+def fit_caps(work: Work, previous_mind: str) -> None:
+    """A cap never makes a checkpoint impossible (M6, M4, L3): a section still over its cap after the
+    answers has its longest lines cut, with a marker pointing at the record - first the lines this
+    checkpoint added or changed, then older ones, first to MIN_ENTRY_CHARS of text, then to the markup
+    alone. Mission entries are cut, never deleted. Each cut is noted."""
+    if work.counter is None:
+        return
+    before = set(previous_mind.split("\n"))
+    for section in section_texts(work.mind):
+        if section not in work.budgets.mind_caps:
+            continue
+        for keep in (MIN_ENTRY_CHARS, 0):
+            if _over(work, section) <= 0:
+                break
+            body = _COMMENT.sub("", section_texts(work.mind)[section])
+            lines = [line for line in body.split("\n") if _LIST_LINE.match(line)]
+            lines.sort(key=lambda line: (line in before, -len(line)))
+            for line in lines:
+                if _over(work, section) <= 0:
+                    break
+                _shrink(work, section, line, keep)
+        if _over(work, section) > 0:
+            work.notes.append(f"'## {section}' is still over its cap after every cut")
+
+
+def _shrink(work: Work, section: str, line: str, keep: int) -> None:
+    """Cut `line` only as far as needed (binary search on its text length), not below `keep`."""
+    head = _HEAD.match(line)
+    if head is None or work.mind.split("\n").count(line) != 1:
+        return
+    low, high = keep, len(head.group(2))
+    original = work.mind
+    while low < high:  # the longest text that makes the section fit
+        middle = (low + high + 1) // 2
+        work.mind = original.replace(line, _cut_line(line, middle), 1)
+        fits = _over(work, section) <= 0
+        work.mind = original
+        if fits:
+            low = middle
+        else:
+            high = middle - 1
+    cut = _cut_line(line, low)
+    if cut != line:
+        edit(work, "notes", line, cut)
+        work.notes.append(f"cut to keep '## {section}' within its cap: {line.strip()!r}")

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from avibe.checkpoint.mind import mission_lines
+from avibe.checkpoint.structured.edits import entry_labels
 from avibe.checkpoint.structured.schemas import (
     array,
     object_schema,
@@ -23,6 +24,7 @@ from avibe.checkpoint.structured.work import (
     GATE,
     MAX_NEW,
     MAX_NEW_MISSION,
+    MIN_ENTRY_CHARS,
     PREVIEW_CHARS,
     SCENE_MIN_CHARS_PER_PART,
     WORKSTREAM_STATUSES,
@@ -62,7 +64,9 @@ def _mission_question(work: Work) -> Question:
     first_new = next_id(ids)
     targets = [*ids, *(f"M{first_new + k}" for k in range(MAX_NEW_MISSION))]
     statuses = ["active", "done", "withdrawn", *(f"replaced by {t}" for t in targets)]
-    properties: dict[str, Any] = {"new": array(text(), MAX_NEW_MISSION)}
+    # sized to the room left in Goals (a longer entry is cut to fit anyway, M6): never below two short lines
+    room = max(min(ENTRY_CHARS, room_chars(work, "Goals", 1)), MIN_ENTRY_CHARS * 2)
+    properties: dict[str, Any] = {"new": array(text(room), MAX_NEW_MISSION)}
     rule = render("q_mission_first_rule").strip()
     if ids:
         change = object_schema(
@@ -75,7 +79,7 @@ def _mission_question(work: Work) -> Question:
 
 
 def _workstreams_question(work: Work) -> Question:
-    """M1, M5: the workstreams that changed and the new ones."""
+    """M1, M5: the workstreams that changed, the new ones, and those to retire (M3)."""
     current = workstream_lines(work.mind)
     lines = "\n".join(line for line, _ in current.values())
     chars = min(ENTRY_CHARS, room_chars(work, "Goals", len(current) + MAX_NEW, replaced=lines))
@@ -87,12 +91,40 @@ def _workstreams_question(work: Work) -> Question:
         }
     )
     listing = "\n".join(line for line, _ in current.values()) or "(none yet)"
-    schema = object_schema({"workstreams": array(item, len(current) + MAX_NEW)})
+    schema = object_schema(
+        {"workstreams": array(item, len(current) + MAX_NEW), "retire": _label_list(list(current))}
+    )
     return Question("workstreams", render("q_workstreams", workstreams=listing), schema)
 
 
+def _label_list(labels: list[str]) -> dict[str, Any]:
+    if not labels:
+        return {"type": "array", "items": {"type": "string"}, "maxItems": 0}
+    return {
+        "type": "array",
+        "items": {"type": "string", "enum": labels},
+        "uniqueItems": True,
+        "maxItems": len(labels),
+    }
+
+
+def _merge_schema(labels: list[str]) -> dict[str, Any]:
+    """M3: {"merge": [{"ids": [...], "text": ...}], "retire": [...]} over the given entry labels."""
+    merge = object_schema({"ids": _label_list(labels), "text": text()})
+    return {"merge": array(merge, MAX_NEW if labels else 0), "retire": _label_list(labels)}
+
+
+def _listing(labels: dict[str, tuple[str, str]]) -> str:
+    lines = [
+        f"{label}: {one_line(line.lstrip('-*+ '), PREVIEW_CHARS)}" for label, (_, line) in labels.items()
+    ]
+    return "\n".join(lines) or "(none yet)"
+
+
 def _notes_question(work: Work) -> Question:
-    """I am here, key decisions, lessons: only what is new, each list sized to its section's cap."""
+    """I am here, key decisions, lessons: only what is new, each list sized to its section's cap; and
+    which entries merge, get a new text, or retire (M3)."""
+    labels = {k: v for k, v in entry_labels(work.mind).items() if v[0] != "Goals"}
     here = min(ENTRY_CHARS, room_chars(work, "I am here", MAX_NEW))
     decided = min(160, room_chars(work, "Key decisions", MAX_NEW) // 2)
     learned = min(160, room_chars(work, "Lessons", MAX_NEW))
@@ -102,9 +134,25 @@ def _notes_question(work: Work) -> Question:
             "i_am_here": sized_array(text(here), here),
             "decisions": sized_array(decision, decided * 2),
             "lessons": sized_array(text(learned), learned),
+            **_merge_schema(list(labels)),
         }
     )
-    return Question("notes", render("q_notes"), schema)
+    return Question("notes", render("q_notes", entries=_listing(labels)), schema)
+
+
+def _room_question(work: Work) -> Question | None:
+    """M3: a section at its cap left new entries out; which entries merge or retire so they fit?"""
+    if not work.pending:
+        return None
+    labels = {k: v for k, v in entry_labels(work.mind).items() if v[0] in work.pending}
+    if not labels:
+        return None
+    full = "\n".join(
+        f"'## {section}': " + "; ".join(one_line(line.lstrip("-*+ "), PREVIEW_CHARS) for line in lines)
+        for section, lines in work.pending.items()
+    )
+    schema = object_schema(_merge_schema(list(labels)))
+    return Question("room", render("q_room", full=full, entries=_listing(labels)), schema)
 
 
 def _scene_question(work: Work) -> Question:
@@ -121,5 +169,6 @@ QUESTIONS: Final[dict[str, Callable[[Work], Question | None]]] = {
     "mission": _mission_question,
     "workstreams": _workstreams_question,
     "notes": _notes_question,
+    "room": _room_question,
     "scene": _scene_question,
 }

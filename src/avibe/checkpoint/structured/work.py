@@ -28,8 +28,8 @@ from avibe.checkpoint.memo import Candidate, Label
 from avibe.checkpoint.model import Problem
 from avibe.ports import TokenCounter
 
-PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "scene")
-MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes")
+PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "room", "scene")
+MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes", "room")
 PREVIEW_CHARS: Final = 100
 MAX_NEW: Final = 3  # new entries per list and question: a small model answers better with little room
 GATE: Final = "user_changed_mission"
@@ -97,6 +97,7 @@ class Work:
     asked_again: frozenset[str] = frozenset()  # parts being asked a second time (the repair round)
     intro: str = ""  # the turn's request text, normalised: a small model copies it into answers too
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
+    pending: dict[str, list[str]] = field(default_factory=dict)  # new lines a full section left out
 
     @classmethod
     def start(
@@ -121,6 +122,7 @@ class Work:
             self.problems.pop(part, None)
         if any(p in MIND_PARTS for p in parts):
             self.mind = previous_mind
+            self.pending = {}
         if "memo" in parts:
             self.ticked = frozenset(c.label for c in self.candidates if c.ticked)
         if "scene" in parts:
