@@ -30,7 +30,6 @@ from typing import Any
 
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.ports import StoredCheckpoint
-from avibe.record.checkpoint import Provenance
 from avibe.record.entries import NewEntry, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 from avibe.store import open_store
@@ -164,11 +163,18 @@ def prefill(store: Any, session: str, entries: int, checkpoints: int) -> None:
     scene = "<checkpoint>\nCurrent step: reading the queue\n</checkpoint>"
     for n in range(checkpoints):
         upto = entries * (n + 1) // max(checkpoints, 1)
-        stored = StoredCheckpoint(
-            session, 0, at, mind, (), scene, upto, provenance=Provenance(trigger="prefill")
-        )
-        store.save_checkpoint(stored)
+        store.save_checkpoint(_prefill_checkpoint(session, at, mind, scene, upto))
     store.save_state(session, "live", {"last_seq": entries, "messages": []})
+
+
+def _prefill_checkpoint(session: str, at: datetime, mind: str, scene: str, upto: int) -> Any:
+    """A stored checkpoint in the shape of the revision being measured (`--compare-with` runs this
+    script on revisions from before the typed checkpoint values)."""
+    try:
+        from avibe.record.checkpoint import Provenance
+    except ImportError:
+        return StoredCheckpoint(session, 0, at, mind, [], scene, upto, {"trigger": "prefill"})  # type: ignore[arg-type]
+    return StoredCheckpoint(session, 0, at, mind, (), scene, upto, provenance=Provenance(trigger="prefill"))
 
 
 def busy_machine(seconds: float) -> list[subprocess.Popen[bytes]]:
