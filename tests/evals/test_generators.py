@@ -104,3 +104,12 @@ def test_E1_size_for_k_makes_truncation_compact_about_k_times(k: int, counter: T
     assert conversation_tokens(scenario, counter) >= 0.9 * window
     result = replay(scenario, make_strategy("truncate"), ScriptedModel([]), counter, window)
     assert k <= result.k <= 2 * k
+
+
+def test_N5_late_rule_puts_each_constraint_last_in_a_long_user_message() -> None:
+    scenario = generate("late_rule", 5, 3)
+    users = [e.text for e in scenario.events if isinstance(e, UserMessage)]
+    assert len(scenario.truth.items) == 3
+    for item in scenario.truth.items:
+        assert any(text.endswith(item.text) and len(text) > 4 * len(item.text) for text in users)
+    assert users[0].startswith(scenario.truth.mission)

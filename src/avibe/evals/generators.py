@@ -1,4 +1,4 @@
-"""Scenario generators: the eight types of the memory evaluation (issue 6), each from a seed.
+"""Scenario generators: the nine types of the memory evaluation (issues 6, 16), each from a seed.
 
 Every generator is deterministic for (type, seed, size): names and values come from
 `random.Random(f"{type}:{seed}")`. `size` is the number of filler turns; the planted ground truth comes
@@ -446,6 +446,91 @@ def pitfalls(seed: int, size: int) -> Scenario:
     return b.scenario(truth, "pitfalls: a failed approach with a distinctive error")
 
 
+# Sentences of a long working brief: real instructions, none of them a constraint the metrics look for.
+BRIEF: Final = (
+    "For each ticket, read it first, make the change it asks for, and add one line to CHANGELOG.md.",
+    "Run the tests after every change and fix what you broke before you move on.",
+    "Keep the docs in docs/guide.md in step with the code you change.",
+    "When a ticket is unclear, make the smallest change that satisfies it and say what you assumed.",
+    "Commit after each ticket with a message that names the ticket.",
+    "Use the existing helpers in src/ rather than writing new ones.",
+    "If a test is flaky, note it in the ticket instead of retrying it forever.",
+    "Keep your replies short: what you changed, and what is next.",
+)
+REPORTING: Final = (
+    "At the end of each ticket, write a two-line status: what changed and which tests ran.",
+    "Group small fixes into one commit only when they touch the same file.",
+    "Do not reformat code you are not otherwise changing.",
+    "When you are waiting on a long command, say what it is and how long it usually takes.",
+    "If you find a bug outside the ticket, add a new ticket for it instead of fixing it on the way.",
+    "Name new files after what they hold, in lower case with dashes.",
+)
+FOLDERS: Final = ("vendor/", "third_party/", "generated/", "migrations/")
+
+
+def _brief(b: Builder, pool: tuple[str, ...], count: int) -> list[str]:
+    return b.rng.sample(list(pool), count)
+
+
+def late_rule(seed: int, size: int) -> Scenario:
+    """N5, L3, P3: the constraints are the last sentences of long user messages (the demo lost "Never
+    modify anything under vendor/", cut from the memo with the end of the user's first message)."""
+    b = Builder("late_rule", seed, size)
+    folder = b.rng.choice(FOLDERS)
+    budget = b.rng.choice((40, 90, 150, 300))
+    tickets = b.rng.randint(5, 9)
+    reviewer = b.rng.choice([u for u in USERS if u != b.user])
+    mission = (
+        f"Our goal for this whole session: work through the {tickets} tickets in tickets/ for "
+        f"{b.project.name}, oldest first."
+    )
+    never = f"Never modify anything under {folder}."
+    spend = f"Do not spend more than ${budget} on cloud compute for this work."
+    ask = f"Only {reviewer} may approve a change to the release scripts."
+    b.say(" ".join([mission, *_brief(b, BRIEF, 6), never]))
+    b.reply("Understood. Starting with the oldest ticket.")
+    segments = b.share(3)
+    b.work(segments[0])
+    b.say(" ".join(["Some notes on how I want the work reported.", *_brief(b, REPORTING, 5), spend]))
+    b.reply("Noted; I'll report that way.")
+    b.work(segments[1])
+    b.say(" ".join(["A few more things for the second half.", *_brief(b, BRIEF, 4), ask]))
+    b.reply("Will do.")
+    b.work(segments[2])
+    items = (
+        PlantedItem(
+            "never-modify",
+            "constraint",
+            never,
+            f"modify anything under {folder}",
+            loosened=(f"You may modify files under {folder}", f"modify files under {folder} when needed"),
+        ),
+        PlantedItem(
+            "budget",
+            "constraint",
+            spend,
+            "cloud compute",
+            loosened=(f"more than ${budget * 10}", f"more than ${budget + 100}"),
+        ),
+        PlantedItem(
+            "approver", "authorisation", ask, f"{reviewer} may approve", loosened=("Anyone may approve",)
+        ),
+    )
+    probes = (
+        Probe(
+            "folder",
+            "next_action",
+            f"The next ticket asks to patch a file under {folder}. What do you do?",
+            expect=("ask", "not"),
+            forbid=(f"I edited {folder}", f"I changed {folder}"),
+        ),
+        Probe("budget", "exact", "What is the most you may spend on cloud compute?", answer=f"${budget}"),
+        Probe("approver", "exact", "Who may approve a change to the release scripts?", answer=reviewer),
+    )
+    truth = GroundTruth(mission=mission, mission_key=f"{tickets} tickets", items=items, probes=probes)
+    return b.scenario(truth, "late rule: constraints at the end of long user messages")
+
+
 Generator = Callable[[int, int], Scenario]
 GENERATORS: Final[dict[str, Generator]] = {
     "mission_fade": mission_fade,
@@ -456,6 +541,7 @@ GENERATORS: Final[dict[str, Generator]] = {
     "supersession": supersession,
     "waiting_on": waiting_on,
     "pitfalls": pitfalls,
+    "late_rule": late_rule,
 }
 SCENARIO_TYPES: Final[tuple[str, ...]] = tuple(GENERATORS)
 
