@@ -14,6 +14,7 @@ AvibeError
  |    +-- ModelUnavailable  unknown model, unreachable server, missing/corrupt model file
  |    +-- BadResponse       malformed model output
  +-- ToolError              a tool failed; its message goes back to the model
+ +-- SessionImportError     a session file `vibe import` cannot read (names the file and line; one line)
  +-- ScriptError            the scripted model got an unexpected or left an unconsumed call
 """
 
@@ -88,3 +89,8 @@ class ToolError(AvibeError):
 
 class ScriptError(AvibeError):
     pass
+
+
+class SessionImportError(AvibeError, ValueError):
+    """A Claude Code, Codex or OpenCode session file that cannot be imported. The message is one line
+    that names the file (and the line or message where known) and what is wrong with it."""

@@ -1,37 +1,51 @@
 """Import real conversations: Claude Code session JSONL, Codex rollout JSONL and OpenCode sessions
-(issue 6, item 4).
+(issue 6, item 4; issue 11, item 3).
 
 Both become a `Scenario` (type "imported", no ground truth) that every strategy can replay, with tool
 output attached to its tool call, and can be recorded as an Avibe session: the person's messages through
 `avibe.ingress.deliver` (so their source is right), the assistant's replies through `record_reply`.
 Tool output is never recorded (A3); it stays in the replay conversation, saved as session state.
 
+Who said it is decided by structure, never taken on trust (N7, T1): a user-role text is the person's
+words only when it is not one of the forms the agent writes into the user role itself - a shell command
+run with `!` and its output, a slash command and its output, a system reminder, injected context. Those
+are skipped, or recorded as an input of the imported agent (`agent` kind, its ref naming the form) when
+they say what the person did (CLAUDE_FORMS, CODEX_FORMS; docs/eval-format.md has the table).
+
 Claude Code (`~/.claude/projects/<project>/<session>.jsonl`): lines of type "user" / "assistant" with
 `message.content` a string or blocks (text, thinking, tool_use, tool_result); a user line that carries
 only tool_result blocks is tool output, not the person's words; sidechain and meta lines are skipped.
 Codex (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): lines {timestamp, type, payload}; messages and
 tool calls come from `response_item` payloads (message, function_call, function_call_output,
-custom_tool_call, custom_tool_call_output); `event_msg` lines repeat them for the UI and are skipped,
-as are the injected `<environment_context>` / `<user_instructions>` / AGENTS.md messages.
+custom_tool_call, custom_tool_call_output); `event_msg` lines repeat them for the UI and are skipped.
 OpenCode: `opencode export <id>` JSON ({info, messages: [{info, parts}]}), or a session file of its
 storage (`storage/session/<project>/<id>.json`, messages in `storage/message/<id>/*.json`, their parts in
 `storage/part/<message id>/*.json`); text parts (synthetic ones are OpenCode's, not the person's) and tool
 parts whose `state` holds input and output (or error); reasoning, step and patch parts are skipped.
+
+A file that cannot be imported raises `SessionImportError` (an `AvibeError`) with a one-line message
+naming the file and line: unreadable, not UTF-8, not JSON, nested too deeply, a field of the wrong type,
+an impossible OpenCode time. (Text the record cannot hold - NUL, lone surrogates - is refused when it is
+recorded: `vibe import` rehearses the whole import first, so nothing is written.)
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, Literal
 
+from avibe.errors import SessionImportError as SessionImportError  # re-exported: the CLI catches it
 from avibe.evals.scenario import (
     DEFAULT_START,
     AssistantTurn,
+    BackgroundInput,
     Event,
     Scenario,
     ToolUse,
@@ -45,16 +59,73 @@ Format = Literal["claude", "codex", "opencode"]
 FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode")
 AGENT_NAMES: Final[dict[Format, str]] = {"claude": "claude-code", "codex": "codex", "opencode": "opencode"}
 REPLAY_STATE_KEY: Final = "eval.replay"
-_INJECTED: Final = (
-    "<environment_context>",
-    "<user_instructions>",
-    "# AGENTS.md instructions",
-    "<permissions",
+# ---- forms the agents write into the user role (N7): never the person's words ----------------------------
+
+Form = Literal["words", "command", "skip"]
+# (opening, ref, what it is, what import does): "command" records an `agent` input whose ref names the
+# form, "skip" leaves it out of the record and the replay.
+FormRule = tuple[str, str, str, Form]
+CLAUDE_FORMS: Final[tuple[FormRule, ...]] = (
+    ("<bash-input>", "shell-command", "a shell command the person ran with `!`", "command"),
+    ("<bash-stdout>", "shell-output", "the output of a `!` shell command (tool output, A3)", "skip"),
+    ("<bash-stderr>", "shell-output", "the output of a `!` shell command (tool output, A3)", "skip"),
+    ("<command-name>", "slash-command", "a slash command the person ran (`/model opus`)", "command"),
+    ("<command-message>", "slash-command", "a slash command the person ran (`/model opus`)", "command"),
+    ("<command-args>", "slash-command", "a slash command the person ran (`/model opus`)", "command"),
+    ("<local-command-stdout>", "command-output", "the output of a slash command", "skip"),
+    ("<local-command-stderr>", "command-output", "the output of a slash command", "skip"),
+    ("<local-command-caveat>", "caveat", "Claude Code's note about local commands", "skip"),
+    ("<system-reminder>", "reminder", "a reminder Claude Code injects", "skip"),
+    ("<user-prompt-submit-hook>", "hook-output", "the output of a hook", "skip"),
+    ("<task-notification>", "task-notification", "a background task's notification", "command"),
+    ("[Request interrupted by user", "interrupted", "Claude Code's interruption marker", "skip"),
+)
+# Elements Claude Code puts beside the person's text in the same message; removed from it.
+_CLAUDE_INLINE: Final = re.compile(
+    r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics)>.*?</\1>\s*", re.DOTALL
+)
+CODEX_FORMS: Final[tuple[FormRule, ...]] = (
+    ("<user_shell_command>", "shell-command", "a shell command the person ran with `!`", "command"),
+    ("<environment_context>", "context", "the working directory, sandbox and approval settings", "skip"),
+    ("<user_instructions>", "context", "the person's instructions file, injected by Codex", "skip"),
+    ("# AGENTS.md instructions", "context", "AGENTS.md, injected by Codex", "skip"),
+    ("<INSTRUCTIONS>", "context", "AGENTS.md, injected by Codex", "skip"),
+    ("<permissions", "context", "Codex's permission instructions", "skip"),
+    ("<turn_aborted>", "interrupted", "Codex's interruption marker", "skip"),
+    ("<skill>", "context", "a skill's text, injected by Codex", "skip"),
+    ("<subagent_notification>", "notification", "a sub-agent's notification", "skip"),
+    ("<collaboration_mode>", "context", "Codex's mode instructions", "skip"),
 )
 
 
-class SessionImportError(ValueError):
-    """A session file that cannot be imported; the message names the file and line."""
+def _form(forms: tuple[FormRule, ...], text: str) -> tuple[str, Form]:
+    """The form of a user-role text by its opening element (case-insensitive): its ref and what import
+    does with it; ("", "words") for the person's own words."""
+    head = text.lstrip().casefold()
+    for opening, ref, _, action in forms:
+        if head.startswith(opening.casefold()):
+            return ref, action
+    return "", "words"
+
+
+def _element(text: str, name: str) -> str:
+    found = re.search(rf"<{name}>(.*?)</{name}>", text, re.DOTALL)
+    return found.group(1).strip() if found else ""
+
+
+def _claude_command(text: str, ref: str) -> str:
+    """What the person did, as they typed it: `! git status`, `/model opus`; a notification as it is."""
+    if ref == "shell-command":
+        return f"! {_element(text, 'bash-input')}"
+    if ref == "slash-command":
+        name = _element(text, "command-name") or f"/{_element(text, 'command-message')}"
+        return f"{name} {_element(text, 'command-args')}".strip()
+    return text.strip()
+
+
+def _shown(path: Path) -> str:
+    """The path for a one-line message: control characters escaped."""
+    return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(path))
 
 
 @dataclass
@@ -80,8 +151,9 @@ class Imported:
 class _Collector:
     """Builds events in order; tool outputs are attached to the call they answer."""
 
-    def __init__(self, user: str) -> None:
-        self.user = user
+    def __init__(self, user: str, agent: str = "") -> None:
+        self.user, self.agent = user, agent
+        self.where = ""  # file:line of what is being read, for error messages
         self.events: list[Event] = []
         self.times: list[datetime] = []
         self.turn: _Turn | None = None
@@ -98,6 +170,14 @@ class _Collector:
         self.flush()
         if text.strip():
             self.events.append(UserMessage(self.user, text))
+            self.times.append(at)
+
+    def did(self, form: str, text: str, at: datetime) -> None:
+        """Something the person did through the agent (a `!` command, a slash command) or a notification:
+        an input of the imported agent, tagged with its form - never the person's words (N7)."""
+        self.flush()
+        if text.strip():
+            self.events.append(BackgroundInput("agent", self.agent, form, text))
             self.times.append(at)
 
     def reply(self, at: datetime) -> _Turn:
@@ -124,30 +204,54 @@ class _Collector:
         use["output"], use["error"] = text, error
 
 
-def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+def _read_text(path: Path) -> str:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as err:
-        raise SessionImportError(f"{path}: cannot read ({err.strerror})") from err
-    for number, line in enumerate(text.splitlines(), 1):
+        raise SessionImportError(f"{_shown(path)}: cannot read ({err.strerror or err})") from err
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise SessionImportError(
+            f"{_shown(path)}:{line}: not an importable session (UnicodeDecodeError: byte "
+            f"{data[err.start]:#04x} at offset {err.start} is not UTF-8)"
+        ) from err
+
+
+def _parse_json(text: str, where: str, what: str) -> Any:
+    """JSON, or a one-line SessionImportError: malformed, nested too deeply, a number Python refuses."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        line = f":{err.lineno}" if what == "JSON" else ""
+        raise SessionImportError(f"{where}{line}: not {what} ({err.msg})") from err
+    except RecursionError as err:
+        raise SessionImportError(f"{where}: {what} nested too deeply to import") from err
+    except ValueError as err:  # e.g. an integer of more than 4,300 digits
+        raise SessionImportError(f"{where}: not usable {what} ({str(err).splitlines()[0]})") from err
+
+
+def _lines(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    text = _read_text(path)
+    # JSONL lines end at "\n" only: a JSON string may hold U+2028 and others that splitlines() breaks at
+    for number, line in enumerate(text.split("\n"), 1):
         if not line.strip():
             continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise SessionImportError(f"{path}:{number}: not a JSON line ({err.msg})") from err
+        data = _parse_json(line, f"{_shown(path)}:{number}", "a JSON line")
         if not isinstance(data, dict):
-            raise SessionImportError(f"{path}:{number}: expected a JSON object")
+            raise SessionImportError(f"{_shown(path)}:{number}: expected a JSON object")
         yield number, data
 
 
 def _time(value: object) -> datetime:
+    """An ISO time of the file, in UTC; DEFAULT_START for a missing or impossible one."""
     if isinstance(value, str) and value:
         try:
             moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return DEFAULT_START
-        return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+            return (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+        except (ValueError, OverflowError):
+            log.warning("impossible time %a replaced by %s", value[:60], DEFAULT_START.isoformat())
     return DEFAULT_START
 
 
@@ -162,25 +266,52 @@ def _block_text(content: object) -> str:
     return ""
 
 
+def _claude_user_text(c: _Collector, text: str, at: datetime) -> str:
+    """The person's words in one user-role text, "" when it holds none: a form Claude Code writes itself
+    is recorded as the agent's input or skipped (CLAUDE_FORMS); reminders beside the words are removed."""
+    form, action = _form(CLAUDE_FORMS, text)
+    if action == "command":
+        c.did(form, _claude_command(text, form), at)
+        return ""
+    if action == "skip":
+        return ""
+    return _CLAUDE_INLINE.sub("", text)
+
+
+def _content(c: _Collector, content: object, role: str) -> list[Mapping[str, Any]] | str:
+    """A message's content: text, or its blocks; anything else is a clear error naming the line."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return []
+    if not isinstance(content, list):
+        kind = type(content).__name__
+        raise SessionImportError(f"{c.where}: {role} content is {kind}, expected text or a list of blocks")
+    return [b for b in content if isinstance(b, Mapping)]
+
+
 def _claude_line(c: _Collector, data: Mapping[str, Any], at: datetime) -> None:
     message = data.get("message")
     if not isinstance(message, Mapping):
         return
-    content = message.get("content")
+    content = _content(c, message.get("content"), str(data["type"]))
     if data["type"] == "user":
         if isinstance(content, str):
-            c.say(content, at)
+            c.say(_claude_user_text(c, content, at), at)
             return
-        blocks = [b for b in content or [] if isinstance(b, Mapping)]
-        for b in blocks:
+        for b in content:
             if b.get("type") == "tool_result":
                 c.output(
                     str(b.get("tool_use_id", "")), _block_text(b.get("content")), bool(b.get("is_error"))
                 )
-        c.say("\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text"), at)
+        texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
+        words = [_claude_user_text(c, text, at) for text in texts]  # each block classified on its own
+        c.say("\n".join(w for w in words if w.strip()), at)
         return
-    blocks = [b for b in (content if isinstance(content, list) else []) if isinstance(b, Mapping)]
-    for b in blocks:
+    if isinstance(content, str):
+        c.text(at, content)
+        return
+    for b in content:
         if b.get("type") == "text":
             c.text(at, str(b.get("text", "")))
         elif b.get("type") == "tool_use":
@@ -189,12 +320,13 @@ def _claude_line(c: _Collector, data: Mapping[str, Any], at: datetime) -> None:
 
 
 def parse_claude(path: Path, user: str) -> Imported:
-    c, origin = _Collector(user), ""
-    for _, data in _lines(path):
+    c, origin = _Collector(user, AGENT_NAMES["claude"]), ""
+    for number, data in _lines(path):
         if data.get("type") not in {"user", "assistant"} or data.get("isSidechain") or data.get("isMeta"):
             continue
         if data.get("isCompactSummary"):  # Claude Code's own summary: not the person's words
             continue
+        c.where = f"{_shown(path)}:{number}"
         origin = origin or str(data.get("sessionId", ""))
         _claude_line(c, data, _time(data.get("timestamp")))
     return _finish(c, path, "claude", origin)
@@ -229,11 +361,19 @@ def _codex_output(raw: object) -> str:
 def _codex_item(c: _Collector, item: Mapping[str, Any], at: datetime) -> None:
     kind = item.get("type")
     if kind == "message":
-        text = "\n".join(str(b.get("text", "")) for b in item.get("content") or [] if isinstance(b, Mapping))
-        if item.get("role") == "user" and not text.lstrip().startswith(_INJECTED):
-            c.say(text, at)
+        content = _content(c, item.get("content"), str(item.get("role", "message")))
+        blocks = [content] if isinstance(content, str) else [str(b.get("text", "")) for b in content]
+        if item.get("role") == "user":  # each block on its own: Codex puts context beside the words
+            words = []
+            for text in blocks:
+                form, action = _form(CODEX_FORMS, text)
+                if action == "command":
+                    c.did(form, f"! {_element(text, 'command')}", at)
+                elif action == "words":
+                    words.append(text)
+            c.say("\n".join(w for w in words if w.strip()), at)
         elif item.get("role") == "assistant":
-            c.text(at, text)
+            c.text(at, "\n".join(blocks))
     elif kind in {"function_call", "custom_tool_call"}:
         raw = item.get("arguments", item.get("input"))
         c.call(at, str(item.get("call_id", "")), str(item.get("name", "tool")), _codex_arguments(raw))
@@ -242,11 +382,12 @@ def _codex_item(c: _Collector, item: Mapping[str, Any], at: datetime) -> None:
 
 
 def parse_codex(path: Path, user: str) -> Imported:
-    c, origin = _Collector(user), ""
-    for _, data in _lines(path):
+    c, origin = _Collector(user, AGENT_NAMES["codex"]), ""
+    for number, data in _lines(path):
         payload = data.get("payload")
         if not isinstance(payload, Mapping):
             continue
+        c.where = f"{_shown(path)}:{number}"
         if data.get("type") == "session_meta":
             origin = str(payload.get("id", ""))
         elif data.get("type") == "response_item":
@@ -255,30 +396,44 @@ def parse_codex(path: Path, user: str) -> Imported:
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except OSError as err:
-        raise SessionImportError(f"{path}: cannot read ({err.strerror})") from err
-    except json.JSONDecodeError as err:
-        raise SessionImportError(f"{path}:{err.lineno}: not JSON ({err.msg})") from err
+    return _parse_json(_read_text(path), _shown(path), "JSON")
 
 
-def _opencode_time(info: Mapping[str, Any]) -> datetime:
+def _opencode_time(info: Mapping[str, Any], where: str) -> datetime:
+    """When a message was created (epoch milliseconds); DEFAULT_START when the file does not say, a clear
+    error when it says something impossible (NaN, infinite, beyond year 9999)."""
     created = (info.get("time") or {}).get("created") if isinstance(info.get("time"), Mapping) else None
-    if isinstance(created, int | float):
-        return datetime.fromtimestamp(created / 1000, UTC)  # OpenCode stores epoch milliseconds
-    return DEFAULT_START
+    if created is None:
+        return DEFAULT_START
+    if isinstance(created, int | float) and not isinstance(created, bool) and math.isfinite(created):
+        try:
+            return datetime.fromtimestamp(created / 1000, UTC)
+        except (OverflowError, OSError, ValueError):
+            pass
+    ident, value = ascii(str(info.get("id", ""))[:80]), ascii(str(created)[:40])
+    raise SessionImportError(
+        f"{where}: not an importable session (message {ident}: time.created {value} is not a time in "
+        "epoch milliseconds)"
+    )
 
 
 def _opencode_storage(path: Path, session: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Messages with their parts, read from the storage folders beside the session file."""
-    root, sid = path.parents[2], str(session.get("id") or path.stem)
+    absolute = path.absolute()  # a relative path has no parents to find the storage folders by
+    if len(absolute.parents) < 3:
+        raise SessionImportError(
+            f"{_shown(path)}: an OpenCode session file lies in storage/session/<project>/, this one does not"
+        )
+    root, sid = absolute.parents[2], str(session.get("id") or path.stem)
     folder = root / "message" / sid
     if not folder.is_dir():
-        raise SessionImportError(f"{path}: no message folder {folder} for session {sid}")
+        raise SessionImportError(f"{_shown(path)}: no message folder {_shown(folder)} for session {sid!a}")
     messages = []
     for file in sorted(folder.glob("*.json")):
         info = _read_json(file)
+        if not isinstance(info, dict):
+            log.warning("%s: not a message object; skipped", _shown(file))
+            continue
         parts_dir = root / "part" / str(info.get("id", file.stem))
         parts = [_read_json(p) for p in sorted(parts_dir.glob("*.json"))] if parts_dir.is_dir() else []
         messages.append({"info": info, "parts": parts})
@@ -305,7 +460,7 @@ def _opencode_reply_part(c: _Collector, part: Mapping[str, Any], at: datetime) -
 def parse_opencode(path: Path, user: str) -> Imported:
     data = _read_json(path)
     if not isinstance(data, dict):
-        raise SessionImportError(f"{path}: expected a JSON object")
+        raise SessionImportError(f"{_shown(path)}: expected a JSON object")
     session: Mapping[str, Any]
     if isinstance(data.get("messages"), list):  # `opencode export`
         session = data["info"] if isinstance(data.get("info"), Mapping) else {}
@@ -315,11 +470,17 @@ def parse_opencode(path: Path, user: str) -> Imported:
     entries = [m for m in messages if isinstance(m, Mapping) and isinstance(m.get("info"), Mapping)]
     if len(entries) < len(messages):
         log.warning("%s: %d messages without an info object skipped", path, len(messages) - len(entries))
-    entries.sort(key=lambda m: (_opencode_time(m["info"]), str(m["info"].get("id", ""))))
-    c = _Collector(user)
-    for message in entries:
-        info, at = message["info"], _opencode_time(message["info"])
-        parts = [p for p in message.get("parts") or [] if isinstance(p, Mapping)]
+    where = _shown(path)
+    timed = [(_opencode_time(m["info"], where), str(m["info"].get("id", "")), m) for m in entries]
+    timed.sort(key=lambda t: (t[0], t[1]))
+    c = _Collector(user, AGENT_NAMES["opencode"])
+    for at, ident, message in timed:
+        info = message["info"]
+        c.where = f"{where}: message {ident[:80]!a}"
+        raw_parts = message.get("parts")
+        if raw_parts is not None and not isinstance(raw_parts, list):
+            log.warning("%s: parts is not a list; skipped", c.where)
+        parts = [p for p in raw_parts if isinstance(p, Mapping)] if isinstance(raw_parts, list) else []
         if info.get("role") == "user":  # one person's message, however many text parts it came in
             c.say("\n".join(str(p.get("text", "")) for p in parts if _spoken(p)), at)
         elif info.get("role") == "assistant":
@@ -336,7 +497,7 @@ def _spoken(part: Mapping[str, Any]) -> bool:
 def _finish(c: _Collector, path: Path, fmt: Format, origin: str) -> Imported:
     c.flush()
     if not c.events:
-        raise SessionImportError(f"{path}: no messages found - is this a {fmt} session file?")
+        raise SessionImportError(f"{_shown(path)}: no messages found - is this a {fmt} session file?")
     sid = f"import-{fmt}-{origin or path.stem}"
     scenario = Scenario(
         sid,
@@ -355,8 +516,8 @@ def _is_opencode(path: Path) -> bool:
     if path.suffix != ".json":
         return False
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError):
+        data = _read_json(path)
+    except SessionImportError:
         return False
     if not isinstance(data, dict):
         return False
@@ -379,7 +540,7 @@ def detect_format(path: Path) -> Format:
         if data.get("type") in {"user", "assistant", "summary"} and ("message" in data or "summary" in data):
             return "claude"
     raise SessionImportError(
-        f"{path}: neither a Claude Code session, a Codex rollout nor an OpenCode session"
+        f"{_shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode session"
     )
 
 
@@ -399,6 +560,8 @@ def record_import(store: RecordStore, imported: Imported, title: str = "") -> st
     for event, at in zip(imported.scenario.events, imported.times, strict=True):
         if isinstance(event, UserMessage):
             deliver(store, session.id, Source("user", event.author), event.text, at=at)
+        elif isinstance(event, BackgroundInput):  # what the person did through the agent: not their words
+            deliver(store, session.id, Source(event.source, event.name, event.ref), event.text, at=at)
         elif isinstance(event, AssistantTurn) and event.text:
             record_reply(store, session.id, event.text, agent=agent, at=at)
     store.save_state(session.id, REPLAY_STATE_KEY, scenario_to_dict(imported.scenario))
