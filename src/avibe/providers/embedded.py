@@ -17,6 +17,13 @@ the end of the prompt, every call re-evaluated it - ~1,100 of ~1,200 tokens, 12 
 `json_schema` request (the structured checkpoint turn, which passes the live tool list unchanged) adds
 its format instruction as a short system message at the end, after the cached conversation. Earlier
 tool-call turns are rendered as that same JSON, tool results by the template's `tool` role.
+
+Message contents are inert text (T1, T2): they are tokenized with special tokens off, and every
+chat-template control sequence in them - `<|im_start|>`, `<|im_end|>`, `<|endoftext|>`, `</tool_response>`,
+`<tool_call>` (a user-defined token llama.cpp matches even with special tokens off), and every control or
+user-defined token of the GGUF's vocabulary - has its first character escaped (`&lt;/tool_response>`),
+so a tool output or a record text cannot close its turn or open a forged one. The template's own markers
+are never escaped (`escape_control`).
 """
 
 from __future__ import annotations
@@ -26,10 +33,10 @@ import logging
 import re
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from avibe.errors import BadResponse, ContextOverflow, ModelUnavailable
 from avibe.providers.modelfile import EMBEDDED_MODELS, check_gguf, verify_model_file
@@ -44,6 +51,60 @@ SEED = 1234
 # Private-use characters mark where message contents sit in the rendered template (see PromptRenderer).
 _SLOT_OPEN, _SLOT_CLOSE = "\ue000", "\ue001"
 _SLOT = re.compile(f"{_SLOT_OPEN}(\\d+){_SLOT_CLOSE}")
+# Chat-template control sequences of the common local-model families, whatever this GGUF's vocabulary
+# holds: ChatML/Qwen/Llama 3/Phi `<|...|>`, DeepSeek's full-width `<｜...｜>`, Qwen's and Hermes' tool
+# wrappers, Gemma's turns, Mistral's `[INST]` family.
+_CONTROL_SEQUENCES: Final = (
+    r"<\|[^\s<>|]{1,64}\|>",
+    r"<｜[^<>｜]{1,64}｜>",
+    r"</?(?:tool_call|tool_response|tools|think|start_of_turn|end_of_turn)>",
+    r"\[/?(?:INST|SYS|TOOL_CALLS|TOOL_RESULTS|AVAILABLE_TOOLS|SYSTEM_PROMPT)\]",
+)
+_MARKUP_TOKEN: Final = re.compile(r"[<\[].+[>\]]", re.DOTALL)  # a vocabulary token that looks like markup
+_TOKEN_CONTROL, _TOKEN_USER_DEFINED = 1 << 3, 1 << 4  # llama.cpp's token attributes
+
+
+def control_pattern(extra: Iterable[str] = ()) -> re.Pattern[str]:
+    """The control sequences of `_CONTROL_SEQUENCES` and the literal `extra` ones (longest first)."""
+    literals = sorted({re.escape(text) for text in extra if text}, key=len, reverse=True)
+    return re.compile("|".join([*_CONTROL_SEQUENCES, *literals]))
+
+
+def _escaped(match: re.Match[str]) -> str:
+    text = match.group(0)
+    return ("&lt;" if text[0] == "<" else f"&#{ord(text[0])};") + text[1:]
+
+
+def escape_control(text: str, pattern: re.Pattern[str] | None = None) -> str:
+    """`text` with every control sequence made inert: its first character written as an HTML reference
+    (`<|im_start|>` -> `&lt;|im_start|>`). Repeated until none is left (removing a character can never
+    make a new one, but this does not rely on it)."""
+    pattern = pattern or _DEFAULT_CONTROL
+    for _ in range(8):
+        escaped = pattern.sub(_escaped, text)
+        if escaped == text:
+            return text
+        text = escaped
+    return text
+
+
+_DEFAULT_CONTROL: Final = control_pattern()
+
+
+def vocabulary_controls(llama: Any) -> list[str]:
+    """The texts of the GGUF's control and user-defined tokens that look like markup (`<tool_call>`,
+    `</s>`); empty when llama.cpp cannot say (an old binding)."""
+    model = getattr(llama, "_model", None)
+    attr = getattr(model, "token_get_attr", None)
+    if model is None or attr is None:
+        return []
+    found = []
+    for token in range(int(llama.n_vocab())):
+        if int(attr(token)) & (_TOKEN_CONTROL | _TOKEN_USER_DEFINED):
+            text = model.token_get_text(token)
+            if _MARKUP_TOKEN.fullmatch(text):
+                found.append(text)
+    return found
 
 
 def load_llama(path: Path, *, n_ctx: int = N_CTX, vocab_only: bool = False) -> Any:
@@ -106,6 +167,11 @@ class PromptRenderer:
         # llama.cpp prepends BOS itself when the model asks for it; keep it out of our tokens then.
         self._bos_added = bool(llama._model.add_bos_token()) and bos != -1
         self._bos = bos
+        self._control = control_pattern(vocabulary_controls(llama))
+
+    def escape(self, text: str) -> str:
+        """A message content as inert text for this model (see the module's docstring)."""
+        return escape_control(text, self._control)
 
     def render(self, messages: Sequence[ChatMessage], tail: str | None = None) -> str:
         return self._render(messages, tail, lambda text: text)
@@ -122,10 +188,10 @@ class PromptRenderer:
 
     def _render(self, messages: Sequence[ChatMessage], tail: str | None, slot: Callable[[str], str]) -> str:
         dicts = [_template_message(m) for m in messages]
-        for item in dicts:
-            item["content"] = slot(item["content"])
+        for item in dicts:  # contents only: the template adds its own markers around them
+            item["content"] = slot(self.escape(item["content"]))
         if tail:
-            dicts.append({"role": "system", "content": slot(tail)})
+            dicts.append({"role": "system", "content": slot(self.escape(tail))})
         return str(self._formatter(messages=dicts).prompt)
 
     def tokens(self, messages: Sequence[ChatMessage], tail: str | None = None) -> list[int]:
@@ -153,7 +219,7 @@ class PromptRenderer:
         return len(tokens) + (1 if self._bos_added else 0)
 
     def count_text(self, text: str) -> int:
-        return len(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        return len(self._llama.tokenize(self.escape(text).encode("utf-8"), add_bos=False, special=False))
 
 
 def _template_message(message: ChatMessage) -> dict[str, Any]:
