@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
+from avibe.record.checkpoint import PlanItem
 from avibe.record.checkpoint import StoredCheckpoint as StoredCheckpoint
 from avibe.record.entries import Entry, EntryQuery, NewEntry, SessionInfo, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
@@ -79,6 +80,7 @@ class ToolResult:
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
     skill_loaded: str | None = None
+    plan: tuple[PlanItem, ...] | None = None  # the agent's whole plan, when the tool set it
 
 
 @runtime_checkable

@@ -20,6 +20,7 @@ EXPECTED = [
     "list_files",
     "search_files",
     "shell",
+    "update_plan",
     "skill_load",
     "record_query",
 ]

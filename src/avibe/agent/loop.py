@@ -62,7 +62,7 @@ from avibe.host.events import (
 from avibe.ingress import record_reply
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
 from avibe.prompts.vibey import IDENTITY, RULES
-from avibe.record.checkpoint import Carry, Provenance, SkillRef
+from avibe.record.checkpoint import Carry, Provenance, SkillRef, render_plan
 from avibe.record.entries import CallRecord, Entry, EntryQuery, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 
@@ -286,6 +286,7 @@ class Vibey:
                 files=stored.carry.files,
                 pointer=record_pointer(self.session_id, self.config.record_where),
                 current_request_seqs=interrupted if still_running else (),
+                plan=render_plan(stored.carry.plan),
             )
         return self._recollections[key]
 
@@ -411,6 +412,7 @@ class Vibey:
             current_request_seqs=state.turn_user_seqs,
             mid_turn=bool(state.turn_user_seqs),
             window=self.facts.window,
+            plan=state.plan,
         )
 
     def _cut_latest_tool_output(self, state: LiveState) -> LiveState:
@@ -558,6 +560,8 @@ class Vibey:
         """A2: the files the tools read and wrote; A1: which skills were loaded, in order - through the
         skill tool, or through the shell (`vibe skill load NAME`), which loads the same text."""
         loaded = result.skill_loaded or (None if result.is_error else shell_skill_load(call))
+        if result.plan is not None:  # the harness keeps the plan; checkpoints carry it verbatim
+            state = replace(state, plan=result.plan)
         for path in result.files_read:
             state = replace(state, files_read=remember_file(state.files_read, path))
         for path in result.files_modified:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from avibe.record.checkpoint import PlanItem
 from avibe.record.messages import ChatMessage, ToolCall
 
 STATE_KEY = "live"
@@ -63,6 +64,7 @@ class LiveState:
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
     dismissed: tuple[int, ...] = ()
+    plan: tuple[PlanItem, ...] = ()  # the agent's plan (update_plan), kept by the harness
     checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
     last_failure: tuple[str, str, str] | None = (
         None  # the last failing tool call: name, arguments, error line
@@ -79,6 +81,7 @@ class LiveState:
             "files_read": list(self.files_read),
             "files_modified": list(self.files_modified),
             "dismissed": list(self.dismissed),
+            "plan": [{"step": p.step, "status": p.status} for p in self.plan],
             "checkpointing": self.checkpointing,
             "last_failure": list(self.last_failure) if self.last_failure else None,
             "extra": dict(self.extra),
@@ -95,6 +98,7 @@ class LiveState:
             files_read=tuple(data.get("files_read", ())),
             files_modified=tuple(data.get("files_modified", ())),
             dismissed=tuple(data.get("dismissed", ())),
+            plan=tuple(PlanItem(p["step"], p["status"]) for p in data.get("plan", ())),
             checkpointing=bool(data.get("checkpointing", False)),
             last_failure=_failure(data.get("last_failure")),
             extra=dict(data.get("extra", {})),

@@ -85,8 +85,10 @@ def recollection(
     files: str = "",
     pointer: str = "",
     current_request_seqs: Sequence[int] = (),
+    plan: str = "",
 ) -> str:
-    """F4 (2), F5: the checkpoint as Vibey's own recollection, with what it carries (A1-A3).
+    """F4 (2), F5: the checkpoint as Vibey's own recollection, with what it carries (A1-A3) and the
+    agent's plan, verbatim (issue 16 item 5).
 
     `current_request_seqs`: the record numbers of the current turn's user messages when the checkpoint
     came mid-turn (F5); they stay verbatim in the recent messages and win where they disagree.
@@ -97,6 +99,7 @@ def recollection(
         mind=_mind(checkpoint.mind),
         memo=_memo(checkpoint.memo),
         scene=checkpoint.scene.strip(),
+        plan="\n" + fill("recollection_plan", plan=plan.strip()) + "\n" if plan.strip() else "",
         current=_current(current_request_seqs),
         skills=_skills(skills),
         files="\n" + fill("recollection_files", files=files.strip()) + "\n" if files.strip() else "",

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +41,28 @@ class MemoItem:
         return cls(seq=seq, text=text, cut=cut)
 
 
+PlanStatus = Literal["pending", "in_progress", "done"]
+PLAN_STATUSES: tuple[PlanStatus, ...] = get_args(PlanStatus)
+PLAN_MARKS: dict[str, str] = {"pending": "[ ]", "in_progress": "[>]", "done": "[x]"}
+
+
+@dataclass(frozen=True, slots=True)
+class PlanItem:
+    """One item of the agent's plan (the update_plan tool): its words, verbatim, and its status. The
+    harness keeps the plan and carries it through checkpoints, so a queue position never depends on what
+    a small model writes at checkpoint time (issue 16 item 5)."""
+
+    step: str
+    status: PlanStatus = "pending"
+
+    def line(self) -> str:
+        return f"{PLAN_MARKS[self.status]} {self.step}"
+
+
+def render_plan(plan: tuple[PlanItem, ...]) -> str:
+    return "\n".join(item.line() for item in plan)
+
+
 @dataclass(frozen=True, slots=True)
 class SkillRef:
     name: str
@@ -60,9 +82,11 @@ class Carry:
     current_request_seqs: tuple[int, ...] = ()  # F5: kept verbatim, win on conflict
     mid_turn: bool = False
     window: int = 0
+    plan: tuple[PlanItem, ...] = ()  # the agent's plan when the checkpoint was made, verbatim
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "agent_plan": [{"step": p.step, "status": p.status} for p in self.plan],  # "plan" is provenance's
             "skills": [{"name": s.name, "order": s.order} for s in self.skills],
             "files": self.files,
             "current_request_seqs": list(self.current_request_seqs),
@@ -78,13 +102,24 @@ class Carry:
             for s in data.get("skills", ())
         )
         seqs = tuple(_checked("Carry", "seq", s, int) for s in data.get("current_request_seqs", ()))
+        plan = tuple(_plan_item(item) for item in data.get("agent_plan", ()))
         return cls(
             skills=skills,
             files=_checked("Carry", "files", data.get("files", ""), str),
             current_request_seqs=seqs,
             mid_turn=_checked("Carry", "mid_turn", data.get("mid_turn", False), bool),
             window=_checked("Carry", "window", data.get("window", 0), int),
+            plan=plan,
         )
+
+
+def _plan_item(data: Mapping[str, Any]) -> PlanItem:
+    step, status = data.get("step"), data.get("status", "pending")
+    if not isinstance(step, str) or status not in PLAN_STATUSES:
+        raise ValueError(
+            f"Carry.plan: expected {{step: text, status: {'/'.join(PLAN_STATUSES)}}}, got {data!r}"
+        )
+    return PlanItem(step, status)
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,7 @@ from avibe.sources.background import BackgroundJobs
 from avibe.tools.approval import ApprovalPolicy
 from avibe.tools.base import PathPolicy, check_arguments
 from avibe.tools.files import EditFile, ReadFile, ReadLedger, WriteFile
+from avibe.tools.plan import UpdatePlan
 from avibe.tools.record_query import RecordQuery
 from avibe.tools.sandbox import SandboxPolicy
 from avibe.tools.search import ListFiles, SearchFiles
@@ -79,6 +80,7 @@ def default_tools(
         ListFiles(policy),
         SearchFiles(policy),
         Shell(workdir, jobs, sandbox=sandbox, approval=approval),
+        UpdatePlan(),
         SkillLoad(skill_dirs),
         RecordQuery(store, session_id),
     ]
