@@ -49,6 +49,7 @@ def test_the_plan_survives_a_checkpoint_verbatim(make_harness: Any) -> None:
     h = _run(make_harness)
     [stored] = h.checkpoints()
     assert "\n".join(p.line() for p in stored.carry.plan) == PLAN
+    assert "[>] ticket 003" in stored.scene and "[ ] ticket 004" in stored.scene  # S2: in the scene too
     after = h.model.requests[-1].messages
     tool_results = [m.content for m in after if m.role == "tool"]
     assert not any("Plan updated" in c for c in tool_results)  # the update_plan result moved out ...
@@ -58,8 +59,14 @@ def test_the_plan_survives_a_checkpoint_verbatim(make_harness: Any) -> None:
 def test_without_the_carry_the_queue_position_is_lost(
     make_harness: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from dataclasses import replace
+
     from avibe.agent import loop
 
-    monkeypatch.setattr(loop, "render_plan", lambda plan: "")
+    facts = loop.Vibey._harness_facts
+    monkeypatch.setattr(loop, "render_plan", lambda plan: "")  # not in the recollection ...
+    monkeypatch.setattr(loop.Vibey, "_harness_facts", lambda self, s: replace(facts(self, s), plan=()))
     h = _run(make_harness)
-    assert "[>] ticket 003" not in "\n".join(m.content for m in h.model.requests[-1].messages)
+    assert "[>] ticket 003" not in "\n".join(
+        m.content for m in h.model.requests[-1].messages
+    )  # ... nor scene

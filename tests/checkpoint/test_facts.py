@@ -83,7 +83,7 @@ def test_S6_the_failing_call_comes_first_then_files_modified_then_read() -> None
         f"{HARNESS_MARK} last failing call: shell `make test` -> E0042: fixture missing; "
         "modified app.py; read docs/guide.md"
     )
-    assert facts_text(HarnessFacts(), 32_768) == {"waiting_for": "", "exact_references": ""}
+    assert facts_text(HarnessFacts(), 32_768) == {"progress": "", "waiting_for": "", "exact_references": ""}
 
 
 def test_V1_S3_validation_names_a_harness_line_the_scene_lacks() -> None:
@@ -102,3 +102,14 @@ def test_S3_a_scene_the_model_left_as_none_gets_the_harness_line_alone() -> None
     facts = HarnessFacts(waiting=(WaitingJob("bg-1", "./reindex.sh", "/logs/bg-1.log"),))
     merged = add_facts(SceneParts(*(["none"] * 6)), facts, 8_192)
     assert merged.waiting_for == f"{HARNESS_MARK} background job bg-1: `./reindex.sh`, log /logs/bg-1.log"
+
+
+def test_S2_the_plan_goes_into_progress_where_the_queue_stands_first() -> None:
+    from avibe.checkpoint.facts import HarnessFacts, facts_text
+    from avibe.record.checkpoint import PlanItem
+
+    done = [PlanItem(f"ticket {i:03d}", "done") for i in range(1, 40)]
+    plan = (*done, PlanItem("ticket 040", "in_progress"), PlanItem("ticket 041"))
+    text = facts_text(HarnessFacts(plan=plan), 4_096)["progress"]
+    assert text.index("[>] ticket 040") < text.index("[ ] ticket 041")  # the position survives any cut
+    assert "done steps" in text  # the finished part is what was left out for room, and it says so

@@ -359,10 +359,11 @@ class Vibey:
         return self._commit(state, result, tokens), result
 
     def _harness_facts(self, state: LiveState) -> HarnessFacts:
-        """What the harness knows, for the scene (S3, S6): waiting jobs, files (A2), the last failure."""
+        """What the harness knows, for the scene (S2, S3, S6): the plan, waiting jobs, files (A2), the last
+        failure."""
         failure = FailedCall(*state.last_failure) if state.last_failure else None
         waiting = tuple(WaitingJob(*job) for job in self.waiting_for())
-        return HarnessFacts(waiting, state.files_read, state.files_modified, failure)
+        return HarnessFacts(waiting, state.files_read, state.files_modified, failure, state.plan)
 
     def move_out(self, state: LiveState, tokens: int, action: MoveOut) -> tuple[LiveState, CheckpointResult]:
         """V7 (RoomOps): the oldest part moves out without the model."""
@@ -394,9 +395,7 @@ class Vibey:
         if how.fallback == "model-free":
             self.events(CheckpointFallback(saved.number, before, after, result.reason))
         else:
-            self.events(
-                CheckpointAccepted(saved.number, before, after, how.calls, how.seconds, how.fallback)
-            )
+            self.events(CheckpointAccepted(saved.number, before, after, how.calls, how.seconds, how.fallback))
         return state
 
     def _carry(self, state: LiveState) -> Carry:

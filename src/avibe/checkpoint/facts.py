@@ -36,10 +36,11 @@ from typing import Any, Final
 
 from avibe.checkpoint.model import Problem
 from avibe.checkpoint.scene import SceneParts, parse_scene, render_scene
+from avibe.record.checkpoint import PlanItem
 
 HARNESS_MARK: Final = "(from Avibe's own state)"
-FACTS_CHARS: Final[dict[str, int]] = {"waiting_for": 800, "exact_references": 1_000}
-FACTS_FLOOR_CHARS: Final[dict[str, int]] = {"waiting_for": 360, "exact_references": 420}
+FACTS_CHARS: Final[dict[str, int]] = {"progress": 800, "waiting_for": 800, "exact_references": 1_000}
+FACTS_FLOOR_CHARS: Final[dict[str, int]] = {"progress": 360, "waiting_for": 360, "exact_references": 420}
 FACTS_REFERENCE_WINDOW: Final = 32_768
 NOTE_ROOM: Final = 90  # characters kept free for the closing "+N more" note
 ARGUMENT_CHARS: Final = 200  # a failing call's arguments, shown at most this long (then "...")
@@ -77,10 +78,11 @@ class HarnessFacts:
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
     failure: FailedCall | None = None
+    plan: tuple[PlanItem, ...] = ()  # the agent's plan (update_plan), verbatim into "Progress" (S2)
 
     @property
     def is_empty(self) -> bool:
-        return not (self.waiting or self.files_read or self.files_modified or self.failure)
+        return not (self.waiting or self.files_read or self.files_modified or self.failure or self.plan)
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -139,6 +141,16 @@ def _waiting_items(facts: HarnessFacts) -> list[str]:
     return items
 
 
+def _plan_items(facts: HarnessFacts) -> list[tuple[str, str]]:
+    """The plan's steps, where the queue stands first: the step in progress, the pending ones in order,
+    then the done ones (a long queue's finished part is what is left out for room)."""
+    order = {"in_progress": 0, "pending": 1, "done": 2}
+    steps = sorted(facts.plan, key=lambda p: order[p.status])  # stable: the plan's own order within each
+    kinds = {"in_progress": "steps in progress", "pending": "pending steps", "done": "done steps"}
+    return [(kinds[p.status], ("plan: " if i == 0 else "") + _shorten(p.line(), ARGUMENT_CHARS))
+            for i, p in enumerate(steps)]  # fmt: skip
+
+
 def _reference_items(facts: HarnessFacts) -> list[tuple[str, str]]:
     """(kind, item) in order of importance: the failing call, files modified, files read."""
     items: list[tuple[str, str]] = []
@@ -181,7 +193,9 @@ def facts_text(facts: HarnessFacts, window: int) -> dict[str, str]:
     limits = facts_limits(window)
     waiting = [("background jobs", item) for item in _waiting_items(facts)]
     references = _reference_items(facts)
+    plan = _plan_items(facts)
     return {
+        "progress": _fit(plan, limits["progress"]) if plan else "",
         "waiting_for": _fit(waiting, limits["waiting_for"]) if waiting else "",
         "exact_references": _fit(references, limits["exact_references"]) if references else "",
     }
@@ -203,6 +217,7 @@ def add_facts(parts: SceneParts, facts: HarnessFacts, window: int) -> SceneParts
     extra = facts_text(facts, window)
     return replace(
         parts,
+        progress=_with(parts.progress, extra["progress"]),
         waiting_for=_with(parts.waiting_for, extra["waiting_for"]),
         exact_references=_with(parts.exact_references, extra["exact_references"]),
     )

@@ -432,6 +432,7 @@ def open_session(
             config=config,
             events=events,
             skill_text=current_skill,
+            waiting_for=jobs.waiting,  # S3: the scene names every job still running, from the harness
         )
         host = SessionHost(store, session.id, vibey, clock, events)
         host.add_source(JobsSource(jobs))

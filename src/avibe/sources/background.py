@@ -121,6 +121,10 @@ class BackgroundJobs:
         log.info("background %s started: %s", job_id, command)
         return info
 
+    def waiting(self) -> list[tuple[str, str, str]]:
+        """(id, command, log path) of each job still running: what the scene's "Waiting for" names (S3)."""
+        return [(job.info.id, job.info.command, str(job.log_path)) for job in self._jobs.values()]
+
     def running(self) -> list[JobInfo]:
         """The jobs not yet delivered as finished, oldest first."""
         return [job.info for job in self._jobs.values()]
