@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from avibe.errors import AvibeError
 from avibe.evals.importers import (
@@ -318,3 +320,59 @@ def test_a_json_string_with_a_line_separator_is_one_line(tmp_path: Path) -> None
     line = _claude_line("first\u2028second\x85third").replace("\\u2028", "\u2028").replace("\\u0085", "\x85")
     path = _raw(tmp_path, "s.jsonl", line + "\n")
     assert _users(path) == ["first\u2028second\x85third"]
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=8,
+)
+FIELDS = "content message payload type role info parts time text input arguments output state id timestamp"
+fields = st.sampled_from([*FIELDS.split(" "), "created", "tool_use_id"])
+
+
+@st.composite
+def mangled(draw: st.DrawFn) -> tuple[str, str]:
+    """A real fixture with some of its values swapped for any JSON value."""
+    name = draw(st.sampled_from(["claude_session.jsonl", "codex_rollout.jsonl", "opencode_export.json"]))
+    text = (FIXTURES / name).read_text(encoding="utf-8")
+    documents = text.splitlines() if name.endswith(".jsonl") else [text]
+    changed = []
+    for document in documents:
+        data = json.loads(document)
+        for _ in range(draw(st.integers(0, 3))):
+            _swap(data, draw(fields), draw(json_values), draw(st.integers(0, 50)))
+        changed.append(json.dumps(data, allow_nan=True))
+    return name, "\n".join(changed) + "\n"
+
+
+def _swap(data: object, key: str, value: object, nth: int) -> None:
+    """Replace the nth-found value under `key` (depth first) with `value`."""
+    found: list[dict[str, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if key in node:
+                found.append(node)
+            for child in node.values():
+                walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(data)
+    if found:
+        found[nth % len(found)][key] = value
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(mangled())
+def test_a_mangled_session_file_imports_or_is_one_clear_error(tmp_path: Path, case: tuple[str, str]) -> None:
+    """Whatever type a field has, import either works or ends in SessionImportError - never a traceback."""
+    name, text = case
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    try:
+        parse_session_file(path, "kofi")
+    except SessionImportError as err:
+        assert "\n" not in str(err)

@@ -123,6 +123,11 @@ def _claude_command(text: str, ref: str) -> str:
     return text.strip()
 
 
+def _name(value: object) -> str:
+    """A type or role field as text; anything that is not text names nothing."""
+    return value if isinstance(value, str) else ""
+
+
 def _shown(path: Path) -> str:
     """The path for a one-line message: control characters escaped."""
     return "".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in str(path))
@@ -322,7 +327,11 @@ def _claude_line(c: _Collector, data: Mapping[str, Any], at: datetime) -> None:
 def parse_claude(path: Path, user: str) -> Imported:
     c, origin = _Collector(user, AGENT_NAMES["claude"]), ""
     for number, data in _lines(path):
-        if data.get("type") not in {"user", "assistant"} or data.get("isSidechain") or data.get("isMeta"):
+        if (
+            _name(data.get("type")) not in {"user", "assistant"}
+            or data.get("isSidechain")
+            or data.get("isMeta")
+        ):
             continue
         if data.get("isCompactSummary"):  # Claude Code's own summary: not the person's words
             continue
@@ -359,7 +368,7 @@ def _codex_output(raw: object) -> str:
 
 
 def _codex_item(c: _Collector, item: Mapping[str, Any], at: datetime) -> None:
-    kind = item.get("type")
+    kind = _name(item.get("type"))
     if kind == "message":
         content = _content(c, item.get("content"), str(item.get("role", "message")))
         blocks = [content] if isinstance(content, str) else [str(b.get("text", "")) for b in content]
@@ -530,14 +539,15 @@ def detect_format(path: Path) -> Format:
     if _is_opencode(path):
         return "opencode"
     for _, data in _lines(path):
-        if "payload" in data and data.get("type") in {
+        if "payload" in data and _name(data.get("type")) in {
             "session_meta",
             "response_item",
             "event_msg",
             "turn_context",
         }:
             return "codex"
-        if data.get("type") in {"user", "assistant", "summary"} and ("message" in data or "summary" in data):
+        kind = _name(data.get("type"))
+        if kind in {"user", "assistant", "summary"} and ("message" in data or "summary" in data):
             return "claude"
     raise SessionImportError(
         f"{_shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode session"
