@@ -93,6 +93,8 @@ def test_S3_T1_a_background_job_outlives_its_turn_and_its_completion_wakes_vibey
     assert kinds.count("turn_started") == 2 and kinds[-1] == "idle"
     arrived = [e for e in events if e.kind == "input"]
     assert [a.source for a in arrived] == ["user", "callback"] and arrived[1].tag.startswith("[Harness:")
+    state = vibey.load_state()  # S6: what the harness now knows for the next scene
+    assert state.finished_jobs == ("bg-1",) and state.commands == ("sleep 1; echo job done",)
     host.close()
 
 

@@ -244,14 +244,23 @@ class Vibey:
             return state
         present = {m.seq for m in state.messages if m.seq is not None}
         messages, turn_users = list(state.messages), list(state.turn_user_seqs)
+        finished = state.finished_jobs
         for item in new:
             if item.seq in present or (item.role == "assistant" and not item.text.strip()):
                 continue  # already here, or a tool-calls-only reply whose results died with a process
             messages.append(ChatMessage(item.role, item.text, seq=item.seq, kind=item.kind))
+            if item.kind == "callback" and item.ref:  # a background job reported back (S6)
+                finished = remember_file(finished, item.ref, keep=10)
             if item.is_user:
                 turn_users.append(item.seq)
         last = max([state.last_seq, *(i.seq for i in new)])
-        return replace(state, messages=tuple(messages), last_seq=last, turn_user_seqs=tuple(turn_users))
+        return replace(
+            state,
+            messages=tuple(messages),
+            last_seq=last,
+            turn_user_seqs=tuple(turn_users),
+            finished_jobs=finished,
+        )
 
     # ---- the view ------------------------------------------------------------------------------------
 
@@ -363,7 +372,15 @@ class Vibey:
         failure."""
         failure = FailedCall(*state.last_failure) if state.last_failure else None
         waiting = tuple(WaitingJob(*job) for job in self.waiting_for())
-        return HarnessFacts(waiting, state.files_read, state.files_modified, failure, state.plan)
+        return HarnessFacts(
+            waiting,
+            state.files_read,
+            state.files_modified,
+            failure,
+            state.plan,
+            state.commands,
+            state.finished_jobs,
+        )
 
     def move_out(self, state: LiveState, tokens: int, action: MoveOut) -> tuple[LiveState, CheckpointResult]:
         """V7 (RoomOps): the oldest part moves out without the model."""
@@ -561,6 +578,9 @@ class Vibey:
         loaded = result.skill_loaded or (None if result.is_error else shell_skill_load(call))
         if result.plan is not None:  # the harness keeps the plan; checkpoints carry it verbatim
             state = replace(state, plan=result.plan)
+        command = call.arguments.get("command") if call.name == "shell" else None
+        if isinstance(command, str) and command.strip():  # S6: the commands run, for the scene
+            state = replace(state, commands=remember_file(state.commands, command.strip(), keep=5))
         for path in result.files_read:
             state = replace(state, files_read=remember_file(state.files_read, path))
         for path in result.files_modified:

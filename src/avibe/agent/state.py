@@ -65,6 +65,8 @@ class LiveState:
     files_modified: tuple[str, ...] = ()
     dismissed: tuple[int, ...] = ()
     plan: tuple[PlanItem, ...] = ()  # the agent's plan (update_plan), kept by the harness
+    commands: tuple[str, ...] = ()  # the latest shell commands run, newest first (S6)
+    finished_jobs: tuple[str, ...] = ()  # background jobs that reported back, newest first (S6)
     checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
     last_failure: tuple[str, str, str] | None = (
         None  # the last failing tool call: name, arguments, error line
@@ -82,6 +84,8 @@ class LiveState:
             "files_modified": list(self.files_modified),
             "dismissed": list(self.dismissed),
             "plan": [{"step": p.step, "status": p.status} for p in self.plan],
+            "commands": list(self.commands),
+            "finished_jobs": list(self.finished_jobs),
             "checkpointing": self.checkpointing,
             "last_failure": list(self.last_failure) if self.last_failure else None,
             "extra": dict(self.extra),
@@ -99,6 +103,8 @@ class LiveState:
             files_modified=tuple(data.get("files_modified", ())),
             dismissed=tuple(data.get("dismissed", ())),
             plan=tuple(PlanItem(p["step"], p["status"]) for p in data.get("plan", ())),
+            commands=tuple(data.get("commands", ())),
+            finished_jobs=tuple(data.get("finished_jobs", ())),
             checkpointing=bool(data.get("checkpointing", False)),
             last_failure=_failure(data.get("last_failure")),
             extra=dict(data.get("extra", {})),

@@ -79,10 +79,20 @@ class HarnessFacts:
     files_modified: tuple[str, ...] = ()
     failure: FailedCall | None = None
     plan: tuple[PlanItem, ...] = ()  # the agent's plan (update_plan), verbatim into "Progress" (S2)
+    commands: tuple[str, ...] = ()  # the latest shell commands run, newest first (S6)
+    finished: tuple[str, ...] = ()  # background jobs that reported back, newest first (S6)
 
     @property
     def is_empty(self) -> bool:
-        return not (self.waiting or self.files_read or self.files_modified or self.failure or self.plan)
+        return not (
+            self.waiting
+            or self.files_read
+            or self.files_modified
+            or self.failure
+            or self.plan
+            or self.commands
+            or self.finished
+        )
 
 
 def _shorten(text: str, limit: int) -> str:
@@ -152,13 +162,21 @@ def _plan_items(facts: HarnessFacts) -> list[tuple[str, str]]:
 
 
 def _reference_items(facts: HarnessFacts) -> list[tuple[str, str]]:
-    """(kind, item) in order of importance: the failing call, files modified, files read."""
+    """(kind, item) in order of importance: the failing call, jobs that finished, the latest commands,
+    files modified, files read."""
     items: list[tuple[str, str]] = []
+    failing = ""
     if facts.failure is not None:
         f = facts.failure
+        failing = f.arguments
         call = f"{_shorten(f.name, ARGUMENT_CHARS)} {_code(_shorten(f.arguments, ARGUMENT_CHARS))}"
         error = _shorten(f.error_line, ERROR_CHARS) or "(no error text)"
         items.append(("failing call", f"last failing call: {call} -> {error}"))
+    for job in dict.fromkeys(facts.finished):  # short, and what a later "is X done?" needs
+        items.append(("finished jobs", f"background job {_shorten(job, ARGUMENT_CHARS)} finished"))
+    for command in dict.fromkeys(facts.commands):
+        if command != failing:
+            items.append(("commands run", f"ran {_code(_shorten(command, ARGUMENT_CHARS))}"))
     seen: set[str] = set()
     for path in facts.files_modified:
         if path not in seen:

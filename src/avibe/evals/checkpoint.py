@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import tempfile
 import threading
@@ -29,6 +30,7 @@ from avibe.agent.driver import CheckpointDriver, CheckpointResult, checkpoint_fr
 from avibe.agent.driver import mode_for as driver_mode_for
 from avibe.agent.room import make_room
 from avibe.checkpoint.budgets import Budgets, budgets_for
+from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failed_call
 from avibe.checkpoint.plan import CheckpointRunState
 from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
 from avibe.checkpoint.trigger import TriggerDecision
@@ -101,6 +103,7 @@ class _Carry:
     dismissed: tuple[int, ...] = ()
     run: CheckpointRunState = field(default_factory=CheckpointRunState)
     number: int = 0
+    known: dict[str, Any] = field(default_factory=dict)  # the replay's harness state (see _ReplayHarness)
 
     @classmethod
     def parse(cls, text: str) -> _Carry:
@@ -108,12 +111,12 @@ class _Carry:
             return cls()
         data = json.loads(text)
         run = CheckpointRunState(data["failures"], data["too_little"])
-        return cls(data["checkpoint"], tuple(data["dismissed"]), run, data["number"])
+        return cls(data["checkpoint"], tuple(data["dismissed"]), run, data["number"], data.get("known", {}))
 
     def dump(self) -> str:
         return json.dumps({"checkpoint": self.checkpoint, "dismissed": list(self.dismissed),
                            "failures": self.run.failures, "too_little": self.run.too_little,
-                           "number": self.number})  # fmt: skip
+                           "number": self.number, "known": self.known})  # fmt: skip
 
     def stored(self, session: str) -> StoredCheckpoint | None:
         c = self.checkpoint
@@ -157,6 +160,73 @@ def _work_dir() -> Iterator[Path]:
             _slots_busy.discard(slot)
 
 
+_STARTED_JOB = re.compile(r"started background job (\S+)")
+_JOB_LOG = re.compile(r"^log: (\S+)", re.MULTILINE)
+_READS: Final = frozenset({"read_file", "read"})
+_WRITES: Final = frozenset({"write_file", "edit_file", "write", "edit"})
+
+
+@dataclass
+class _ReplayHarness:
+    """What Vibey's harness would know in the replayed session (its LiveState and job table): files read
+    and written, the last failing call, the background jobs started and not yet reported. Built from the
+    replay's tool calls and record as they go by, and carried between compactions (moved-out messages are
+    gone from the context, but the harness remembers, as Vibey's does)."""
+
+    files_read: list[str] = field(default_factory=list)
+    files_modified: list[str] = field(default_factory=list)
+    failure: list[str] | None = None
+    jobs: dict[str, list[str]] = field(default_factory=dict)  # id -> [command, log]
+    commands: list[str] = field(default_factory=list)
+    finished: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, data: dict[str, Any]) -> _ReplayHarness:
+        return cls(list(data.get("read", [])), list(data.get("modified", [])), data.get("failure"),
+                   dict(data.get("jobs", {})), list(data.get("commands", [])),
+                   list(data.get("finished", [])))  # fmt: skip
+
+    def dump(self) -> dict[str, Any]:
+        return {"read": self.files_read, "modified": self.files_modified, "failure": self.failure,
+                "jobs": self.jobs, "commands": self.commands, "finished": self.finished}  # fmt: skip
+
+    def see(self, messages: Sequence[ChatMessage], record: Sequence[Entry]) -> None:
+        calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
+        for message in messages:
+            call = calls.get(message.tool_call_id or "") if message.role == "tool" else None
+            if call is not None:
+                self._tool(call.name, call.arguments, message.content)
+        reported = [e.source.ref for e in record if e.kind == "callback" and e.source.ref]
+        for job in reported:
+            _remember(self.finished, job, 10)
+        self.jobs = {job: info for job, info in self.jobs.items() if job not in reported}
+
+    def _tool(self, name: str, arguments: Mapping[str, Any], output: str) -> None:
+        path, command = arguments.get("path"), arguments.get("command")
+        if isinstance(path, str) and name in _READS | _WRITES:
+            _remember(self.files_read if name in _READS else self.files_modified, path, 50)
+        if name == "shell" and isinstance(command, str) and command.strip():
+            _remember(self.commands, command.strip(), 5)
+        failed = failed_call(name, arguments, output.removeprefix("ERROR: "), output.startswith("ERROR: "))
+        if failed is not None:
+            self.failure = [failed.name, failed.arguments, failed.error_line]
+        started = _STARTED_JOB.search(output)
+        if started:
+            log = _JOB_LOG.search(output)
+            self.jobs[started.group(1)] = [str(arguments.get("command", "")), log.group(1) if log else ""]
+
+    def facts(self) -> HarnessFacts:
+        waiting = tuple(WaitingJob(job, command, log) for job, (command, log) in self.jobs.items())
+        failure = FailedCall(*self.failure) if self.failure else None
+        return HarnessFacts(waiting, tuple(self.files_read), tuple(self.files_modified), failure, (),
+                            tuple(self.commands), tuple(self.finished))  # fmt: skip
+
+
+def _remember(items: list[str], item: str, keep: int) -> None:
+    """Newest first, deduplicated, bounded: as Vibey's LiveState keeps its lists."""
+    items[:] = [item, *(i for i in items if i != item)][:keep]
+
+
 @dataclass(frozen=True, slots=True)
 class _Context:
     """The replay's context as the room loop's state: system prompt, recollection, conversation."""
@@ -193,6 +263,7 @@ class _ReplayOps:
     driver: CheckpointDriver
     counter: TokenCounter
     budgets: Budgets
+    facts: HarnessFacts = field(default_factory=HarnessFacts)
 
     def tokens(self, state: _Context) -> int:
         return self.counter.count_messages(state.messages)
@@ -208,7 +279,7 @@ class _ReplayOps:
                                  previous=state.stored, budgets=self.budgets, dismissed=state.dismissed,
                                  turn_start=None, tools=(), carry=Carry(),
                                  provenance=Provenance(trigger=action.reason, tokens_before=tokens),
-                                 partial=isinstance(action, PartialCheckpoint))  # fmt: skip
+                                 partial=isinstance(action, PartialCheckpoint), facts=self.facts)  # fmt: skip
         return (state if result.checkpoint is None else state.adopt(result)), result
 
     def move_out(self, state: _Context, tokens: int, action: MoveOut) -> tuple[_Context, CheckpointResult]:
@@ -248,18 +319,21 @@ def _compact(
     context = _Context(state.messages[0], carry.stored(state.session), carry.number, conversation,
                        frozenset(carry.dismissed))  # fmt: skip
     metered = _Metered(model, counter)
+    known = _ReplayHarness.of(carry.known)
+    known.see(conversation, state.record)
     with _work_dir() as tmp:
         clock = _FixedClock(state.record[-1].at)
         driver = CheckpointDriver(
             entries_lookup(state.record), metered, counter, state.session, tmp, clock, mode
         )
-        room = make_room(context, _ReplayOps(driver, counter, budgets), limits, carry.run)
+        ops = _ReplayOps(driver, counter, budgets, known.facts())
+        room = make_room(context, ops, limits, carry.run)
     if room.stop is not None:
         why = "; ".join(r.reason for r in room.results if r.reason) or room.stop.reason
         raise CompactionFailed(f"the checkpoint could neither run nor move anything out: {why}")
     new = room.state
     carried = _as_carried(new.stored) if new.stored else None
-    new_carry = _Carry(carried, tuple(sorted(new.dismissed)), room.run, new.number)
+    new_carry = _Carry(carried, tuple(sorted(new.dismissed)), room.run, new.number, known.dump())
     accepted = [r for r in room.results if r.checkpoint is not None]
     if not accepted:  # V5: a failed checkpoint changes nothing while the request still fits
         notes = tuple(r.reason for r in room.results if r.reason)

@@ -21,6 +21,7 @@ class Input:
     kind: Kind
     role: Literal["user", "assistant"]
     text: str
+    ref: str = ""  # the source's id (a callback's job id, a watch id ...), from the stored fields
 
     @property
     def is_user(self) -> bool:
@@ -29,7 +30,7 @@ class Input:
 
 def render_input(entry: Entry) -> Input:
     role: Literal["user", "assistant"] = "assistant" if entry.kind == "assistant" else "user"
-    return Input(entry.seq, entry.kind, role, render_entry_text(entry))
+    return Input(entry.seq, entry.kind, role, render_entry_text(entry), entry.source.ref)
 
 
 class Inbox(Protocol):
