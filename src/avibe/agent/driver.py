@@ -233,6 +233,13 @@ class CheckpointDriver:
                 part = partial_plan(conversation, self.counter, max(room, 0), attempt, turn_start)
                 if part is not None:
                     attempts.append((part, (*base_view, *part.moved), "partial"))
+            if not attempts:  # U2: a partial checkpoint that could not even be planned is logged too
+                log.warning(
+                    "session %s: no partial checkpoint could be planned (V6): a turn has room for %d tokens "
+                    "and no older part fits it",
+                    self.session_id,
+                    max(room, 0),
+                )
         stats = TurnStats()
         last_reason = "the conversation is too large even for a partial checkpoint turn (V6)"
         for chosen, turn_view, fallback in attempts:

@@ -36,7 +36,13 @@ from avibe.checkpoint.carry import LoadedSkill as CarrySkill
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer, skills_to_put_back
 from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failed_call
 from avibe.checkpoint.mind import strip_guidance
-from avibe.checkpoint.plan import CheckpointRunState, StopDecision, cut_tool_output, too_long_to_continue
+from avibe.checkpoint.plan import (
+    CheckpointRunState,
+    StopDecision,
+    cut_tool_output,
+    request_parts,
+    too_long_to_continue,
+)
 from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
 from avibe.checkpoint.trigger import TriggerDecision, should_checkpoint
 from avibe.checkpoint.turn import Mode
@@ -456,14 +462,18 @@ class Vibey:
         return room.state, self._stop_decision(room.state, room.tokens)
 
     def _stop_decision(self, state: LiveState, tokens: int) -> StopDecision:
-        system = self._system_tokens
+        """U3: what the request is made of, named (the room policy found nothing left to move out)."""
+        system, tools = self._system_tokens, self._tool_tokens
         conversation = self.counter.count_messages(state.messages)
-        parts = {
-            "system prompt": system,
-            "tool list": self._tool_tokens,
-            "checkpoint": max(tokens - system - conversation - self._tool_tokens, 0),
-            "current messages": conversation,
-        }
+        recollection = max(tokens - system - conversation - tools, 0)
+        parts = request_parts(
+            state.messages,
+            self.counter,
+            self._turn_start(state),
+            system_prompt=system,
+            tool_list=tools,
+            checkpoint=recollection,
+        )
         return too_long_to_continue(parts, self.hard_limit, 0)
 
     # ---- the turn ------------------------------------------------------------------------------------
