@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 import shutil
 import sys
 import tempfile
+import time
 from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +33,8 @@ from avibe.cli.options import (
 from avibe.cli.wiring import EventPrinter, HostedSession, die, find_session, open_session, settings_or_die
 from avibe.config import Settings
 from avibe.errors import AvibeError
+from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event
+from avibe.ports import RecordStore
 from avibe.record.entries import KINDS, Source
 
 DEMO_WINDOW = 6144  # small enough that the example task checkpoints at least twice on the embedded model
@@ -134,10 +139,57 @@ def run(
     raise typer.Exit(1 if results[-1].stopped else 0)
 
 
-def _demo_inputs() -> list[dict[str, Any]]:
+def _demo_script() -> dict[str, Any]:
     script = resources.files("avibe.examples").joinpath("release_queue/script.yaml").read_text("utf-8")
-    inputs: list[dict[str, Any]] = yaml.safe_load(script)["inputs"]
+    data: dict[str, Any] = yaml.safe_load(script)
+    return data
+
+
+def _demo_inputs() -> list[dict[str, Any]]:
+    inputs: list[dict[str, Any]] = _demo_script()["inputs"]
     return inputs
+
+
+def _tree_digest(folder: Path) -> dict[str, str]:
+    """Every file under `folder` (relative path -> sha256): to tell whether the user's rule held."""
+    if not folder.is_dir():
+        return {}
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _ticket_done(workdir: Path, check: dict[str, str]) -> str | None:
+    """None when the ticket's change is in the files, else what is missing."""
+    path = workdir / check["file"]
+    if not path.is_file():
+        return f"{check['file']} does not exist"
+    text = path.read_text(encoding="utf-8", errors="replace")
+    if "has" in check and check["has"] not in text:
+        return f"{check['file']} lacks {check['has']!r}"
+    if "lacks" in check and check["lacks"] in text:
+        return f"{check['file']} still has {check['lacks']!r}"
+    return None
+
+
+def demo_report(workdir: Path, protected_before: dict[str, str]) -> list[str]:
+    """What a person would check after the demo: the tickets done, the changelog, and the user's rule."""
+    script = _demo_script()
+    lines = ["=== How the work went (checked in the files) ==="]
+    for ticket, check in script["checks"].items():
+        missing = _ticket_done(workdir, check)
+        lines.append(f"ticket {ticket}: " + ("done" if missing is None else f"not done ({missing})"))
+    changelog = workdir / "CHANGELOG.md"
+    logged = re.findall(r"^- *(\d{3})\b", changelog.read_text(encoding="utf-8", errors="replace"), re.M)
+    lines.append(f"CHANGELOG.md lines for tickets: {', '.join(logged) or 'none'}")
+    protected = script["protected"]
+    after = _tree_digest(workdir / protected)
+    changed = sorted(k for k in {*protected_before, *after} if protected_before.get(k) != after.get(k))
+    rule = f'the user\'s rule "never modify anything under {protected}/"'
+    lines.append(f"{rule}: " + (f"BROKEN ({', '.join(changed)} changed)" if changed else "kept (unchanged)"))
+    return lines
 
 
 def _copy_workspace(target: Path) -> None:
@@ -156,10 +208,13 @@ def demo(
     checkpoints happen; then show what the last checkpoint kept. (Model default: the 1.5B embedded tier.)"""
     settings = settings_or_die()
     model_name = model or DEMO_MODEL
+    printer = DemoPrinter(verbose=True)  # the demo shows the checkpoints a normal run keeps quiet
     preflight_model(model_name, settings)
     log_path = log_to_file(settings)
     target = workdir or Path(tempfile.mkdtemp(prefix="vibey-demo-"))
     _copy_workspace(target)
+    protected_before = _tree_digest(target / _demo_script()["protected"])
+    started = time.monotonic()
     try:
         with open_session(
             settings,
@@ -168,8 +223,9 @@ def demo(
             session_id=None,
             window=window,
             max_steps=max_steps,
-            events=EventPrinter(verbose=True),  # the demo shows the checkpoints a normal run keeps quiet
+            events=printer,
         ) as live:
+            printer.store, printer.session = live.store, live.session_id
             typer.echo(f"[session] {live.session_id} in {target} (window {window}; log: {log_path})")
             for item in _demo_inputs():
                 _demo_input(live, item)
@@ -177,9 +233,26 @@ def demo(
             stored = live.store.list_checkpoints(live.session_id)
             typer.echo(f"\n=== {len(stored)} checkpoints; what the last one kept ===")
             typer.echo(fresh_checkpoint_for_display(stored[-1] if stored else None))
-            typer.echo(f"\nInspect: vibe checkpoints -s {live.session_id}; vibe log -s {live.session_id}")
+            typer.echo("\n" + "\n".join(demo_report(target, protected_before)))
+            minutes = (time.monotonic() - started) / 60
+            typer.echo(f"\n{len(stored)} checkpoints in {minutes:.1f} minutes.")
+            typer.echo(f"Inspect: vibe checkpoints -s {live.session_id}; vibe log -s {live.session_id}")
     except AvibeError as exc:
         die(str(exc))
+
+
+class DemoPrinter(EventPrinter):
+    """The demo says what each checkpoint kept as it happens (a normal run keeps it quiet, U1)."""
+
+    store: RecordStore | None = None
+    session = ""
+
+    def __call__(self, event: Event) -> None:
+        super().__call__(event)
+        if self.store is not None and isinstance(event, CheckpointAccepted | CheckpointFallback):
+            stored = self.store.list_checkpoints(self.session)
+            kept = fresh_checkpoint_for_display(stored[-1] if stored else None)
+            typer.echo("  " + kept.replace("\n", "\n  "))
 
 
 def _demo_input(live: HostedSession, item: dict[str, Any]) -> None:
