@@ -5,75 +5,28 @@ why) and vendor/ is untouched; on a terminal (a pty) the person's "y" lets the c
 
 from __future__ import annotations
 
-import json
 import os
 import pty
 import select
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from avibe.cli.wiring import TerminalApprover, terminal_approver
 from avibe.tools.approval import ApprovalRequest
+from openai_chat import ChatServer, serve_chat
 
 CONFIG = 'approval = "ask"\n[rules]\ndeny = ["vendor/**"]\nallow_commands = ["ls"]\n'
 
 
-class Chat:
-    def __init__(self) -> None:
-        self.replies: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        self.url = ""
-
-    def call(self, name: str, **arguments: Any) -> None:
-        call = {"id": f"call_{len(self.replies)}", "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
-        self.replies.append({"role": "assistant", "content": None, "tool_calls": [call]})
-
-    def say(self, text: str) -> None:
-        self.replies.append({"role": "assistant", "content": text})
-
-    def tool_outputs(self) -> list[str]:
-        return [m["content"] for m in self.requests[-1]["messages"] if m.get("role") == "tool"]
-
-
 @pytest.fixture
-def chat() -> Iterator[Chat]:
-    state = Chat()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            state.requests.append(json.loads(self.rfile.read(int(self.headers.get("content-length", "0")))))
-            message = state.replies.pop(0) if state.replies else {"role": "assistant", "content": "?"}
-            finish = "tool_calls" if message.get("tool_calls") else "stop"
-            payload = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-                       "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                       "usage": {"prompt_tokens": 100, "completion_tokens": 5}}  # fmt: skip
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield state
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+def chat() -> Iterator[ChatServer]:
+    with serve_chat() as server:
+        yield server
 
 
 @pytest.fixture
@@ -97,7 +50,7 @@ COMMAND = [sys.executable, "-c", "from avibe.cli import main; main()", "run", "c
 
 
 def test_without_a_terminal_ask_mode_refuses_and_deny_rules_hold(
-    tmp_path: Path, work: Path, chat: Chat
+    tmp_path: Path, work: Path, chat: ChatServer
 ) -> None:
     chat.call("shell", command="touch ran")
     chat.call("write_file", path="vendor/x.py", content="gone\n")
@@ -126,7 +79,7 @@ def _read_until(fd: int, needle: bytes, seconds: float) -> bytes:
     return seen
 
 
-def test_on_a_terminal_the_person_approves_a_command(tmp_path: Path, work: Path, chat: Chat) -> None:
+def test_on_a_terminal_the_person_approves_a_command(tmp_path: Path, work: Path, chat: ChatServer) -> None:
     chat.call("shell", command="touch ran")
     chat.say("Done.")
     master, slave = pty.openpty()

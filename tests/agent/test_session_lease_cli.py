@@ -13,61 +13,20 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-
-class StuckServer:
-    """An OpenAI-compatible chat server whose first request hangs until `release` (a model call that
-    takes minutes); later requests get "done."."""
-
-    def __init__(self) -> None:
-        self.requests = 0
-        self.first_arrived = threading.Event()
-        self.release = threading.Event()
-        self.url = ""
+from openai_chat import ChatServer, serve_chat
 
 
 @pytest.fixture
-def server() -> Iterator[StuckServer]:
-    state = StuckServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("content-length", "0")))
-            state.requests += 1
-            if state.requests == 1:
-                state.first_arrived.set()
-                state.release.wait(60)
-            message = {"role": "assistant", "content": "done."}
-            payload = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-                       "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-                       "usage": {"prompt_tokens": 100, "completion_tokens": 5}}  # fmt: skip
-            data = json.dumps(payload).encode()
-            try:
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except OSError:  # the client was killed meanwhile
-                pass
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    state.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
-        yield state
-    finally:
-        state.release.set()
-        httpd.shutdown()
-        httpd.server_close()
+def server() -> Iterator[ChatServer]:
+    """The model's server: a call that takes minutes is the first request held (`hold_first`)."""
+    with serve_chat() as chat:
+        chat.default = "done."
+        yield chat
 
 
 def _env(tmp_path: Path, url: str) -> dict[str, str]:
@@ -90,11 +49,12 @@ def _record(db: Path) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
 
 
 def test_a_second_run_is_refused_while_the_first_hosts_and_takes_over_after_kill_9(
-    tmp_path: Path, server: StuckServer
+    tmp_path: Path, server: ChatServer
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
     env = _env(tmp_path, server.url)
+    server.hold_first = threading.Event()  # the first run's model call hangs until released
     first = subprocess.Popen(
         _command("run", "--json", "first task"),
         env=env, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -124,7 +84,7 @@ def test_a_second_run_is_refused_while_the_first_hosts_and_takes_over_after_kill
         expected = f"vibe: session {session} is hosted by another process (pid {first.pid} on "
         assert lines[0].startswith(expected), lines[0]
         assert _record(db) == before  # nothing written: no entry, the lease untouched
-        assert server.requests == 1
+        assert len(server.requests) == 1
 
         first.send_signal(signal.SIGKILL)
         first.wait(30)
@@ -144,11 +104,11 @@ def test_a_second_run_is_refused_while_the_first_hosts_and_takes_over_after_kill
         if first.poll() is None:
             first.kill()
         first.communicate()  # reaps it and closes its pipes
-        server.release.set()
+        assert server.hold_first is not None
+        server.hold_first.set()
 
 
-def test_a_finished_run_leaves_the_session_free_for_the_next(tmp_path: Path, server: StuckServer) -> None:
-    server.requests = 1  # nothing hangs
+def test_a_finished_run_leaves_the_session_free_for_the_next(tmp_path: Path, server: ChatServer) -> None:
     work = tmp_path / "work"
     work.mkdir()
     env = _env(tmp_path, server.url)

@@ -9,63 +9,18 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-
-class ChatServer:
-    """Answers each chat completion with the next queued assistant message (OpenAI's format)."""
-
-    def __init__(self) -> None:
-        self.replies: list[dict[str, Any]] = []
-        self.requests: list[dict[str, Any]] = []
-        self.url = ""
-
-    def say(self, text: str) -> None:
-        self.replies.append({"role": "assistant", "content": text})
-
-    def call(self, name: str, **arguments: Any) -> None:
-        call = {"id": f"call_{len(self.replies)}", "type": "function",
-                "function": {"name": name, "arguments": json.dumps(arguments)}}  # fmt: skip
-        self.replies.append({"role": "assistant", "content": None, "tool_calls": [call]})
+from openai_chat import ChatServer, serve_chat
 
 
 @pytest.fixture
 def chat() -> Iterator[ChatServer]:
-    server = ChatServer()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers.get("content-length", "0"))) or b"{}")
-            server.requests.append(body)
-            message = server.replies.pop(0) if server.replies else {"role": "assistant", "content": "?"}
-            finish = "tool_calls" if message.get("tool_calls") else "stop"
-            payload = {"id": "c", "object": "chat.completion", "created": 1, "model": "gpt-4o",
-                       "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                       "usage": {"prompt_tokens": 100, "completion_tokens": 5}}  # fmt: skip
-            data = json.dumps(payload).encode()
-            self.send_response(200)
-            self.send_header("content-type", "application/json")
-            self.send_header("content-length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            return
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    try:
+    with serve_chat() as server:
         yield server
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
 
 
 def _vibe(tmp_path: Path, chat: ChatServer, *args: str) -> subprocess.CompletedProcess[str]:

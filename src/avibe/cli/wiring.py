@@ -48,7 +48,6 @@ if TYPE_CHECKING:
     from avibe.sources.background import BackgroundJobs
     from avibe.tools.approval import ApprovalRequest, Approver, Decision
 
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # One writer per session (issue 11 item 2): the lease lives LEASE_TTL_S past its last heartbeat, and
 # the heartbeat renews it every LEASE_BEAT_S. On this machine a dead holder's lease is taken over at
 # once; from another machine (a shared PostgreSQL) after LEASE_TTL_S.
@@ -73,20 +72,6 @@ def settings_or_die() -> Settings:
         return load_settings()
     except AvibeError as exc:
         die(str(exc))
-
-
-def setup_logging(settings: Settings) -> Path:
-    """U2: failures go to Avibe's log file, never to the screen."""
-    settings.log_dir.mkdir(parents=True, exist_ok=True)
-    path = settings.log_dir / "avibe.log"
-    root = logging.getLogger("avibe")
-    if not any(isinstance(h, logging.FileHandler) for h in root.handlers):
-        handler = logging.FileHandler(path, encoding="utf-8")
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
-        root.addHandler(handler)
-        root.setLevel(logging.INFO)
-        root.propagate = False
-    return path
 
 
 def open_record(settings: Settings) -> RecordStore:
