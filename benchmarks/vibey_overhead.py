@@ -37,6 +37,8 @@ from avibe.tools import ToolBox, default_tools
 
 
 class CharCounter:
+    additive = True  # a request's count is the sum of its messages' (the loop may cache them)
+
     def count(self, text: str) -> int:
         return (len(text) + 3) // 4
 

@@ -30,6 +30,8 @@ SCENE_ANSWER = {
 class CharCounter:
     """A deterministic TokenCounter double (about four characters a token) for scripted runs."""
 
+    additive = True  # a request's count is the sum of its messages' (the loop may cache them)
+
     def count(self, text: str) -> int:
         return (len(text) + 3) // 4
 

@@ -95,22 +95,29 @@ class RunConfig:
 
 
 class _MessageCounts:
-    """Token counts of the live messages, each counted once while it stays in the context (one count
-    per step: only what is new since the last step is tokenised)."""
+    """Token counts of the live messages. With an additive counter (a request's count is a constant plus
+    its messages' counts: the tiktoken estimates), each message is counted once while it stays in the
+    context, so a step tokenises only what is new. A chat template's exact count (the embedded model's) is
+    not additive - the template frames the whole list - so there the view is counted whole, once a step."""
 
     def __init__(self, counter: TokenCounter) -> None:
         self.counter = counter
+        self.additive = bool(getattr(counter, "additive", False))
         self._by_id: dict[int, tuple[ChatMessage, int]] = {}
         self._probe = -1
         self._empty = 0
 
     def refresh(self) -> None:
+        if not self.additive:
+            return
         probe = self.counter.count(_PROBE)
         if probe != self._probe:
             self._probe, self._by_id = probe, {}
             self._empty = self.counter.count_messages(())
 
     def total(self, messages: Sequence[ChatMessage]) -> int:
+        if not self.additive:
+            return self.counter.count_messages(messages) if messages else 0
         total, seen = self._empty, {}
         for message in messages:
             hit = self._by_id.get(id(message))
@@ -464,7 +471,7 @@ class Vibey:
     def _stop_decision(self, state: LiveState, tokens: int) -> StopDecision:
         """U3: what the request is made of, named (the room policy found nothing left to move out)."""
         system, tools = self._system_tokens, self._tool_tokens
-        conversation = self.counter.count_messages(state.messages)
+        conversation = self.counter.count_messages(state.messages) if state.messages else 0
         recollection = max(tokens - system - conversation - tools, 0)
         parts = request_parts(
             state.messages,

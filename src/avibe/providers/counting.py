@@ -46,6 +46,8 @@ def encoding_for(model: str) -> str:
 class TiktokenCounter:
     """Exact for OpenAI models of that encoding; an estimate for other providers."""
 
+    additive = True  # count_messages = a constant + the sum of each message's count (the loop caches those)
+
     def __init__(self, encoding: str = "cl100k_base") -> None:
         self._enc = bundled_encoding(encoding)
 
@@ -84,6 +86,8 @@ class Calibration:
 class CalibratedCounter:
     """Wraps an estimator; scales by the ratio between the provider's reported prompt tokens and the
     estimate for the same messages (bounded, exponentially smoothed), so estimates cannot drift far."""
+
+    additive = True  # the estimator's sum, scaled (to rounding); a changed factor shows in `count`
 
     def __init__(self, estimator: TokenCounter, calibration: Calibration | None = None) -> None:
         self._estimator = estimator
