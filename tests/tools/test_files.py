@@ -226,3 +226,17 @@ def test_V9_cut_text_is_bounded_and_says_what_was_cut(text: str, limit: int, tai
         note = f"[output cut: {len(text) - limit} more chars; use grep]"
         assert note in cut and len(cut) == limit + len(note) + (2 if tail else 1)
         assert cut.startswith(text[: limit // 2])
+
+
+def test_edit_file_with_an_empty_old_creates_a_missing_file_but_never_clobbers(
+    workdir: Path, policy: PathPolicy
+) -> None:
+    """Small models create files with edit_file(old=""): the demo's 1.5B did it for docs/faq.md."""
+    tool = EditFile(policy)
+    made = tool.run({"path": "docs/faq.md", "old": "", "new": "# FAQ\n"})
+    assert not made.is_error and (workdir / "docs" / "faq.md").read_text() == "# FAQ\n"
+    (workdir / "m.py").write_text("x = 1\n")
+    refused = tool.run({"path": "m.py", "old": "", "new": "z"})
+    assert (
+        refused.is_error and "mode=append" in refused.output and (workdir / "m.py").read_text() == "x = 1\n"
+    )

@@ -303,7 +303,8 @@ class EditFile(BaseTool):
             name="edit_file",
             description=(
                 "Edit a text file: replace the exact text `old` (which must occur exactly once; copy it "
-                "from read_file without the line numbers, whitespace included) with `new`."
+                "from read_file without the line numbers, whitespace included) with `new`. An empty `old` "
+                "on a file that does not exist yet creates it with `new`."
             ),
             parameters=schema(
                 {
@@ -318,7 +319,14 @@ class EditFile(BaseTool):
     def _run(self, args: dict[str, Any]) -> ToolResult:
         raw, old, new = args["path"], args["old"], args["new"]
         if not old:
-            raise ToolError("edit_file: `old` is empty; give the exact text to replace")
+            if not self._policy.writable(raw).exists():  # small models create files this way
+                return WriteFile(self._policy, self._ledger, self._approval).run(
+                    {"path": raw, "content": new}
+                )
+            raise ToolError(
+                f"edit_file: `old` is empty and {raw} exists; give the exact text to replace, or use "
+                "write_file with mode=append to add to its end"
+            )
         if old == new:
             raise ToolError("edit_file: `old` and `new` are the same; nothing would change")
         checked = _approved(self._approval, self._policy, "edit_file", raw, f"replace {len(old)} chars")
