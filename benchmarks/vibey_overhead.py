@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -92,6 +92,7 @@ class BenchModel:
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         started = time.perf_counter()
         if json_schema is not None and not self.previous_was_checkpoint():
@@ -100,6 +101,8 @@ class BenchModel:
         self.previous = tuple(messages)
         reply = self._answer(json_schema)
         self.model_seconds += time.perf_counter() - started
+        if on_text is not None and json_schema is None and reply.text:
+            on_text(reply.text)  # the harness's share includes passing a streamed reply on
         return reply
 
     def previous_was_checkpoint(self) -> bool:

@@ -5,7 +5,7 @@ Only Protocols and the small values they exchange. Adapters implement them; the 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
@@ -55,7 +55,11 @@ class TokenCounter(Protocol):
 
 @runtime_checkable
 class ModelClient(Protocol):
-    """One chat model. Errors are raised as avibe.errors.ModelError subclasses."""
+    """One chat model. Errors are raised as avibe.errors.ModelError subclasses.
+
+    `on_text`, when given, is called with each piece of the reply's visible text as it is generated
+    (never tool-call markup); the reply returned is the same complete ModelReply as without it. Calls
+    with a `json_schema` do not stream."""
 
     @property
     def facts(self) -> ModelFacts: ...
@@ -68,6 +72,7 @@ class ModelClient(Protocol):
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelReply: ...
 
 

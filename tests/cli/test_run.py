@@ -120,3 +120,28 @@ def test_a_task_given_twice_or_not_at_all_is_refused_before_anything_is_written(
         done = _vibe(tmp_path, chat, *args)
         assert done.returncode == 2 and done.stderr.startswith("vibe: ") and "Traceback" not in done.stderr
     assert not (tmp_path / "home" / "avibe.db").exists() and not chat.requests
+
+
+def test_run_streams_the_reply_and_shows_it_once(tmp_path: Path, work: Path, chat: ChatServer) -> None:
+    """Issue 10 item 9: the reply is streamed (SSE from the server, deltas on the screen as they come)
+    and ends up on one `vibey> ` line, not printed a second time when the turn's reply arrives."""
+    reply = "The notes say: ship on friday, after the last review."
+    chat.call("read_file", path="notes.txt")
+    chat.say(reply)
+    done = _vibe(tmp_path, chat, "run", "Read notes.txt")
+    assert done.returncode == 0, done.stderr
+    assert [r.get("stream") for r in chat.requests] == [True, True]
+    assert done.stdout.count("ship on friday, after") == 1
+    lines = done.stdout.splitlines()
+    assert lines.index(f"vibey> {reply}") == 1 + next(
+        i for i, x in enumerate(lines) if x.startswith("[tool]")
+    )
+
+    chat.say(reply)
+    as_json = _vibe(tmp_path, chat, "run", "--json", "--continue", "Again")
+    assert as_json.returncode == 0, as_json.stderr
+    events = [json.loads(line) for line in as_json.stdout.splitlines()]
+    deltas = [e["text"] for e in events if e["kind"] == "reply_delta"]
+    assert len(deltas) > 1 and "".join(deltas) == reply
+    kinds = [e["kind"] for e in events]
+    assert kinds.index("model_started") < kinds.index("reply_delta") < kinds.index("model_call")

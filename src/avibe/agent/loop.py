@@ -58,6 +58,7 @@ from avibe.host.events import (
     ModelCalled,
     ModelStarted,
     Replied,
+    ReplyDelta,
     Stopped,
     ToolCalled,
     ToolFinished,
@@ -552,7 +553,9 @@ class Vibey:
         view = self._derive(state)
         self.events(ModelStarted(step, view.tokens))
         started = time.monotonic()
-        reply = self.model.complete(view.messages, self.tool_specs, max_tokens=self.config.reply_max_tokens)
+        reply = self.model.complete(
+            view.messages, self.tool_specs, max_tokens=self.config.reply_max_tokens, on_text=self._stream
+        )
         u = reply.usage
         took = round(time.monotonic() - started, 3)
         calls = len(reply.tool_calls)
@@ -560,6 +563,10 @@ class Vibey:
             ModelCalled(step, view.tokens, u.prompt_tokens, u.cached_tokens, u.completion_tokens, took, calls)
         )
         return reply
+
+    def _stream(self, text: str) -> None:
+        """The reply's visible text as the model writes it, to the edges (`vibe run`, the chat)."""
+        self.events(ReplyDelta(text))
 
     def _record(self, state: LiveState, reply: ModelReply) -> LiveState:
         """Record the reply's text and its tool calls (C1: the record shows every step); the tools' output

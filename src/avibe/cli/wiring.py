@@ -34,6 +34,7 @@ from avibe.host.events import (
     ModelCalled,
     ModelStarted,
     Replied,
+    ReplyDelta,
     Stopped,
     ToolCalled,
     ToolFinished,
@@ -95,20 +96,42 @@ def open_existing_record(settings: Settings) -> RecordStore:
 class EventPrinter:
     """Progress lines of a headless run. What the user sees follows the seed: replies, tool calls, inputs
     from other sources and stops; context work (checkpoints) only with `verbose` (U1, U2) - the user
-    hears about context only at the U3 stop. `json_lines` prints every event as one JSON line instead."""
+    hears about context only at the U3 stop. `json_lines` prints every event as one JSON line instead.
+    A reply streams: its pieces are printed on one `vibey> ` line as they come, which the next event ends;
+    the `Replied` of a streamed reply prints nothing more."""
 
     def __init__(self, *, verbose: bool = False, json_lines: bool = False) -> None:
         self.verbose, self.json_lines = verbose, json_lines
         self._ticker: _Ticker | None = None
+        self._line_open = False  # a streamed reply's line is being written
+        self._streamed = False  # the current model call streamed text
 
     def __call__(self, event: Event) -> None:
         if self.json_lines:
             typer.echo(json.dumps(event_to_dict(event), ensure_ascii=False, default=str))
             return
         self._tick(event)
+        if isinstance(event, ReplyDelta):
+            self._stream(event.text)
+            return
+        if self._line_open:
+            typer.echo("")
+            self._line_open = False
+        if isinstance(event, ModelStarted):
+            self._streamed = False
+        if isinstance(event, Replied) and self._streamed:
+            return  # it was shown as it came
         line = self._line(event)
         if line is not None:
             typer.echo(line)
+
+    def _stream(self, text: str) -> None:
+        if not text:
+            return
+        if not self._line_open:
+            typer.echo("vibey> ", nl=False)
+            self._line_open = self._streamed = True
+        typer.echo(text, nl=False)
 
     def _tick(self, event: Event) -> None:
         """Elapsed time while the model works (a silent first call on the embedded model takes minutes)."""

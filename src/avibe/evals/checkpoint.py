@@ -19,7 +19,7 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -81,11 +81,17 @@ class _Metered:
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         self.calls += 1
         try:
             reply = self.model.complete(
-                messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
+                messages,
+                tools,
+                json_schema=json_schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                on_text=on_text,
             )
         except ModelError:
             self.tokens += self.counter.count_messages(messages)  # a failed call still cost its prompt

@@ -116,6 +116,15 @@ class CheckpointFallback:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplyDelta:
+    """A piece of the reply's visible text as the model generates it (a turn's normal model calls only,
+    never a checkpoint's); a `Replied` (or the next step's events) follows."""
+
+    text: str
+    kind: Literal["reply_delta"] = "reply_delta"
+
+
+@dataclass(frozen=True, slots=True)
 class Replied:
     text: str
     kind: Literal["reply"] = "reply"
@@ -149,6 +158,7 @@ Event = (
     | CheckpointAccepted
     | CheckpointFailed
     | CheckpointFallback
+    | ReplyDelta
     | Replied
     | Stopped
     | Idle

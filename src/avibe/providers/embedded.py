@@ -24,6 +24,13 @@ chat-template control sequence in them - `<|im_start|>`, `<|im_end|>`, `<|endoft
 user-defined token of the GGUF's vocabulary - has its first character escaped (`&lt;/tool_response>`),
 so a tool output or a record text cannot close its turn or open a forged one. The template's own markers
 are never escaped (`escape_control`).
+
+Streaming (`on_text`): the completion runs exactly as without it; a llama.cpp stopping criterion that never
+stops watches the tokens as they are generated and passes on what may be shown (`shown_text`). With tools
+the output is the grammar's JSON, so nothing is shown until it is known to be `{"answer": "...`, and then
+only the answer's decoded text: a tool call is never shown. Without tools, a tail that may be the start of
+a stop sequence is held back until it turns out not to be one. The rest is passed on once the reply is
+parsed, so the pieces always add up to the reply's text.
 """
 
 from __future__ import annotations
@@ -367,13 +374,19 @@ class EmbeddedModel:
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         tokens = self._renderer.request_tokens(messages, tools, json_schema)
         limit = self._output_limit(tokens, max_tokens)
         grammar = self._grammar_for(tools, json_schema)
+        feed = None
+        if on_text is not None and json_schema is None:  # structured calls never stream
+            stops = (self._renderer.eos_text,) if self._renderer.eos_text else ()
+            prompt = self._renderer.prompt_count(tokens)
+            feed = _TextFeed(self._llama, prompt, answer_json=bool(tools), stops=stops, on_text=on_text)
         with self._lock:
             cached = self._reusable_prefix(tokens)
-            out = self._generate(tokens, grammar, limit, temperature)
+            out = self._generate(tokens, grammar, limit, temperature, feed)
         choice = out["choices"][0]
         raw, finish = str(choice["text"]), str(choice.get("finish_reason") or "stop")
         usage = Usage(
@@ -382,6 +395,8 @@ class EmbeddedModel:
             cached_tokens=cached,
         )
         text, calls = _interpret(raw, tools, json_schema, finish)
+        if feed is not None:
+            feed.show(text)  # what was held back to the end
         return ModelReply(
             text=text, tool_calls=calls, usage=usage, finish_reason=finish, model=self._facts.name
         )
@@ -414,11 +429,20 @@ class EmbeddedModel:
             return common if exact else common - 1  # llama.cpp replays one token to refresh the logits
         return common
 
-    def _generate(self, tokens: list[int], grammar: Any, limit: int, temp: float) -> Any:
+    def _generate(
+        self, tokens: list[int], grammar: Any, limit: int, temp: float, feed: _TextFeed | None
+    ) -> Any:
         stop = [self._renderer.eos_text] if self._renderer.eos_text else None
+        watch = None if feed is None else _stopping_list(feed)
         try:
             return self._llama.create_completion(
-                tokens, max_tokens=limit, temperature=temp, seed=SEED, grammar=grammar, stop=stop
+                tokens,
+                max_tokens=limit,
+                temperature=temp,
+                seed=SEED,
+                grammar=grammar,
+                stop=stop,
+                stopping_criteria=watch,
             )
         except ValueError as exc:
             if "exceed context window" in str(exc):
@@ -462,6 +486,81 @@ def _interpret(
     if tools:
         return parse_tool_choice(raw, tools, finish)
     return raw, ()
+
+
+# The JSON string's body: characters and complete escapes, up to its closing quote or an unfinished escape.
+_STRING_BODY: Final = re.compile(r'(?:[^"\\]+|\\u[0-9a-fA-F]{4}|\\[^u])*')
+_ANSWER_START: Final = re.compile(r'[ \t\n\r]*\{[ \t\n\r]*"answer"[ \t\n\r]*:[ \t\n\r]*"')
+
+
+def shown_text(raw: str, *, answer_json: bool, stops: Sequence[str] = ()) -> str:
+    """What may be shown of a reply while `raw` is the output generated so far (a pure function; the
+    stream shows its growth). `answer_json`: the output is the tool grammar's JSON - nothing of a tool
+    call `{"tool": ...}`, nothing before `{"answer": "` is known, then the answer's text decoded, an
+    unfinished escape (or a surrogate half) held back. Otherwise the text as it is, less a tail that may
+    be the start of one of `stops` (cut from the reply when it is complete)."""
+    if not answer_json:
+        for size in range(min(len(raw), max((len(s) for s in stops), default=0)), 0, -1):
+            tail = raw[-size:]
+            if any(stop.startswith(tail) for stop in stops):
+                return raw[:-size]
+        return raw
+    start = _ANSWER_START.match(raw)
+    if start is None:  # a tool call, or not known yet
+        return ""
+    body = _STRING_BODY.match(raw, start.end())
+    assert body is not None  # the pattern matches the empty string
+    closed = body.end() < len(raw) and raw[body.end()] == '"'
+    try:
+        text = str(json.loads(f'"{body.group(0)}"', strict=False))
+    except ValueError:  # not JSON after all: the parser will say so
+        return ""
+    if not closed and text and "\ud800" <= text[-1] <= "\udbff":
+        return text[:-1]  # the other half of a surrogate pair may follow
+    return text
+
+
+class _TextFeed:
+    """Watches llama.cpp's tokens as they are generated and passes on the growth of `shown_text`."""
+
+    def __init__(
+        self,
+        llama: Any,
+        prompt: int,
+        *,
+        answer_json: bool,
+        stops: Sequence[str],
+        on_text: Callable[[str], None],
+    ) -> None:
+        self._llama, self._prompt, self._on_text = llama, prompt, on_text
+        self._answer_json, self._stops = answer_json, tuple(stops)
+        self._bytes = b""
+        self._seen = 0
+        self.sent = ""
+
+    def watch(self, input_ids: Any, _logits: Any) -> bool:
+        """A stopping criterion that never stops: `input_ids` are the prompt and the tokens so far."""
+        new = [int(token) for token in input_ids[self._prompt + self._seen :]]
+        if new:
+            self._seen += len(new)
+            self._bytes += self._llama.detokenize(new)
+            raw = self._bytes.decode("utf-8", errors="ignore")
+            self.show(shown_text(raw, answer_json=self._answer_json, stops=self._stops))
+        return False
+
+    def show(self, text: str) -> None:
+        """Pass on what `text` adds to what was sent (nothing when it does not extend it)."""
+        if len(text) > len(self.sent) and text.startswith(self.sent):
+            piece, self.sent = text[len(self.sent) :], text
+            self._on_text(piece)
+        elif not text.startswith(self.sent):
+            log.warning("streamed text %r is not a prefix of the reply %r", self.sent[:80], text[:80])
+
+
+def _stopping_list(feed: _TextFeed) -> Any:
+    from llama_cpp import StoppingCriteriaList
+
+    return StoppingCriteriaList([feed.watch])
 
 
 def open_embedded(name: str, model_cache: Path) -> EmbeddedModel:

@@ -3,7 +3,10 @@ variables (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, OPENAI_BASE_URL, O
 
 LiteLLM takes seconds to import, so it is imported on the first call, never at module import, and with
 LITELLM_LOCAL_MODEL_COST_MAP=True so that importing it makes no network call. Tool calls are native
-(OpenAI format, which LiteLLM translates for each provider).
+(OpenAI format, which LiteLLM translates for each provider). Given `on_text`, a call streams: each content
+delta goes to `on_text` as it arrives, and the chunks are rebuilt into the same response
+(`litellm.stream_chunk_builder`) and parsed as an unstreamed one; structured (json_schema) calls never
+stream.
 """
 
 from __future__ import annotations
@@ -131,6 +134,7 @@ class HostedModel:
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         litellm = import_litellm()
         request: dict[str, Any] = {
@@ -145,15 +149,68 @@ class HostedModel:
         if json_schema is not None:
             schema = {"name": "reply", "schema": dict(json_schema)}
             request["response_format"] = {"type": "json_schema", "json_schema": schema}
-        try:
-            response = litellm.completion(**request)
-        except Exception as exc:  # every LiteLLM/HTTP failure is mapped; the original is chained
-            raise map_error(exc, self._facts.name) from exc
-        reply = parse_response(response, self._facts.name)
+        if on_text is not None and json_schema is None:
+            reply = self._streamed(litellm, request, on_text)
+        else:
+            try:
+                response = litellm.completion(**request)
+            except Exception as exc:  # every LiteLLM/HTTP failure is mapped; the original is chained
+                raise map_error(exc, self._facts.name) from exc
+            reply = parse_response(response, self._facts.name)
         if reply.usage.prompt_tokens:
             for listener in self._usage_listeners:
                 listener(messages, reply.usage.prompt_tokens, tools)
         return reply
+
+    def _streamed(self, litellm: Any, request: dict[str, Any], on_text: Callable[[str], None]) -> ModelReply:
+        """One streamed call: content deltas to `on_text` as they arrive, then the chunks rebuilt into the
+        whole response. A failure while connecting or mid-stream is mapped like any other; an error
+        raised by `on_text` itself is not the provider's and passes through unchanged. The usage is the
+        one the provider put in the stream (asked for with `stream_options` where the provider takes it);
+        where a stream carries none, LiteLLM counts the messages and the text itself."""
+        name = self._facts.name
+        request = {**request, "stream": True}
+        if _streams_usage(litellm, name):
+            request["stream_options"] = {"include_usage": True}
+        chunks: list[Any] = []
+        try:
+            stream = iter(litellm.completion(**request))
+        except Exception as exc:
+            raise map_error(exc, name) from exc
+        while True:
+            try:
+                chunk = next(stream)
+            except StopIteration:
+                break
+            except Exception as exc:  # an error event or a dropped connection mid-stream
+                raise map_error(exc, name) from exc
+            chunks.append(chunk)
+            text = _delta_text(chunk)
+            if text:
+                on_text(text)
+        try:
+            response = litellm.stream_chunk_builder(chunks, messages=request["messages"])
+        except Exception as exc:
+            raise map_error(exc, name) from exc
+        return parse_response(response, name)
+
+
+def _streams_usage(litellm: Any, name: str) -> bool:
+    """Whether the provider takes `stream_options` (OpenAI's way to put usage in the stream)."""
+    provider, _, model = name.partition("/")
+    try:
+        params = litellm.get_supported_openai_params(model=model or name, custom_llm_provider=provider)
+    except Exception:  # LiteLLM does not know the provider: stream without usage
+        return False
+    return bool(params) and "stream_options" in params
+
+
+def _delta_text(chunk: Any) -> str:
+    """A stream chunk's new visible text (its content delta; "" for role, tool-call and usage chunks)."""
+    choices = getattr(chunk, "choices", None) or ()
+    delta = getattr(choices[0], "delta", None) if choices else None
+    content = getattr(delta, "content", None)
+    return content if isinstance(content, str) else ""
 
 
 def map_error(exc: Exception, model: str) -> ModelError:

@@ -3,11 +3,13 @@
 Each call consumes the next step of the script: a ModelReply (returned), a callable (called with the
 request, returns the reply - it may also assert on the request), or an exception (raised). A call beyond
 the script, or a script left unconsumed at `assert_consumed()` / the end of a `with` block, raises
-ScriptError. It is never a fallback for a missing real model.
+ScriptError. It is never a fallback for a missing real model. Given `on_text` (and no json_schema), it
+streams the reply's text in a few pieces before returning the reply, as a real provider would.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import TracebackType
@@ -26,6 +28,7 @@ class ModelRequest:
     json_schema: Mapping[str, Any] | None
     max_tokens: int | None
     temperature: float
+    streamed: bool = False  # on_text was given (and the call was not a json_schema one)
 
     @property
     def tool_names(self) -> tuple[str, ...]:
@@ -77,8 +80,12 @@ class ScriptedModel:
         json_schema: Mapping[str, Any] | None = None,
         max_tokens: int | None = None,
         temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
-        request = ModelRequest(tuple(messages), tuple(tools), json_schema, max_tokens, temperature)
+        stream = on_text if json_schema is None else None  # structured calls never stream
+        request = ModelRequest(
+            tuple(messages), tuple(tools), json_schema, max_tokens, temperature, streamed=stream is not None
+        )
         self.requests.append(request)
         if self._next >= len(self.steps):
             last = messages[-1].content[:200] if messages else ""
@@ -88,7 +95,11 @@ class ScriptedModel:
             )
         step = self.steps[self._next]
         self._next += 1
-        return self._play(step, request)
+        played = self._play(step, request)
+        if stream is not None:
+            for piece in pieces(played.text):
+                stream(piece)
+        return played
 
     def _play(self, step: Step, request: ModelRequest) -> ModelReply:
         if isinstance(step, ModelReply):
@@ -115,6 +126,17 @@ class ScriptedModel:
     ) -> None:
         if exc_type is None:  # an error inside the block is the real failure; do not mask it
             self.assert_consumed()
+
+
+def pieces(text: str, parts: int = 3) -> list[str]:
+    """`text` cut into up to `parts` non-empty pieces at word starts; their concatenation is `text`."""
+    if not text:
+        return []
+    starts = [0, *(i for i in range(1, len(text)) if text[i - 1] == " " and text[i] != " ")]
+    if len(starts) > parts:
+        starts = [starts[round(k * len(starts) / parts)] for k in range(parts)]
+    cuts = [*starts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(cuts) if b > a]
 
 
 def _check(expect: Expect, request: ModelRequest, number: int) -> None:
