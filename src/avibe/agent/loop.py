@@ -162,6 +162,7 @@ class Vibey:
     _latest: list[StoredCheckpoint | None] = field(default_factory=list, repr=False)  # [] = not loaded
     _recollections: dict[tuple[int, bool], str] = field(default_factory=dict, repr=False)
     _view: _View | None = field(default=None, repr=False)
+    _cursor: int | None = field(default=None, repr=False)
 
     name: Final = "vibey"
 
@@ -216,6 +217,7 @@ class Vibey:
 
     def save_state(self, state: LiveState) -> None:
         self.store.save_state(self.session_id, STATE_KEY, state.to_dict())
+        self._cursor = state.last_seq
 
     def latest_checkpoint(self) -> StoredCheckpoint | None:
         """Read once per Vibey object; a checkpoint it commits replaces it (one writer per session)."""
@@ -229,8 +231,12 @@ class Vibey:
         self._recollections.clear()
 
     def cursor(self) -> int:
-        """The newest record seq Vibey has taken in (the host runs a turn when an input is newer)."""
-        return self.load_state().last_seq
+        """The newest record seq Vibey has taken in (the host runs a turn when an input is newer). Kept
+        from the last state loaded or saved - this process is the session's one writer (its lease) - so the
+        host's polling never reloads the whole live context."""
+        if self._cursor is None:
+            self._cursor = self.load_state().last_seq
+        return self._cursor
 
     # ---- inputs --------------------------------------------------------------------------------------
 
@@ -421,6 +427,7 @@ class Vibey:
         after = self._tokens(self.view(state, unsaved))
         unsaved = replace(unsaved, provenance=replace(unsaved.provenance, tokens_after=after))
         saved = self.store.save_checkpoint(unsaved, state_key=STATE_KEY, state=state.to_dict())
+        self._cursor = state.last_seq
         self._adopt(saved)
         how = saved.provenance
         if how.fallback == "model-free":

@@ -137,7 +137,7 @@ class EventPrinter:
         """Elapsed time while the model works (a silent first call on the embedded model takes minutes)."""
         if isinstance(event, ModelStarted):
             self._ticker = _Ticker.start()
-        elif self._ticker is not None and not isinstance(event, ModelStarted):
+        elif self._ticker is not None:
             self._ticker.stop()
             self._ticker = None
 
@@ -367,7 +367,6 @@ def open_session(
     window: int | None,
     max_steps: int,
     events: EventSink = ignore_events,
-    continue_latest: bool = False,
     approver: Approver | None = None,
 ) -> Iterator[HostedSession]:
     """A session host with Vibey over a new or existing session; its sources stop on the way out.
@@ -380,7 +379,6 @@ def open_session(
     from avibe.tools.sandbox import SandboxPolicy
 
     store = open_record(settings)
-    session_id = find_session(store, session_id, workdir if continue_latest else None)
     model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
     keeper = hold_lease(store, session.id)  # before anything is read or written (issue 11 item 2)

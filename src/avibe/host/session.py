@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -111,7 +111,3 @@ class SessionHost:
                 source.close()
             except Exception:  # one source failing to stop must not keep the others running
                 log.exception("session %s: a source did not close cleanly", self.session_id)
-
-
-def pending_ids(sources: Sequence[InputSource]) -> tuple[str, ...]:
-    return tuple(job for source in sources for job in source.waiting_for())
