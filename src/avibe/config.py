@@ -72,6 +72,7 @@ class Settings:
     deny: tuple[str, ...] = ()  # path rules the file tools never write under
     allow_commands: tuple[str, ...] = ()  # shell commands run without asking in ask mode
     allow_writes: tuple[str, ...] = ()  # paths written without asking in ask mode
+    serve_url: str = "http://127.0.0.1:8765"  # where `vibe serve` listens; callback URLs start here
 
     @property
     def log_dir(self) -> Path:
@@ -104,6 +105,7 @@ class _Layers(BaseSettings):
     sandbox: str | None = None
     approval: str | None = None
     rules: dict[str, Any] | None = None
+    serve_url: str | None = None
 
 
 class _MappingEnv(EnvSettingsSource):
@@ -391,5 +393,24 @@ def load_settings(
         model_window=_window(raw.model_window, where("model_window")),
         sandbox=_sandbox_mode(raw.sandbox, where("sandbox")),
         approval=_approval_mode(raw.approval, where("approval")),
+        serve_url=_serve_url(raw.serve_url, where("serve_url")),
         **_rules(raw.rules, where),
     )
+
+
+DEFAULT_SERVE_URL: Final = "http://127.0.0.1:8765"
+
+
+def _serve_url(value: str | None, where: str) -> str:
+    """`http://HOST:PORT` where `vibe serve` listens (issue 12); loopback unless said otherwise."""
+    from urllib.parse import urlsplit
+
+    text = (_text(value, where) or "").strip().rstrip("/") or DEFAULT_SERVE_URL
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise ConfigError(f"{where}: {text!r} is not a URL ({exc})") from None
+    if parts.scheme != "http" or not parts.hostname or port is None or parts.path not in ("", "/"):
+        raise ConfigError(f"{where}: {text!r} must be http://HOST:PORT, e.g. {DEFAULT_SERVE_URL}")
+    return text

@@ -41,6 +41,10 @@ class NoRecord(StoreUnavailable):
     """A read-only command found no record (no SQLite file, or an empty database); nothing was created."""
 
 
+class UnknownFeed(StoreError):
+    """A feed (watch, timer, callback) id the record does not have."""
+
+
 class UnknownSession(StoreError):
     pass
 

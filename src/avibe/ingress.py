@@ -73,15 +73,31 @@ def deliver(
     at: datetime | None = None,
     turn_id: str = "",
     clock: Clock | None = None,
+    key: str = "",
 ) -> Entry:
     """Append one input to the session's record and return it with its `seq` (T1, N7).
 
-    `source` is how the input arrived; it alone decides whether the input is the user's words.
+    `source` is how the input arrived; it alone decides whether the input is the user's words. `key`
+    makes the delivery idempotent (exactly once into the record): a key the session has seen gives back
+    the entry it made and records nothing new (a watch tick, a timer fire, a callback's Idempotency-Key).
     Raises IngressError for a bad input, UnknownSession for a session the store does not have.
     """
     _check_source(source)
-    entry = NewEntry(session_id, source, _check_text("text", text), _moment(at, clock), _check_turn(turn_id))
+    moment, turn = _moment(at, clock), _check_turn(turn_id)
+    entry = NewEntry(
+        session_id, source, _check_text("text", text), moment, turn, delivery_key=_check_key(key)
+    )
     return store.append(entry)
+
+
+MAX_KEY: Final = 200
+
+
+def _check_key(key: str) -> str:
+    _check_text("delivery key", key)
+    if len(key) > MAX_KEY:
+        raise IngressError(f"delivery key is {len(key)} characters; at most {MAX_KEY} fit")
+    return key
 
 
 def record_reply(

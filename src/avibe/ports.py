@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from avibe.record.checkpoint import PlanItem
 from avibe.record.checkpoint import StoredCheckpoint as StoredCheckpoint
 from avibe.record.entries import Entry, EntryQuery, NewEntry, SessionInfo, Source
+from avibe.record.feeds import Feed
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
 
@@ -43,6 +44,17 @@ class RecordStore(Protocol):
     def renew_lease(self, lease: Lease, *, ttl_s: float) -> Lease | None: ...  # None: no longer held
     def release_lease(self, lease: Lease) -> None: ...  # a no-op when it is no longer held
     def session_lease(self, session_id: str) -> Lease | None: ...  # the lease held now, if any (read only)
+
+
+@runtime_checkable
+class FeedStore(Protocol):
+    """The feeds (watches, timers, callbacks) that post into sessions, kept with the record (issue 12)."""
+
+    def add_feed(self, feed: Feed) -> Feed: ...
+    def list_feeds(self, session_id: str | None = None, *, include_removed: bool = False) -> list[Feed]: ...
+    def get_feed(self, feed_id: str) -> Feed: ...  # raises UnknownFeed
+    def stop_feed(self, feed_id: str) -> Feed: ...
+    def save_feed_state(self, feed_id: str, state: Mapping[str, Any]) -> None: ...
 
 
 @runtime_checkable
@@ -107,6 +119,12 @@ class Delivery(Protocol):
     avibe/sources get one passed in instead of calling the orchestration's ingress (DESIGN layers)."""
 
     def __call__(self, source: Source, text: str) -> Entry: ...
+
+
+class KeyedDelivery(Protocol):
+    """A Delivery with an idempotency key: a key the session has seen records nothing new (issue 12)."""
+
+    def __call__(self, source: Source, text: str, key: str) -> Entry: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,12 @@ COMMANDS = (
     "import",
     "eval",
     "eval-scenarios",
+    "serve",
+    "send",
+    "watch",
+    "timer",
+    "callback",
+    "feeds",
 )
 BIG = 2**63  # one past SQLite's largest integer
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AVIBE_DATABASE_URL")
@@ -410,6 +416,91 @@ def _eval_scenarios_cases() -> st.SearchStrategy[Case]:
     )
 
 
+_SESSION = "s-20261130-aaaaaa"  # the populated record's session
+_bad_every = st.one_of(_garbage, st.sampled_from(["0s", "0.5s", "400d", "-5m", "5 parsecs"]))
+
+
+def _serve_cases() -> st.SearchStrategy[Case]:
+    bad = st.one_of(
+        _option("--window", _bad_window),
+        _option("--max-steps", _bad_steps),
+        _option("--session", _bad_session),
+        _option("--workdir", _bad_workdir),
+        _option("--model", _bad_model),
+        _option("--port", st.sampled_from(["0", "65536", "-1", "http"])),
+    )
+    return st.one_of(
+        st.builds(lambda extra: Case(("serve", *extra)), bad),
+        st.just(Case(("serve", "--exit-when-idle"), why="--exit-when-idle without --session")),
+        st.sampled_from(["nope", "http://h", "https://h:1", "http://h:1/x", "http://h:99999"]).map(
+            lambda url: Case(("serve",), env=(("AVIBE_SERVE_URL", url),), why="bad serve url")
+        ),
+        _settings_case(("serve",)),
+    )
+
+
+def _send_cases() -> st.SearchStrategy[Case]:
+    return st.one_of(
+        _bad_session.map(lambda s: Case(("send", "--to", s, "hello"))),
+        st.sampled_from(["", "   "]).map(lambda text: Case(("send", "--to", _SESSION, text))),
+        st.booleans().map(lambda pop: Case(("send", "--to", "s-20261130-nosuch", "hi"), populated=pop)),
+        _settings_case(("send", "--to", _SESSION, "hi")),
+    )
+
+
+def _watch_cases() -> st.SearchStrategy[Case]:
+    add = ("watch", "add", "ci", "--session", _SESSION)
+    return st.one_of(
+        _bad_every.map(lambda every: Case((*add, "--every", every, "--command", "make test"))),
+        st.just(Case(add, why="nothing to watch")),
+        st.just(Case((*add, "--file", "a", "--url", "http://x/"), why="two things to watch")),
+        st.sampled_from(["ftp://x", "x", "file:///etc"]).map(lambda url: Case((*add, "--url", url))),
+        _bad_session.map(lambda s: Case(("watch", "add", "ci", "--session", s, "--file", "a"))),
+        st.sampled_from(["", "  ", "a\x1bb"]).map(
+            lambda name: Case(("watch", "add", name, "--session", _SESSION, "--file", "a"))
+        ),
+        st.booleans().map(lambda pop: Case(("watch", "rm", "w-nosuch"), populated=pop)),
+        _settings_case((*add, "--file", "a")),
+    )
+
+
+def _timer_cases() -> st.SearchStrategy[Case]:
+    add = ("timer", "add", "standup", "--session", _SESSION, "--text", "stand up")
+    return st.one_of(
+        _bad_every.map(lambda every: Case((*add, "--every", every))),
+        st.one_of(_garbage, st.just("2026-13-01")).map(lambda at: Case((*add, "--at", at))),
+        st.sampled_from(["* * *", "61 * * * *", "every day"]).map(lambda cron: Case((*add, "--cron", cron))),
+        st.just(Case(add, why="no --at, --every or --cron")),
+        st.just(Case((*add, "--every", "5m", "--cron", "0 9 * * 1-5"), why="two schedules")),
+        st.just(Case(("timer", "add", "t", "--session", _SESSION, "--text", " ", "--every", "5m"))),
+        st.booleans().map(lambda pop: Case(("timer", "rm", "t-nosuch"), populated=pop)),
+        _settings_case((*add, "--every", "5m")),
+    )
+
+
+def _callback_cases() -> st.SearchStrategy[Case]:
+    add = ("callback", "add", "build", "--session", _SESSION)
+    return st.one_of(
+        st.sampled_from(["0", "-1", "99999999999"]).map(lambda n: Case((*add, "--max-bytes", n))),
+        st.sampled_from(["0", "-1", "1000001"]).map(lambda n: Case((*add, "--per-minute", n))),
+        _bad_session.map(lambda s: Case(("callback", "add", "build", "--session", s))),
+        st.booleans().map(
+            lambda pop: Case(("callback", "add", "b", "--session", "s-20261130-nosuch"), populated=pop)
+        ),
+        st.booleans().map(lambda pop: Case(("callback", "rm", "cb-nosuch"), populated=pop)),
+        _settings_case(add),
+    )
+
+
+def _feeds_cases() -> st.SearchStrategy[Case]:
+    return st.one_of(
+        _bad_session.filter(lambda s: s != "s-20261130-nosuch").map(
+            lambda s: Case(("feeds", "--session", s))
+        ),
+        _settings_case(("feeds",)),
+    )
+
+
 STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "run": _run_cases(),
     "demo": _demo_cases(),
@@ -421,6 +512,12 @@ STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "import": _import_cases(),
     "eval": _eval_cases(),
     "eval-scenarios": _eval_scenarios_cases(),
+    "serve": _serve_cases(),
+    "send": _send_cases(),
+    "watch": _watch_cases(),
+    "timer": _timer_cases(),
+    "callback": _callback_cases(),
+    "feeds": _feeds_cases(),
 }
 
 

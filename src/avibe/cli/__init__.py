@@ -149,7 +149,17 @@ def _root(
 
 
 # Each module defines register(app). Order = order in `vibe --help`.
-_COMMAND_MODULES: tuple[str, ...] = ("run", "checkpoints", "models", "eval", "importer", "log")
+_COMMAND_MODULES: tuple[str, ...] = (
+    "run",
+    "serve",
+    "feeds",
+    "checkpoints",
+    "models",
+    "eval",
+    "importer",
+    "log",
+    "agents",
+)
 
 
 def _register_all() -> None:

@@ -7,12 +7,12 @@ import logging
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, NoReturn
+from typing import TYPE_CHECKING, Final, NoReturn, cast
 
 import typer
 
@@ -42,10 +42,11 @@ from avibe.host.events import (
     event_to_dict,
     ignore_events,
 )
-from avibe.ports import Lease, RecordStore
+from avibe.ports import Lease, ModelClient, RecordStore
 from avibe.record.entries import Entry, Source
 
 if TYPE_CHECKING:
+    from avibe.ports import FeedStore
     from avibe.sources.background import BackgroundJobs
     from avibe.tools.approval import ApprovalRequest, Approver, Decision
 
@@ -53,6 +54,7 @@ if TYPE_CHECKING:
 # the heartbeat renews it every LEASE_BEAT_S. On this machine a dead holder's lease is taken over at
 # once; from another machine (a shared PostgreSQL) after LEASE_TTL_S.
 LEASE_TTL_S: Final = 60.0
+WORKDIR_KEY: Final = "workdir"  # session state: the folder the session works in (any host runs it there)
 LEASE_BEAT_S: Final = 10.0
 log = logging.getLogger("avibe.cli")
 
@@ -331,6 +333,49 @@ def terminal_approver() -> Approver | None:
     return TerminalApprover() if sys.stdin.isatty() else None
 
 
+def post_to(store: RecordStore, clock: SystemClock) -> Callable[[str, Source, str], Entry]:
+    """Ingress into another session (send_to_session, delegate): tagged by the source given (T1)."""
+    from avibe.ingress import deliver
+
+    def post(session_id: str, source: Source, text: str) -> Entry:
+        return deliver(store, session_id, source, text, clock=clock)
+
+    return post
+
+
+def spawn_delegate(session_id: str) -> None:
+    """Run a delegated session in a process of its own (`vibe serve --session S --exit-when-idle`), with
+    this process's settings (environment) and its output in Avibe's log dir."""
+    import subprocess
+
+    settings = load_settings()
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.log_dir / f"delegate-{session_id}.log"
+    argv = [sys.executable, "-m", "avibe", "serve", "--session", session_id, "--exit-when-idle"]
+    with log_path.open("ab") as output:
+        subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    log.info("delegated session %s runs in its own process (log: %s)", session_id, log_path)
+
+
+def _start_delegate(
+    store: RecordStore, child: str, workdir: Path, start: Callable[[str], None] | None
+) -> None:
+    store.save_state(child, WORKDIR_KEY, {"path": str(workdir)})  # it works where its parent does
+    (start or spawn_delegate)(child)
+
+
+def session_workdir(store: RecordStore, session_id: str, default: Path) -> Path:
+    """Where a session works: as saved by its last host, else its title when that is a folder (sessions
+    of `vibe run` are titled so), else `default`."""
+    saved = store.load_state(session_id, WORKDIR_KEY) or {}
+    for candidate in (saved.get("path"), store.get_session(session_id).title):
+        if isinstance(candidate, str) and candidate and Path(candidate).is_dir():
+            return Path(candidate)
+    return default
+
+
 @dataclass
 class HostedSession:
     """A live session of `vibe run` / `vibe demo`: the host, Vibey in it, the record."""
@@ -368,21 +413,28 @@ def open_session(
     max_steps: int,
     events: EventSink = ignore_events,
     approver: Approver | None = None,
+    start_delegate: Callable[[str], None] | None = None,
+    model: ModelClient | None = None,
 ) -> Iterator[HostedSession]:
     """A session host with Vibey over a new or existing session; its sources stop on the way out.
     This process holds the session's lease while it hosts it (issue 11 item 2). `approver` answers
     ask-mode approvals (issue 11 item 9); by default the terminal when stdin is one, else nobody."""
     from avibe.providers import is_local, open_counter, open_model
     from avibe.sources.background import BackgroundJobs
+    from avibe.sources.delegations import Delegations
+    from avibe.sources.feeds import FeedRunner
     from avibe.tools import ToolBox, catalogue_text, default_tools, discover_skills, find_skill, skill_text
     from avibe.tools.approval import ApprovalPolicy, Rules
     from avibe.tools.sandbox import SandboxPolicy
+    from avibe.tools.sessions import session_tools
 
     store = open_record(settings)
-    model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
+    if model is None:  # `vibe serve` shares one model between the sessions it hosts
+        model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
     keeper = hold_lease(store, session.id)  # before anything is read or written (issue 11 item 2)
     try:
+        store.save_state(session.id, WORKDIR_KEY, {"path": str(workdir)})  # where any host runs it
         counter = open_counter(model_name, settings, model)
         skill_dirs = _skill_dirs(settings, workdir)
         session_dir = settings.sessions_dir / session.id
@@ -398,7 +450,18 @@ def open_session(
         def post(source: Source, text: str) -> Entry:  # the delivery port: through the host, to ingress
             return host.post(source, text)
 
+        def post_keyed(source: Source, text: str, key: str) -> Entry:  # feeds: exactly once (issue 12)
+            return host.post(source, text, key)
+
         jobs = BackgroundJobs(post, store, session.id, sandbox)
+        feeds = FeedRunner(cast("FeedStore", store), session.id, post_keyed, clock, policy=sandbox)
+        delegations = Delegations(
+            store,
+            session.id,
+            post_keyed,
+            post_to=post_to(store, clock),
+            start=lambda child: _start_delegate(store, child, workdir, start_delegate),
+        )
         rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
         approval = ApprovalPolicy(settings.approval, rules, approver or terminal_approver())
         toolbox = ToolBox(
@@ -410,6 +473,10 @@ def open_session(
                 jobs=jobs,
                 sandbox=sandbox,
                 approval=approval,
+            )
+            + session_tools(
+                send=lambda to, text: post_to(store, clock)(to, Source("agent", "vibey", session.id), text),
+                delegate=delegations.start,
             )
         )
 
@@ -438,10 +505,13 @@ def open_session(
             config=config,
             events=events,
             skill_text=current_skill,
-            waiting_for=jobs.waiting,  # S3: the scene names every job still running, from the harness
+            # S3: the scene names every job still running, every delegated run and every standing feed
+            waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
         )
-        host = SessionHost(store, session.id, vibey, clock, events)
+        host = SessionHost(store, session.id, vibey, clock, events, queued=feeds.queued)
         host.add_source(JobsSource(jobs))
+        host.add_source(feeds)
+        host.add_source(delegations)
         try:
             yield HostedSession(host, vibey, store)
         finally:

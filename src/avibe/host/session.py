@@ -44,13 +44,18 @@ class SessionHost:
     clock: Clock
     emit: EventSink = ignore_events
     sources: list[InputSource] = field(default_factory=list)
+    # Inputs that wait for the next turn instead of starting one (a feed in "queue" mode, issue 12).
+    queued: Callable[[Entry], bool] = lambda entry: False
 
     # ---- inputs ----------------------------------------------------------------------------------------
 
-    def post(self, source: Source, text: str) -> Entry:
-        """The delivery port: any input enters the record through ingress, tagged by how it came (T1)."""
-        entry = deliver(self.store, self.session_id, source, text, clock=self.clock)
-        self.emit(InputArrived(entry.seq, entry.kind, entry.source.name, _tag(entry), entry.text))
+    def post(self, source: Source, text: str, key: str = "") -> Entry:
+        """The delivery port: any input enters the record through ingress, tagged by how it came (T1).
+        `key` makes it idempotent: a key the session has seen records nothing new (issue 12)."""
+        last = self.store.get_session(self.session_id).entry_count if key else None
+        entry = deliver(self.store, self.session_id, source, text, clock=self.clock, key=key)
+        if last is None or entry.seq > last:  # a repeated key is no new input
+            self.emit(InputArrived(entry.seq, entry.kind, entry.source.name, _tag(entry), entry.text))
         return entry
 
     def add_source(self, source: InputSource) -> None:
@@ -69,7 +74,7 @@ class SessionHost:
     def waiting_input(self) -> bool:
         """An input the agent has not taken in yet (its own replies do not wake it)."""
         entries = self.store.query(EntryQuery(self.session_id, seq_from=self.agent.cursor() + 1))
-        return any(e.kind != "assistant" for e in entries)
+        return any(e.kind != "assistant" and not self.queued(e) for e in entries)
 
     def waiting_for(self) -> tuple[str, ...]:
         return tuple(job for source in self.sources for job in source.waiting_for())

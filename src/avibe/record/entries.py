@@ -48,6 +48,9 @@ class NewEntry:
     at: datetime
     turn_id: str = ""
     calls: tuple[CallRecord, ...] = ()
+    # Idempotency: a second entry with the same key in the same session records nothing new; the store
+    # gives back the entry the first one made (a watch tick, a timer fire, a callback's key).
+    delivery_key: str = ""
 
     @property
     def kind(self) -> Kind:

@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     DateTime,
     Dialect,
@@ -79,9 +80,13 @@ entries = Table(
     Column("at", UtcDateTime, nullable=False),
     Column("turn_id", String(128), nullable=False, default=""),
     Column("calls", json_type(), nullable=True),  # an assistant reply's tool calls (migration 0002)
+    # A delivery's idempotency key (a watch tick, a timer fire, a callback's Idempotency-Key): a repeated
+    # key records nothing new (migration 0004, issue 12).
+    Column("delivery_key", String(200), nullable=True),
     UniqueConstraint("session", "seq", name="uq_entries_session_seq"),
     # "user messages of S between seq a and b" is one range scan of this index (A3).
     Index("ix_entries_session_kind_seq", "session", "kind", "seq"),
+    Index("uq_entries_session_delivery_key", "session", "delivery_key", unique=True),
 )
 
 checkpoints = Table(
@@ -121,4 +126,24 @@ session_leases = Table(
     Column("acquired_at", UtcDateTime, nullable=False),
     Column("renewed_at", UtcDateTime, nullable=False),  # the last heartbeat
     Column("expires_at", UtcDateTime, nullable=False),  # stale from then on, wherever the holder runs
+)
+
+# Inputs from the world (issue 12): the watches, timers and callbacks that post into a session, so they
+# survive a restart and any host can run them (migration 0004). `state` is the source's own progress (a
+# watch's last digest, a timer's last fire); removing a source stamps `removed_at` (rows stay: the record
+# names their ids).
+sources = Table(
+    "sources",
+    metadata,
+    Column("id", String(64), primary_key=True),
+    Column("session", String(64), ForeignKey("sessions.id"), nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("name", Text, nullable=False),
+    Column("spec", json_type(), nullable=False),
+    Column("wake", Boolean, nullable=False),
+    Column("state", json_type(), nullable=True),
+    Column("created_at", UtcDateTime, nullable=False),
+    Column("updated_at", UtcDateTime, nullable=False),
+    Column("removed_at", UtcDateTime, nullable=True),
+    Index("ix_sources_session", "session"),
 )

@@ -22,17 +22,18 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
-from sqlalchemy import Row, and_, bindparam, delete, func, insert, select, update
+from sqlalchemy import Row, and_, bindparam, delete, func, insert, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.sql.elements import ColumnElement
 
-from avibe.errors import SessionHosted, StoreError, StoreUnavailable, UnknownSession
+from avibe.errors import SessionHosted, StoreError, StoreUnavailable, UnknownFeed, UnknownSession
 from avibe.ports import Clock, Lease, LeaseGrant, LeaseOwner, StoredCheckpoint
 from avibe.record.checkpoint import Carry, MemoItem, Provenance
 from avibe.record.entries import KINDS, CallRecord, Entry, EntryQuery, Kind, NewEntry, SessionInfo, Source
+from avibe.record.feeds import FEED_KINDS, Feed
 from avibe.store.migrate import WRITE_OPTION
-from avibe.store.schema import checkpoints, entries, session_leases, session_state, sessions
+from avibe.store.schema import checkpoints, entries, session_leases, session_state, sessions, sources
 
 T = TypeVar("T")
 AnyRow = Row[*tuple[Any, ...]]
@@ -55,6 +56,10 @@ _ENTRY_COLUMNS: Final = (
 # Statements built once: appends are the hot path (see benchmarks/record_append.py).
 _LOCK_SESSION: Final = select(sessions).where(sessions.c.id == bindparam("sid")).with_for_update()
 _INSERT_ENTRY: Final = insert(entries)
+# PostgreSQL: every append tells the hosts listening which session got input (LISTEN/NOTIFY, issue 12);
+# the notification goes out when the transaction commits, never for one rolled back.
+NOTIFY_CHANNEL: Final = "avibe_entries"
+_NOTIFY: Final = text("SELECT pg_notify(:channel, :session)")
 _BUMP_SESSION: Final = (
     update(sessions)
     .where(sessions.c.id == bindparam("sid"))
@@ -92,8 +97,11 @@ def _check_new_entry(entry: NewEntry) -> None:
         ("source name", entry.source.name),
         ("source ref", entry.source.ref),
         ("turn id", entry.turn_id),
+        ("delivery key", entry.delivery_key),
     ):
         check_text(field, value)
+    if len(entry.delivery_key) > 200:
+        raise ValueError(f"delivery key is {len(entry.delivery_key)} characters; at most 200 fit")
     for call in entry.calls:
         check_text("tool call name", call.name)
         check_text("tool call arguments", call.arguments)
@@ -341,18 +349,47 @@ class SqlStore:
         for session_id in sorted({entry.session for entry in new}):
             row = self._lock_session(conn, session_id)
             last[session_id] = (row.last_seq, row.last_at)
+        # Under the session lock, a delivery key seen before is a repeat: it gets the entry it made.
+        seen = self._delivered(conn, new)
         stored: list[Entry] = []
+        fresh: list[tuple[Entry, str]] = []
         for entry in new:
+            key = (entry.session, entry.delivery_key)
+            if entry.delivery_key and key in seen:
+                stored.append(seen[key])
+                continue
             seq, last_at = last[entry.session]
             newest = entry.at if last_at is None or entry.at > last_at else last_at
             last[entry.session] = (seq + 1, newest)
-            stored.append(
-                Entry(entry.session, seq + 1, entry.source, entry.text, entry.at, entry.turn_id, entry.calls)
+            made = Entry(
+                entry.session, seq + 1, entry.source, entry.text, entry.at, entry.turn_id, entry.calls
             )
-        conn.execute(_INSERT_ENTRY, [_entry_values(entry) for entry in stored])
+            if entry.delivery_key:
+                seen[key] = made
+            stored.append(made)
+            fresh.append((made, entry.delivery_key))
+        if fresh:
+            conn.execute(_INSERT_ENTRY, [_entry_values(entry, key) for entry, key in fresh])
         for session_id, (seq, last_at) in last.items():
             conn.execute(_BUMP_SESSION, {"sid": session_id, "new_seq": seq, "new_at": last_at})
+        if fresh and self.dialect == "postgresql":  # wake the session's host wherever it runs (issue 12)
+            for session_id in sorted({entry.session for entry, _ in fresh}):
+                conn.execute(_NOTIFY, {"channel": NOTIFY_CHANNEL, "session": session_id})
         return [dataclasses.replace(entry, at=entry.at.astimezone(UTC)) for entry in stored]
+
+    @staticmethod
+    def _delivered(conn: Connection, new: Sequence[NewEntry]) -> dict[tuple[str, str], Entry]:
+        """The entries already recorded under the delivery keys of `new`."""
+        keyed = {(e.session, e.delivery_key) for e in new if e.delivery_key}
+        found: dict[tuple[str, str], Entry] = {}
+        for session_id in sorted({session for session, _ in keyed}):
+            keys = sorted(key for session, key in keyed if session == session_id)
+            stmt = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
+                entries.c.session == session_id, entries.c.delivery_key.in_(keys)
+            )
+            for row in conn.execute(stmt):
+                found[(session_id, row.delivery_key)] = _entry(row)
+        return found
 
     def query(self, query: EntryQuery) -> list[Entry]:
         """Entries of one session matching every filter, in seq (= time) order."""
@@ -510,6 +547,93 @@ class SqlStore:
             row = conn.execute(select(session_leases).where(session_leases.c.session == session_id)).first()
         return None if row is None else _lease(row)
 
+    # -- feeds: watches, timers, callbacks (issue 12) ------------------------------------------------
+    def add_feed(self, feed: Feed) -> Feed:
+        """Store a new feed of an existing session; its id must be new."""
+        _check_feed(feed)
+        now = self._now()
+
+        def work(conn: Connection) -> None:
+            self._require_session(conn, feed.session)
+            if conn.execute(select(sources.c.id).where(sources.c.id == feed.id)).first() is not None:
+                raise StoreError(f"a feed {feed.id!r} exists already")
+            conn.execute(insert(sources).values(
+                id=feed.id, session=feed.session, kind=feed.kind, name=feed.name, spec=dict(feed.spec),
+                wake=feed.wake, state=dict(feed.state), created_at=now, updated_at=now, removed_at=None,
+            ))  # fmt: skip
+
+        self._write(work)
+        return dataclasses.replace(feed, created_at=now.astimezone(UTC), removed_at=None)
+
+    def list_feeds(self, session_id: str | None = None, *, include_removed: bool = False) -> list[Feed]:
+        """The feeds of one session (or of every session), oldest first."""
+        stmt = select(sources).order_by(sources.c.created_at, sources.c.id)
+        if session_id is not None:
+            stmt = stmt.where(sources.c.session == session_id)
+        if not include_removed:
+            stmt = stmt.where(sources.c.removed_at.is_(None))
+        with self._reading() as conn:
+            if session_id is not None:
+                self._require_session(conn, session_id)
+            return [_feed(row) for row in conn.execute(stmt)]
+
+    def get_feed(self, feed_id: str) -> Feed:
+        """One feed, removed or not; UnknownFeed when there is none with that id."""
+        with self._reading() as conn:
+            row = conn.execute(select(sources).where(sources.c.id == feed_id)).first()
+        if row is None:
+            raise UnknownFeed(f"no feed {feed_id!r} (`vibe feeds` lists them)")
+        return _feed(row)
+
+    def stop_feed(self, feed_id: str) -> Feed:
+        """Stop a feed (its row stays, stamped removed: the record still names its id)."""
+        now = self._now()
+
+        def work(conn: Connection) -> None:
+            changed = conn.execute(
+                update(sources).where(sources.c.id == feed_id, sources.c.removed_at.is_(None))
+                .values(removed_at=now, updated_at=now)
+            )  # fmt: skip
+            if changed.rowcount == 0:
+                self.get_feed(feed_id)  # unknown: raises; else it was removed already (a no-op)
+
+        self._write(work)
+        return self.get_feed(feed_id)
+
+    def save_feed_state(self, feed_id: str, state: Mapping[str, Any]) -> None:
+        """Replace a feed's own progress (a watch's digest, a timer's last fire)."""
+        document = dict(state)
+        _check_json(f"feed {feed_id!r} state", document)
+        now = self._now()
+
+        def work(conn: Connection) -> None:
+            changed = conn.execute(
+                update(sources).where(sources.c.id == feed_id).values(state=document, updated_at=now)
+            )
+            if changed.rowcount == 0:
+                raise UnknownFeed(f"no feed {feed_id!r} (`vibe feeds` lists them)")
+
+        self._write(work)
+
+
+def _check_feed(feed: Feed) -> None:
+    if feed.kind not in FEED_KINDS:
+        raise ValueError(f"unknown feed kind {feed.kind!r}; expected one of {', '.join(FEED_KINDS)}")
+    if not _SESSION_ID.fullmatch(feed.id):
+        raise ValueError(f"feed id {feed.id!r} is not valid: use 1-64 letters, digits, '.', '_', ':', '-'")
+    check_text("feed name", feed.name)
+    if not feed.name.strip():
+        raise ValueError("a feed needs a name")
+    _check_json(f"feed {feed.id!r} spec", feed.spec)
+    _check_json(f"feed {feed.id!r} state", feed.state)
+
+
+def _feed(row: AnyRow) -> Feed:
+    return Feed(
+        id=row.id, session=row.session, kind=row.kind, name=row.name, spec=dict(row.spec), wake=row.wake,
+        state=dict(row.state or {}), created_at=row.created_at, removed_at=row.removed_at,
+    )  # fmt: skip
+
 
 def this_machine() -> str:
     """This machine's name plus its PID namespace: two processes with the same value see the same pids."""
@@ -601,8 +725,9 @@ class _SessionExists(StoreError):
     """A session id is taken (internal: create_session retries generated ids, reports given ones)."""
 
 
-def _entry_values(entry: Entry) -> dict[str, object]:
+def _entry_values(entry: Entry, delivery_key: str = "") -> dict[str, object]:
     return {
+        "delivery_key": delivery_key or None,
         "session": entry.session,
         "seq": entry.seq,
         "kind": entry.kind,

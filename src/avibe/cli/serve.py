@@ -1,0 +1,212 @@
+"""`vibe serve`: host live sessions - their turns, background jobs, watches, timers, delegated runs - and
+accept inputs over HTTP (issue 12). Many `vibe serve` processes may share one PostgreSQL record; each
+session is run by one of them at a time (its lease), and any of them accepts its inputs."""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+import typer
+
+from avibe.cli.options import (
+    BadArgument,
+    ModelOpt,
+    SessionOpt,
+    StepsOpt,
+    WindowOpt,
+    WorkdirOpt,
+    log_to_file,
+    preflight_model,
+    require_session,
+)
+from avibe.cli.wiring import SystemClock, open_record, open_session, session_workdir, settings_or_die
+from avibe.config import Settings
+from avibe.host.events import Event, ReplyDelta, event_to_dict
+from avibe.ports import ModelClient
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
+
+log = logging.getLogger("avibe.serve")
+
+
+class SharedModel:
+    """One model for every session this host runs: calls take turns (llama.cpp runs one at a time)."""
+
+    def __init__(self, open_model: Callable[[], ModelClient]) -> None:
+        self._open, self._lock = open_model, threading.Lock()
+        self._model: ModelClient | None = None
+
+    def _get(self) -> ModelClient:
+        if self._model is None:
+            self._model = self._open()
+        return self._model
+
+    @property
+    def facts(self) -> ModelFacts:
+        with self._lock:
+            return self._get().facts
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelReply:
+        with self._lock:
+            return self._get().complete(
+                messages,
+                tools,
+                json_schema=json_schema,
+                max_tokens=max_tokens,
+                temperature=temperature,
+                on_text=on_text,
+            )
+
+
+def _log_event(session_id: str) -> Callable[[Event], None]:
+    def record(event: Event) -> None:
+        if not isinstance(event, ReplyDelta):
+            log.info("session %s: %s", session_id, event_to_dict(event))
+
+    return record
+
+
+def _host_opener(
+    settings: Settings, model_name: str, workdir: Path, window: int | None, max_steps: int
+) -> Callable[[str], Any]:
+    from avibe.providers import open_model
+
+    model = SharedModel(lambda: open_model(model_name, settings))
+    store = open_record(settings)
+
+    @contextmanager
+    def open_host(session_id: str) -> Iterator[SessionHandle]:
+        with open_session(
+            settings,
+            model_name=model_name,
+            workdir=session_workdir(store, session_id, workdir),
+            session_id=session_id,
+            window=window,
+            max_steps=max_steps,
+            events=_log_event(session_id),
+            start_delegate=lambda child: None,  # this host's fleet (or another's) picks it up
+            model=model,
+        ) as live:
+
+            def run_ready() -> None:
+                live.host.run_until_idle(wait_for_jobs=False)
+
+            yield SessionHandle(run_ready=run_ready, busy=lambda: bool(live.vibey.waiting_for()))
+
+    return open_host
+
+
+def _address(settings: Settings, host: str | None, port: int | None) -> tuple[str, int]:
+    parts = urlsplit(settings.serve_url)
+    return host or parts.hostname or "127.0.0.1", port if port is not None else parts.port or 8765
+
+
+def serve(
+    host: Annotated[
+        str | None, typer.Option("--host", help="Address to bind (default: AVIBE_SERVE_URL's).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option("--port", help="Port (default: AVIBE_SERVE_URL's, 8765).")
+    ] = None,
+    model: ModelOpt = None,
+    window: WindowOpt = None,
+    workdir: WorkdirOpt = Path("."),
+    max_steps: StepsOpt = 30,
+    session: SessionOpt = None,
+    exit_when_idle: Annotated[
+        bool, typer.Option("--exit-when-idle", help="Host --session until it is idle, then exit (no HTTP).")
+    ] = False,
+) -> None:
+    """Host live sessions and accept inputs over HTTP (callbacks, messages); Ctrl-C stops."""
+    settings = settings_or_die()
+    model_name = model or settings.model
+    if port is not None and not 0 < port < 65_536:
+        raise BadArgument(f"--port {port} is not a port (1-65535)")
+    if exit_when_idle and session is None:
+        raise BadArgument("--exit-when-idle hosts one session: give it with --session")
+    if session is not None:
+        require_session(settings, session)
+    preflight_model(model_name, settings)
+    log_path = log_to_file(settings)
+    workdir = workdir.resolve()
+    store = open_record(settings)
+    fleet = Fleet(
+        store,
+        _host_opener(settings, model_name, workdir, window, max_steps),
+        only=session,
+        exit_when_idle=exit_when_idle,
+    )
+    stopping = threading.Event()
+    listen_for_inputs(settings.database_url, fleet, stopping)
+    if exit_when_idle:
+        try:
+            fleet.run()
+        finally:
+            stopping.set()
+            fleet.stop()
+        return
+    _serve_http(settings, fleet, store, host, port, log_path, stopping)
+
+
+def _serve_http(
+    settings: Settings, fleet: Fleet, store: Any, host: str | None, port: int | None, log_path: Path,
+    stopping: threading.Event,
+) -> None:  # fmt: skip
+    import uvicorn
+
+    from avibe.web.server import Api, build_app, is_loopback
+
+    bind, port_number = _address(settings, host, port)
+    token = os.environ.get("AVIBE_SERVE_TOKEN") or None
+    if token is None and not is_loopback(bind):
+        token = secrets.token_urlsafe(24)
+        typer.echo(f"[serve] bound to {bind}: the API needs this token (AVIBE_SERVE_TOKEN): {token}")
+    api = Api(store, fleet, SystemClock(), settings.user_name, token=token)
+    app = build_app(api, extra=_inspector(store))
+    server = uvicorn.Server(
+        uvicorn.Config(app, host=bind, port=port_number, log_level="warning", lifespan="off")
+    )
+    fleet_thread = threading.Thread(target=fleet.run, name="serve-fleet", daemon=True)
+    fleet_thread.start()
+    typer.echo(
+        f"[serve] http://{bind}:{port_number} pid {os.getpid()} record {store.display_url} (log: {log_path})"
+    )
+    try:
+        server.run()
+    finally:
+        stopping.set()
+        fleet.stop()
+
+
+def _inspector(store: Any) -> list[Any]:
+    """The inspector's app at /inspect when it is installed (issue 15)."""
+    import importlib
+
+    from starlette.routing import Mount
+
+    try:
+        inspector = importlib.import_module("avibe.web.inspector")
+    except ImportError:
+        return []
+    return [Mount("/inspect", app=inspector.inspector_app(store))]
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)

@@ -1,0 +1,82 @@
+"""Tools that reach other sessions (issue 12): `send_to_session` posts a message into another live
+session, `delegate` starts a task in a new session whose final reply comes back as an input.
+
+Both arrive as `agent` inputs whose ref is the sending session (T1): the harness, not the text, says
+where they came from, so a delegated run's "the user asked ..." stays attributed to that session. The
+actual delivery is passed in by the edge (adapters never call up into ingress, DESIGN layers).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+from avibe.errors import AvibeError, ToolError
+from avibe.ports import Tool, ToolResult
+from avibe.record.entries import Entry
+from avibe.record.messages import ToolSpec
+from avibe.tools.base import BaseTool, schema
+
+MAX_MESSAGE_CHARS: Final = 20_000
+
+
+def _text(args: dict[str, Any], key: str, tool: str) -> str:
+    value = str(args[key])
+    if not value.strip():
+        raise ToolError(f"{tool}: {key} is empty")
+    if len(value) > MAX_MESSAGE_CHARS:
+        raise ToolError(f"{tool}: {key} is {len(value):,} characters; at most {MAX_MESSAGE_CHARS:,} fit")
+    return value
+
+
+class SendToSession(BaseTool):
+    def __init__(self, send: Callable[[str, str], Entry]) -> None:
+        self._send = send
+        self._spec = ToolSpec(
+            name="send_to_session",
+            description=(
+                "Post a message into another Avibe session (by its id, e.g. s-20261201-ab12cd). It arrives "
+                "there tagged as coming from this session, never as the user's words."
+            ),
+            parameters=schema(
+                {"session": ("string", "the other session's id"), "text": ("string", "the message")},
+                ["session", "text"],
+            ),
+        )
+
+    def _run(self, args: dict[str, Any]) -> ToolResult:
+        target, text = _text(args, "session", "send_to_session"), _text(args, "text", "send_to_session")
+        try:
+            entry = self._send(target.strip(), text)
+        except AvibeError as exc:
+            raise ToolError(f"send_to_session: {exc}") from exc
+        return ToolResult(f"Sent to session {entry.session} as its message #{entry.seq}.")
+
+
+class Delegate(BaseTool):
+    def __init__(self, delegate: Callable[[str], str]) -> None:
+        self._delegate = delegate
+        self._spec = ToolSpec(
+            name="delegate",
+            description=(
+                "Hand a self-contained task to a new agent session that works on it in the background. "
+                "Its final reply comes back to you later as an input tagged with that session's id; "
+                "until then the scene lists it under Waiting for. Say everything it needs in the task."
+            ),
+            parameters=schema({"task": ("string", "the whole task, self-contained")}, ["task"]),
+        )
+
+    def _run(self, args: dict[str, Any]) -> ToolResult:
+        task = _text(args, "task", "delegate")
+        try:
+            child = self._delegate(task)
+        except AvibeError as exc:
+            raise ToolError(f"delegate: {exc}") from exc
+        return ToolResult(
+            f"Delegated to session {child}. Its final reply will arrive as an input tagged "
+            f"'agent session' with ref {child}; carry on meanwhile."
+        )
+
+
+def session_tools(send: Callable[[str, str], Entry], delegate: Callable[[str], str]) -> list[Tool]:
+    return [SendToSession(send), Delegate(delegate)]
