@@ -1,0 +1,88 @@
+"""Starting the real `vibe` (and `vibe serve`) as processes for the serve tests, on a scripted
+OpenAI-compatible model server on loopback (tests/openai_chat.py)."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from openai_chat import ChatServer
+
+T = TypeVar("T")
+VIBE = [sys.executable, "-c", "from avibe.cli import main; main()"]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def vibe_env(home: Path, chat: ChatServer, database_url: str | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_"))}
+    env |= {"AVIBE_HOME": str(home), "AVIBE_MODEL": "openai/gpt-4o", "AVIBE_USER": "kofi",
+            "OPENAI_API_KEY": "sk-avibe-test-dummy", "OPENAI_BASE_URL": chat.url,
+            "AVIBE_SANDBOX": "workspace-write"}  # fmt: skip
+    if database_url is not None:
+        env["AVIBE_DATABASE_URL"] = database_url
+    return env
+
+
+def vibe(
+    env: dict[str, str], cwd: Path, *args: str, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run([*VIBE, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    assert done.returncode in (0, 1), f"vibe {' '.join(args)}: {done.returncode}\n{done.stderr}"
+    return done
+
+
+def start_serve(env: dict[str, str], cwd: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    with log.open("ab") as output:
+        process = subprocess.Popen(
+            [*VIBE, "serve", "--port", str(port)], env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT
+        )
+    wait_for(lambda: _healthy(port) or _dead(process, log), timeout=60, what=f"vibe serve on {port}")
+    return process
+
+
+def _healthy(port: int) -> bool:
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def _dead(process: subprocess.Popen[bytes], log: Path) -> bool:
+    if process.poll() is not None:
+        raise AssertionError(f"vibe serve exited {process.returncode}:\n{log.read_text()[-3000:]}")
+    return False
+
+
+def wait_for(check: Callable[[], T], *, timeout: float, what: str, every: float = 0.1) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(every)
+
+
+def stop(process: subprocess.Popen[Any]) -> None:
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
