@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -27,6 +27,9 @@ class ChatServer:
         self.default = "?"  # the reply when nothing is queued
         self.piece_chars = 4  # streamed content and arguments come in pieces of this many characters
         self.fail_stream_after: int | None = None  # streaming: an error event after this many chunks
+        # Answers by content before the queue: a message for a request it recognises, else None (tests
+        # with several sessions on one server, whose requests arrive in no fixed order).
+        self.responder: Callable[[dict[str, Any]], dict[str, Any] | None] | None = None
 
     def say(self, text: str) -> None:
         self.replies.append({"role": "assistant", "content": text})
@@ -41,6 +44,8 @@ class ChatServer:
 
     def next_message(self, body: dict[str, Any]) -> dict[str, Any]:
         self.requests.append(body)
+        if self.responder is not None and (chosen := self.responder(body)) is not None:
+            return chosen
         if len(self.requests) == 1 and self.hold_first is not None:
             self.first_arrived.set()
             self.hold_first.wait(60)
