@@ -50,7 +50,8 @@ def _usages() -> list[tuple[list[str], list[str]]]:
 @pytest.mark.parametrize(("command", "options"), _usages())
 def test_every_readme_command_and_option_exists(command: list[str], options: list[str]) -> None:
     runner = CliRunner()
-    path = command if command[0] == "skill" else command[:1]  # `skill` is the only command group
+    groups = {"skill", "watch", "timer", "callback"}  # the command groups: `vibe watch add --help`
+    path = command if command[0] in groups else command[:1]
     result = runner.invoke(app, [*path, "--help"], env={"COLUMNS": "200", "NO_COLOR": "1", "TERM": "dumb"})
     assert result.exit_code == 0, result.output
     for option in options:
