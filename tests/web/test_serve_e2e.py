@@ -113,3 +113,34 @@ def test_every_kind_of_source_reaches_a_live_session_tagged_and_never_as_the_use
     assert [e.text for e in users] == ["Keep an eye on CI. Never modify vendor/."]
     candidates = memo_candidates(entries, [], frozenset())
     assert [c.seq for c in candidates] == [users[0].seq]  # N7: only the person's words
+
+
+def test_vibe_run_attaches_to_a_session_vibe_serve_hosts(tmp_path: Path, chat: ChatServer) -> None:
+    """`vibe run --session S` while `vibe serve` hosts S: the message goes through the record to the
+    serving host, which answers; the run prints the answer and never hosts S itself (issue 12 item 1)."""
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    env = vibe_env(home, chat)
+    chat.say("Started.")
+    first = vibe(env, work, "run", "--no-wait", "--json", "Watch the nightly build.")
+    session = next(
+        json.loads(line)["session"] for line in first.stdout.splitlines() if '"turn_started"' in line
+    )
+    vibe(env, work, "timer", "add", "nightly", "--session", session, "--text", "check", "--every", "1h")
+    port = free_port()
+    serve = start_serve(env, work, port, tmp_path / "serve.log")
+    try:
+        wait_for(lambda: session in httpx.get(f"http://127.0.0.1:{port}/health").json()["hosting"],
+                 timeout=30, what="vibe serve to host the session")  # fmt: skip
+        chat.say("The build is green.")
+        attached = vibe(env, work, "run", "--session", session, "How is the build?")
+        assert attached.returncode == 0, attached.stderr
+        assert (
+            f"hosted by pid {serve.pid}" in attached.stdout
+            and "vibey> The build is green." in attached.stdout
+        )
+        with open_store(f"sqlite:///{home / 'avibe.db'}") as store:
+            lease = store.session_lease(session)
+            assert lease is not None and lease.owner.pid == serve.pid  # it never changed hands
+    finally:
+        stop(serve)

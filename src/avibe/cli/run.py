@@ -30,7 +30,16 @@ from avibe.cli.options import (
     require_session,
     shown,
 )
-from avibe.cli.wiring import EventPrinter, HostedSession, die, find_session, open_session, settings_or_die
+from avibe.cli.wiring import (
+    EventPrinter,
+    HostedSession,
+    SystemClock,
+    die,
+    find_session,
+    open_record,
+    open_session,
+    settings_or_die,
+)
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event
@@ -112,6 +121,20 @@ def run(
         bool,
         typer.Option("--no-wait", help="Stop when the turn ends, without waiting for background jobs."),
     ] = False,
+    agent: Annotated[
+        str,
+        typer.Option(
+            "--agent",
+            help="Who works in the session: vibey, or claude-code, codex, opencode run as they are "
+            "(their own model settings; see `vibe agents`).",
+        ),
+    ] = "vibey",
+    agent_timeout: Annotated[
+        float,
+        typer.Option(
+            "--agent-timeout", min=1.0, help="With --agent: seconds of silence before the program is stopped."
+        ),
+    ] = 900.0,
 ) -> None:
     """Run Vibey headless on TASK: host the session until Vibey is idle and no background job it waits
     for is still running (a finished job wakes it again)."""
@@ -120,9 +143,32 @@ def run(
     text = _task_text(task, file)
     workdir = workdir.resolve()
     resume = _session_to_resume(settings, session, resume_latest, workdir)
+    if agent != "vibey":
+        from avibe.cli.agents import run_backend
+
+        if model is not None or window is not None:
+            raise BadArgument(f"--model and --window are Vibey's; {agent} uses the model configured for it")
+        raise typer.Exit(
+            run_backend(
+                agent,
+                text,
+                settings=settings,
+                workdir=workdir,
+                session=resume,
+                verbose=verbose,
+                json_lines=json_lines,
+                no_wait=no_wait,
+                timeout_s=agent_timeout,
+            )
+        )
     preflight_model(model_name, settings)  # before a session or a database file exists
     log_path = log_to_file(settings)
     printer = EventPrinter(verbose=verbose, json_lines=json_lines)
+    sent = False
+    if resume is not None:  # hosted elsewhere (`vibe serve`): post there and follow (issue 12 item 1)
+        answered, sent = _attach(settings, resume, text, printer, json_lines)
+        if answered:
+            raise typer.Exit(0)
     with open_session(
         settings,
         model_name=model_name,
@@ -134,9 +180,26 @@ def run(
     ) as live:
         if not json_lines:
             typer.echo(f"[session] {live.session_id} (log: {log_path})")
-        result = live.send(text)
-        results = [result, *live.host.run_until_idle(wait_for_jobs=not no_wait)]
-    raise typer.Exit(1 if results[-1].stopped else 0)
+        results = [] if sent else [live.send(text)]  # a message posted while attached is waiting already
+        results += live.host.run_until_idle(wait_for_jobs=not no_wait)
+    raise typer.Exit(1 if results and results[-1].stopped else 0)
+
+
+def _attach(
+    settings: Settings, session: str, text: str, printer: EventPrinter, json_lines: bool
+) -> tuple[bool, bool]:
+    """(answered, sent): when another live process hosts the session, post the message there and follow
+    the record to the answer; if that host goes away first, the caller hosts the session here."""
+    from avibe.cli.attach import live_lease, send_attached
+
+    store = open_record(settings)
+    lease = live_lease(store, session)
+    if lease is None:
+        return False, False
+    if not json_lines:
+        typer.echo(f"[session] {session} (hosted by pid {lease.owner.pid} on {lease.owner.host}: attached)")
+    followed = send_attached(store, session, settings.user_name, text, printer, SystemClock())
+    return followed.reply is not None, True
 
 
 def _demo_script() -> dict[str, Any]:
