@@ -10,7 +10,7 @@ import tempfile
 import time
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 import yaml
@@ -50,6 +50,7 @@ DEMO_WINDOW = 6144  # small enough that the example task checkpoints at least tw
 # The 0.5B default model keeps every harness guarantee, but as an agent it loops on one tool call and
 # never gets through a ticket; the 1.5B tier does the tickets, so the demo shows checkpoints in real work.
 DEMO_MODEL = "embedded-1.5b"
+DEMO_WATCH_WAIT_S = 30.0  # how long the demo waits for its watch to see a change (it looks every second)
 
 TaskOpt = Annotated[
     str | None,
@@ -290,8 +291,9 @@ def demo(
         ) as live:
             printer.store, printer.session = live.store, live.session_id
             typer.echo(f"[session] {live.session_id} in {target} (window {window}; log: {log_path})")
+            _demo_feeds(live)
             for item in _demo_inputs():
-                _demo_input(live, item)
+                _demo_input(live, target, item)
             live.host.run_until_idle()
             stored = live.store.list_checkpoints(live.session_id)
             typer.echo(f"\n=== {len(stored)} checkpoints; what the last one kept ===")
@@ -318,11 +320,50 @@ class DemoPrinter(EventPrinter):
             typer.echo("  " + kept.replace("\n", "\n  "))
 
 
-def _demo_input(live: HostedSession, item: dict[str, Any]) -> None:
-    """A user input starts a turn; any other is posted with its source and read by the next turn."""
+def _demo_feeds(live: HostedSession) -> None:
+    """The demo's watches, real ones: stored with the record and run by the session's host."""
+    import secrets
+
+    from avibe.ports import FeedStore
+    from avibe.record.feeds import ID_PREFIX, Feed
+    from avibe.sources.feeds import check_spec
+
+    store = cast(FeedStore, live.store)
+    for item in _demo_script().get("feeds", []):
+        fields = dict(item["watch"])
+        wake = not fields.pop("queue", False)
+        name = fields.pop("name")
+        feed_id = f"{ID_PREFIX['watch']}-{secrets.token_hex(4)}"
+        store.add_feed(Feed(feed_id, live.session_id, "watch", name, check_spec("watch", fields), wake))
+
+
+def _demo_write(live: HostedSession, workdir: Path, fields: dict[str, str]) -> None:
+    """Change a workspace file as another program would, then let the watch on it see the change."""
+    from avibe.ports import FeedStore
+
+    store = cast(FeedStore, live.store)
+    watches = [f for f in store.list_feeds(live.session_id) if f.spec.get("file") == fields["file"]]
+    deadline = time.monotonic() + DEMO_WATCH_WAIT_S
+    while any("digest" not in f.state for f in watches) and time.monotonic() < deadline:
+        live.host.poll_sources()  # the first look sets the baseline
+        time.sleep(0.2)
+        watches = [f for f in store.list_feeds(live.session_id) if f.spec.get("file") == fields["file"]]
+    before = live.store.get_session(live.session_id).entry_count
+    (workdir / fields["file"]).write_text(fields["text"] + "\n", encoding="utf-8")
+    while live.store.get_session(live.session_id).entry_count == before and time.monotonic() < deadline:
+        live.host.poll_sources()  # the watch posts (its tag line is printed as it arrives)
+        time.sleep(0.2)
+
+
+def _demo_input(live: HostedSession, workdir: Path, item: dict[str, Any]) -> None:
+    """A user input starts a turn; a write changes a file that a watch sees; anything else is posted with
+    its source and read by the next turn."""
     if "user" in item:
         typer.echo(f"\nuser> {item['user']}")
         live.send(item["user"])
+        return
+    if "write" in item:
+        _demo_write(live, workdir, item["write"])
         return
     kind = next(iter(item))
     if kind not in KINDS or kind in ("user", "assistant"):

@@ -61,14 +61,15 @@ class SessionHost:
     def add_source(self, source: InputSource) -> None:
         self.sources.append(source)
 
-    def _poll_sources(self) -> None:
+    def poll_sources(self) -> None:
+        """Let every source deliver what is due now (a timer's fire, a watch's change, a finished job)."""
         for source in self.sources:
             source.poll()
 
     def after(self, seq: int) -> list[Input]:
         """The agent's inbox (`host.agent.Inbox`): sources deliver what is due, then every entry after
         `seq`, rendered by the one function every backend uses (T3)."""
-        self._poll_sources()
+        self.poll_sources()
         return [render_input(e) for e in self.store.query(EntryQuery(self.session_id, seq_from=seq + 1))]
 
     def waiting_input(self) -> bool:
@@ -98,7 +99,7 @@ class SessionHost:
         results: list[TurnResult] = []
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            self._poll_sources()
+            self.poll_sources()
             if self.waiting_input():
                 results.append(self.agent.run_turn(self, self.emit))
                 continue
