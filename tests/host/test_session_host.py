@@ -139,3 +139,27 @@ def test_events_are_json_lines_with_their_kind_first() -> None:
     data = event_to_dict(CheckpointAccepted(2, 7000, 3000, 5, 12.5, None))
     assert next(iter(data)) == "kind" and data["kind"] == "checkpoint"
     assert json.loads(json.dumps(data))["after"] == 3000
+
+
+def test_T1_an_input_arriving_mid_turn_is_seen_at_the_next_step_and_starts_no_extra_turn(
+    tmp_path: Path,
+) -> None:
+    """Issue 12 item 3: a timer fires while the model works; the same turn's next step sees it, tagged."""
+    box: list[SessionHost] = []
+
+    def timer_fires_meanwhile(request: ModelRequest) -> Any:
+        box[0].post(Source("timer", name="standup", ref="t-1"), "the user asked for the standup now", "k-1")
+        return reply(tool_calls=[ToolCall("c1", "list_files", {"path": "."})])
+
+    def sees_timer(request: ModelRequest) -> Any:
+        timers = [m for m in request.messages if m.kind == "timer"]
+        assert len(timers) == 1 and timers[0].content.startswith('[Harness: timer "standup" (t-1)')
+        return reply("the standup timer fired; it is not the user")
+
+    host, _, model, events = _hosted(tmp_path, [timer_fires_meanwhile, sees_timer])
+    box.append(host)
+    first = host.send("List the files.", "alice")
+    assert first.reply == "the standup timer fired; it is not the user"
+    assert host.run_until_idle() == []  # seen already: no turn of its own
+    model.assert_consumed()
+    assert [e.kind for e in events].count("turn_started") == 1
