@@ -16,7 +16,6 @@ gets input, wherever it was posted; on SQLite the fleet polls the session list.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -36,6 +35,8 @@ TICK_S: Final = 0.5  # how often the fleet looks for work when nothing wakes it
 WORKER_POLL_S: Final = 0.2  # how often a worker polls its session's sources
 LINGER_S: Final = 5.0  # how long an idle session with nothing to wait for stays hosted
 RESCAN_S: Final = 30.0  # a full look at every session (delegations out, missed notifications)
+RETRY_AFTER_S: Final = 15.0  # a session whose host failed to start is tried again after this
+ELSEWHERE_RETRY_S: Final = 2.0  # a session another host holds is looked at again after this (takeover)
 
 
 OpenHost = Callable[[str], AbstractContextManager["SessionHandle"]]
@@ -80,6 +81,7 @@ class Fleet:
         self._seen: dict[str, int] = {}  # session -> entry count at the last look
         self._last_scan = -RESCAN_S
         self.failures: dict[str, str] = {}  # session -> why its host last failed (for /health)
+        self._retry_at: dict[str, float] = {}  # session -> not tried again before (monotonic)
         self._done_once = False  # the first look at the sessions is over
 
     # ---- outside ---------------------------------------------------------------------------------------
@@ -132,7 +134,7 @@ class Fleet:
         for info in self.store.list_sessions():
             if self._only is not None and info.id != self._only:
                 continue
-            if info.id in hosted:
+            if info.id in hosted or time.monotonic() < self._retry_at.get(info.id, 0.0):
                 continue
             changed = self._seen.get(info.id) != info.entry_count
             self._seen[info.id] = info.entry_count
@@ -180,14 +182,17 @@ class Fleet:
             with self._open_host(session_id) as handle:
                 log.info("serve: hosting session %s", session_id)
                 self.failures.pop(session_id, None)
+                self._retry_at.pop(session_id, None)
                 self._serve(worker, handle)
         except SessionHosted as exc:
             log.debug("serve: session %s is hosted elsewhere: %s", session_id, exc)
+            self._retry_at[session_id] = time.monotonic() + ELSEWHERE_RETRY_S
         except Exception as exc:  # one session failing must not take the host down; log it, retry later
             self.failures[session_id] = f"{type(exc).__name__}: {exc}"
-            log.exception("serve: hosting session %s failed", session_id)
-            with contextlib.suppress(Exception):
-                time.sleep(1.0)
+            self._retry_at[session_id] = time.monotonic() + RETRY_AFTER_S
+            log.exception(
+                "serve: hosting session %s failed; trying again in %.0f s", session_id, RETRY_AFTER_S
+            )
         finally:
             with self._lock:
                 self._workers.pop(session_id, None)

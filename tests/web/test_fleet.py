@@ -1,0 +1,95 @@
+"""The fleet of one `vibe serve` (issue 12): which sessions it hosts (input waiting, watches or timers),
+that it leaves a session another host holds, backs off from one whose host fails, and lets a session go
+when it has nothing left to run or wait for."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+
+import pytest
+
+from avibe.errors import SessionHosted
+from avibe.ingress import deliver, record_reply
+from avibe.record.entries import Source
+from avibe.record.feeds import Feed
+from avibe.store import SqlStore
+from avibe.web import fleet as fleet_module
+from avibe.web.fleet import Fleet, SessionHandle
+
+AT = datetime(2026, 12, 1, 9, tzinfo=UTC)
+
+
+class Opener:
+    def __init__(self, *, fail: set[str] | None = None, elsewhere: set[str] | None = None) -> None:
+        self.opened: list[str] = []
+        self.ran: list[str] = []
+        self.fail, self.elsewhere = fail or set(), elsewhere or set()
+        self.busy: dict[str, bool] = {}
+
+    @contextmanager
+    def __call__(self, session_id: str) -> Iterator[SessionHandle]:
+        self.opened.append(session_id)
+        if session_id in self.elsewhere:
+            raise SessionHosted(session_id, 1, "other-host", "2026-12-01 09:00:00 UTC")
+        if session_id in self.fail:
+            raise RuntimeError("the workdir is gone")
+        yield SessionHandle(lambda: self.ran.append(session_id), lambda: self.busy.get(session_id, False))
+
+
+def test_sessions_with_input_waiting_are_hosted_until_idle_and_answered_ones_are_not(
+    sqlite_store: SqlStore,
+) -> None:
+    waiting, answered, empty = (sqlite_store.create_session().id for _ in range(3))
+    deliver(sqlite_store, waiting, Source("user", "kofi"), "go", at=AT)
+    deliver(sqlite_store, answered, Source("user", "kofi"), "go", at=AT)
+    record_reply(sqlite_store, answered, "done", at=AT)
+    opener = Opener()
+    fleet = Fleet(sqlite_store, opener, exit_when_idle=True)
+    fleet.run()  # returns once nothing is hosted
+    assert opener.opened == [waiting] and opener.ran == [waiting] and fleet.hosted() == []
+    assert empty not in opener.opened
+
+
+def test_a_session_with_a_watch_or_timer_is_hosted_while_busy(sqlite_store: SqlStore) -> None:
+    session = sqlite_store.create_session().id
+    sqlite_store.add_feed(Feed("t-1", session, "timer", "tick", {"text": "x", "every_s": 60.0}))
+    opener = Opener()
+    opener.busy[session] = True
+    fleet = Fleet(sqlite_store, opener)
+    runner = threading.Thread(target=fleet.run, daemon=True)
+    runner.start()
+    try:
+        deadline = threading.Event()
+        for _ in range(100):
+            if opener.ran.count(session) >= 3:
+                break
+            deadline.wait(0.1)
+        assert fleet.hosted() == [session] and opener.ran.count(session) >= 3  # polled again and again
+    finally:
+        fleet.stop()
+        runner.join(10)
+    assert fleet.hosted() == []
+
+
+def test_a_session_hosted_elsewhere_is_left_alone_and_a_failing_one_is_retried_later(
+    sqlite_store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere, failing = sqlite_store.create_session().id, sqlite_store.create_session().id
+    for session in (elsewhere, failing):
+        deliver(sqlite_store, session, Source("user", "kofi"), "go", at=AT)
+    opener = Opener(fail={failing}, elsewhere={elsewhere})
+    fleet = Fleet(sqlite_store, opener)
+    monkeypatch.setattr(fleet_module, "TICK_S", 0.05)
+    runner = threading.Thread(target=fleet.run, daemon=True)
+    runner.start()
+    try:
+        threading.Event().wait(1.0)  # twenty ticks
+    finally:
+        fleet.stop()
+        runner.join(10)
+    assert opener.opened.count(failing) == 1  # backed off, not retried every tick
+    assert fleet.failures == {failing: "RuntimeError: the workdir is gone"}
+    assert elsewhere not in fleet.failures and 1 <= opener.opened.count(elsewhere) <= 2  # every 2 s
