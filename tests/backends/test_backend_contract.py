@@ -26,12 +26,14 @@ from pathlib import Path
 import pytest
 from agent_provider import Provider, ToolCall, serve_provider
 
+from avibe.backends import BACKENDS
 from avibe.host import render_input
 from avibe.ingress import deliver
 from avibe.record.entries import Entry, EntryQuery, Source
 from avibe.store import open_store
 
 pytestmark = pytest.mark.slow
+BACKENDS_BY_NAME = {b.name: b for b in BACKENDS}
 
 # A tool call each program makes with its own tool, and what it is called in the record.
 TOOL_CALLS = {
@@ -231,3 +233,14 @@ def test_backend_keeps_the_contract(rig: Rig) -> None:  # L5, T1, T2, T3
     assert time.monotonic() - started < 90
     notice = rig.entries()[-1]
     assert notice.kind == "harness" and "said nothing for 15 seconds" in notice.text
+
+
+def test_a_refused_key_is_a_harness_input_that_says_what_to_set(rig: Rig) -> None:  # issue 14 item 4
+    rig.provider.status = 401
+    with open_store(rig.db) as store:
+        rig.session = store.create_session(title="refused").id
+    done = rig.vibe("run", "--agent", rig.agent, "-s", rig.session, "--agent-timeout", "120", "hello")
+    assert done.returncode == 1, done.stderr + done.stdout
+    notice = rig.entries()[-1]
+    assert notice.kind == "harness" and notice.source.name == rig.agent
+    assert notice.text.endswith(BACKENDS_BY_NAME[rig.agent].auth_hint()), notice.text

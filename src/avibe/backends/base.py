@@ -95,8 +95,10 @@ class Launch:
 class TurnReader(Protocol):
     """Reads one turn's JSON event lines; pure (no IO)."""
 
-    def feed(self, event: Mapping[str, Any]) -> list[Activity]: ...  # the activity this line reports
+    # the activity this line reports; raises BackendFailed when the program cannot succeed (a refused key)
+    def feed(self, event: Mapping[str, Any]) -> list[Activity]: ...
     def outcome(self) -> Outcome: ...  # after the program exited 0; raises BackendFailed on a reported error
+    def problem(self) -> str: ...  # the error the program reported, if any ("" when none)
 
 
 class Backend(Protocol):
@@ -124,7 +126,17 @@ def _describe_exit(code: int) -> str:
     return f"exited with code {code}"
 
 
-_AUTH_WORDS: Final = ("401", "403", "api key", "api_key", "apikey", "unauthorized", "log in", "login", "auth")
+_AUTH_WORDS: Final = (
+    "401",
+    "403",
+    "api key",
+    "api_key",
+    "api-key",
+    "apikey",
+    "unauthorized",
+    "login",
+    "auth",
+)
 
 
 def looks_like_auth(text: str) -> bool:
@@ -220,9 +232,14 @@ class _Process:
             os.killpg(self.popen.pid, signal.SIGKILL)
 
     def wait(self) -> int:
+        """Its exit code, once its output has been read to the end; the pipes are closed after."""
         code = self.popen.wait()
+        self.stop()  # whatever it left running in its group
         for thread in self._threads[:2]:
             thread.join(timeout=5)
+        for pipe in (self.popen.stdout, self.popen.stderr):
+            if pipe is not None:
+                pipe.close()
         return code
 
 
@@ -248,21 +265,23 @@ def run_program(
         for event in process.events(timeout_s):
             for activity in reader.feed(event):
                 on_activity(activity)
-    except TimeoutError:
+    except BaseException as exc:  # a timeout, or the caller's sink failing: the program stops too
         process.stop()
         process.wait()
+        if isinstance(exc, BackendFailed):  # the reader saw it cannot succeed
+            raise BackendFailed(failure_text(backend, str(exc), tuple(process.stderr))) from None
+        if not isinstance(exc, TimeoutError):
+            raise
         raise BackendTimedOut(
             failure_text(
                 backend, f"said nothing for {timeout_s:g} seconds and was stopped", tuple(process.stderr)
             )
         ) from None
     code = process.wait()
-    process.stop()  # whatever it left running in its group
     stderr = tuple(process.stderr)
     if code != 0:
-        raise BackendFailed(
-            failure_text(backend, _describe_exit(code), stderr), exit_code=code, stderr=stderr
-        )
+        what = _describe_exit(code) + (f"; it reported: {reader.problem()}" if reader.problem() else "")
+        raise BackendFailed(failure_text(backend, what, stderr), exit_code=code, stderr=stderr)
     try:
         return reader.outcome()
     except BackendFailed as exc:

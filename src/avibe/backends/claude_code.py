@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from avibe.backends.base import Activity, BackendFailed, Launch, Outcome, ToolDone, ToolUse
 
+AUTH_ERRORS: Final = frozenset({"authentication_failed", "permission_error", "billing_error"})
 FLAGS: Final = ("-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
 
 
@@ -37,6 +38,10 @@ class ClaudeReader:
     def feed(self, event: Mapping[str, Any]) -> list[Activity]:
         self.session = str(event.get("session_id") or self.session)
         kind = event.get("type")
+        if kind == "system" and event.get("subtype") == "api_retry" and event.get("error") in AUTH_ERRORS:
+            # Claude Code retries a refused key for minutes; it will not succeed
+            status = f"{event.get('error_status')} {event.get('error')}"
+            raise BackendFailed(f"was refused by the model provider ({status})")
         if kind == "result":
             self.result = event
             return []
@@ -59,16 +64,22 @@ class ClaudeReader:
             return [ToolDone(call_id, self.names.get(call_id, ""), bool(block.get("is_error")), len(output))]
         return []
 
+    def problem(self) -> str:
+        if self.result is None:
+            return ""
+        if not self.result.get("is_error") and self.result.get("subtype") in (None, "success"):
+            return ""
+        text = self.result.get("result")
+        if isinstance(text, str) and text:
+            return text
+        return json.dumps(self.result.get("errors") or self.result.get("subtype"))
+
     def outcome(self) -> Outcome:
         if self.result is None:
             raise BackendFailed("ended without a result")
+        if self.problem():
+            raise BackendFailed(f"reported an error: {self.problem()}")
         text = self.result.get("result")
-        if self.result.get("is_error") or self.result.get("subtype") not in (None, "success"):
-            errors = self.result.get("errors")
-            detail = (
-                text if isinstance(text, str) and text else json.dumps(errors or self.result.get("subtype"))
-            )
-            raise BackendFailed(f"reported an error: {detail}")
         return Outcome(text if isinstance(text, str) else "", self.session, tuple(self.calls))
 
 

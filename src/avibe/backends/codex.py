@@ -39,6 +39,7 @@ class CodexReader:
     started: set[str] = field(default_factory=set)
     reply: str = ""
     error: str = ""
+    last_error: str = ""  # an `error` line (Codex says "Reconnecting..." this way too)
     completed: bool = False
 
     def feed(self, event: Mapping[str, Any]) -> list[Activity]:
@@ -47,6 +48,8 @@ class CodexReader:
             self.session = str(event.get("thread_id") or self.session)
         elif kind == "turn.completed":
             self.completed = True
+        elif kind == "error":
+            self.last_error = str(event.get("message", ""))
         elif kind == "turn.failed":
             error = event.get("error")
             self.error = str(error.get("message") if isinstance(error, dict) else error)
@@ -70,8 +73,12 @@ class CodexReader:
         if done:
             failed = item.get("status") == "failed" or item.get("exit_code") not in (None, 0)
             output = item.get("aggregated_output") or item.get("result") or ""
-            found.append(ToolDone(use.call_id, use.name, failed, len(json.dumps(output))))
+            chars = len(output) if isinstance(output, str) else len(json.dumps(output))
+            found.append(ToolDone(use.call_id, use.name, failed, chars))
         return found
+
+    def problem(self) -> str:
+        return self.error or self.last_error
 
     def outcome(self) -> Outcome:
         if self.error:

@@ -55,6 +55,9 @@ class OpenCodeReader:
         output = state.get("output") or state.get("error") or ""
         return [use, ToolDone(use.call_id, use.name, failed, len(str(output)))]
 
+    def problem(self) -> str:
+        return self.error
+
     def outcome(self) -> Outcome:
         if self.error:
             raise BackendFailed(f"reported an error: {self.error}")
