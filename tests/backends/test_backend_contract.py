@@ -188,10 +188,10 @@ def test_backend_keeps_the_contract(rig: Rig) -> None:  # L5, T1, T2, T3
     backend_session = rig.state()["session"]
     assert backend_session
 
-    # 2. The next input (a new Avibe process) continues the same backend session.
+    # 2. The next input (a new Avibe process) continues the same backend session, with the session's agent.
     rig.provider.answer = "second answer"
     before = len(rig.provider.bodies)
-    second = rig.vibe("run", "--agent", rig.agent, "--session", rig.session, "and now the second thing")
+    second = rig.vibe("run", "--session", rig.session, "and now the second thing")  # its agent by default
     assert second.returncode == 0, second.stderr + second.stdout
     assert f"{rig.agent}> second answer" in second.stdout
     later = [json.dumps(body) for body in rig.provider.bodies[before:]]

@@ -45,6 +45,7 @@ from avibe.record.entries import CallRecord, Entry, Source
 
 log = logging.getLogger("avibe.backends")
 STATE_PREFIX: Final = "backend."  # store state key per backend: its session id and how far it has read
+AGENT_KEY: Final = "agent"  # store state key: which agent works in the session (absent: Vibey)
 
 
 def _compact(arguments: Any) -> str:
@@ -102,6 +103,7 @@ class BackendAgent:
             on_start,
         )
         self.state = BackendState.load(store, session_id, backend.name)
+        store.save_state(session_id, AGENT_KEY, {"name": backend.name})
 
     @property
     def name(self) -> str:
@@ -197,6 +199,15 @@ class BackendSession:
 
     def send(self, text: str) -> TurnResult:
         return self.host.send(text, self.user_name)
+
+
+def session_agent(settings: Settings, session_id: str) -> str:
+    """Who works in an existing session: the backend that last ran in it, else vibey (read only)."""
+    from avibe.store import open_store
+
+    with open_store(settings.database_url, read_only=True) as store:
+        found = store.load_state(session_id, AGENT_KEY)
+    return str(found.get("name", "vibey")) if found else "vibey"
 
 
 def check_backend(name: str, settings: Settings) -> tuple[Backend, Path]:

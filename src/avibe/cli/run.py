@@ -123,13 +123,14 @@ def run(
         typer.Option("--no-wait", help="Stop when the turn ends, without waiting for background jobs."),
     ] = False,
     agent: Annotated[
-        str,
+        str | None,
         typer.Option(
             "--agent",
             help="Who works in the session: vibey, or claude-code, codex, opencode run as they are "
-            "(their own model settings; see `vibe agents`).",
+            "(their own model settings; see `vibe agents`). Default: the one that worked in the "
+            "session resumed, else vibey.",
         ),
-    ] = "vibey",
+    ] = None,
     agent_timeout: Annotated[
         float,
         typer.Option(
@@ -144,7 +145,11 @@ def run(
     text = _task_text(task, file)
     workdir = workdir.resolve()
     resume = _session_to_resume(settings, session, resume_latest, workdir)
-    if agent != "vibey":
+    if agent is None and resume is not None:
+        from avibe.cli.agents import session_agent
+
+        agent = session_agent(settings, resume)
+    if agent is not None and agent != "vibey":
         from avibe.cli.agents import run_backend
 
         if model is not None or window is not None:
