@@ -25,7 +25,15 @@ from avibe.backends import (
 )
 from avibe.backends.base import DEFAULT_TIMEOUT_S
 from avibe.backends.install import agents_dir, find_program, install, survey
-from avibe.cli.wiring import EventPrinter, SystemClock, die, hold_lease, open_record, settings_or_die
+from avibe.cli.wiring import (
+    EventPrinter,
+    SystemClock,
+    add_feeds,
+    die,
+    hold_lease,
+    open_record,
+    settings_or_die,
+)
 from avibe.config import Settings
 from avibe.host import Inbox, Input, SessionHost, TurnResult
 from avibe.host.events import (
@@ -251,6 +259,7 @@ def open_backend_session(
             on_start=on_start,
         )
         host = SessionHost(store, session.id, runner, clock, events)
+        add_feeds(host, store, settings, workdir)  # its watches and timers reach the program tagged (T3)
         try:
             yield BackendSession(host, runner, store, settings.user_name)
         finally:

@@ -29,8 +29,9 @@ from avibe.cli.options import (
 )
 from avibe.cli.wiring import SystemClock, open_record, open_session, session_workdir, settings_or_die
 from avibe.config import Settings
+from avibe.errors import AvibeError
 from avibe.host.events import Event, ReplyDelta, event_to_dict
-from avibe.ports import ModelClient
+from avibe.ports import ModelClient, RecordStore
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
 
@@ -93,6 +94,11 @@ def _host_opener(
 
     @contextmanager
     def open_host(session_id: str) -> Iterator[SessionHandle]:
+        agent = _agent_of(store, session_id)
+        if agent != "vibey":  # Claude Code, Codex or OpenCode works in it (L5): host that program
+            with _backend_host(settings, store, session_id, agent, workdir) as handle:
+                yield handle
+            return
         with open_session(
             settings,
             model_name=model_name,
@@ -111,6 +117,35 @@ def _host_opener(
             yield SessionHandle(run_ready=run_ready, busy=lambda: bool(live.vibey.waiting_for()))
 
     return open_host
+
+
+def _agent_of(store: RecordStore, session_id: str) -> str:
+    from avibe.cli.agents import AGENT_KEY
+
+    found = store.load_state(session_id, AGENT_KEY) or {}
+    return str(found.get("name", "vibey"))
+
+
+@contextmanager
+def _backend_host(
+    settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path
+) -> Iterator[SessionHandle]:
+    from avibe.cli.agents import open_backend_session
+    from avibe.sources.feeds import FeedRunner
+
+    with open_backend_session(
+        settings,
+        agent=agent,
+        workdir=session_workdir(store, session_id, workdir),
+        session_id=session_id,
+        events=_log_event(session_id),
+    ) as live:
+
+        def run_ready() -> None:
+            live.host.run_until_idle(wait_for_jobs=False)
+
+        feeds = [source for source in live.host.sources if isinstance(source, FeedRunner)]
+        yield SessionHandle(run_ready=run_ready, busy=lambda: any(f.scene_lines() for f in feeds))
 
 
 def _address(settings: Settings, host: str | None, port: int | None) -> tuple[str, int]:
@@ -143,7 +178,14 @@ def serve(
         raise BadArgument("--exit-when-idle hosts one session: give it with --session")
     if session is not None:
         require_session(settings, session)
-    preflight_model(model_name, settings)
+    try:
+        preflight_model(model_name, settings)
+    except AvibeError as exc:
+        if model is not None:  # asked for by name: a model that cannot run here is an error
+            raise
+        # The configured default: a host of Claude Code / Codex / OpenCode sessions needs no model of its
+        # own, so serve them; Vibey's sessions fail (and /health says why) until the model can run.
+        typer.echo(f"[serve] warning: Vibey's model cannot run here ({exc}); only other agents' sessions run")
     log_path = log_to_file(settings)
     workdir = workdir.resolve()
     store = open_record(settings)

@@ -48,7 +48,9 @@ from avibe.record.entries import Entry, Source
 if TYPE_CHECKING:
     from avibe.ports import FeedStore
     from avibe.sources.background import BackgroundJobs
+    from avibe.sources.feeds import FeedRunner
     from avibe.tools.approval import ApprovalRequest, Approver, Decision
+    from avibe.tools.sandbox import SandboxPolicy
 
 # One writer per session (issue 11 item 2): the lease lives LEASE_TTL_S past its last heartbeat, and
 # the heartbeat renews it every LEASE_BEAT_S. On this machine a dead holder's lease is taken over at
@@ -333,6 +335,39 @@ def terminal_approver() -> Approver | None:
     return TerminalApprover() if sys.stdin.isatty() else None
 
 
+def sandbox_for(settings: Settings, workdir: Path) -> SandboxPolicy:
+    """The sandbox a session's commands run in (the shell tool's, a command watch's)."""
+    from avibe.tools.sandbox import SandboxPolicy
+
+    return SandboxPolicy.for_record(
+        settings.sandbox,
+        workdir,
+        home=settings.home,
+        database_url=settings.database_url,
+        protected=settings.deny,
+    )
+
+
+def add_feeds(host: SessionHost, store: RecordStore, settings: Settings, workdir: Path) -> FeedRunner:
+    """The session's watches and timers, run by its host whatever agent works in it (issue 12): what they
+    post goes through the host's delivery port with its key; a queued feed's input waits for a turn."""
+    from avibe.sources.feeds import FeedRunner
+
+    def post_keyed(source: Source, text: str, key: str) -> Entry:
+        return host.post(source, text, key)
+
+    feeds = FeedRunner(
+        cast("FeedStore", store),
+        host.session_id,
+        post_keyed,
+        host.clock,
+        policy=sandbox_for(settings, workdir),
+    )
+    host.queued = feeds.queued
+    host.add_source(feeds)
+    return feeds
+
+
 def post_to(store: RecordStore, clock: SystemClock) -> Callable[[str, Source, str], Entry]:
     """Ingress into another session (send_to_session, delegate): tagged by the source given (T1)."""
     from avibe.ingress import deliver
@@ -422,10 +457,8 @@ def open_session(
     from avibe.providers import is_local, open_counter, open_model
     from avibe.sources.background import BackgroundJobs
     from avibe.sources.delegations import Delegations
-    from avibe.sources.feeds import FeedRunner
     from avibe.tools import ToolBox, catalogue_text, default_tools, discover_skills, find_skill, skill_text
     from avibe.tools.approval import ApprovalPolicy, Rules
-    from avibe.tools.sandbox import SandboxPolicy
     from avibe.tools.sessions import session_tools
 
     store = open_record(settings)
@@ -439,13 +472,7 @@ def open_session(
         skill_dirs = _skill_dirs(settings, workdir)
         session_dir = settings.sessions_dir / session.id
         clock = SystemClock()
-        sandbox = SandboxPolicy.for_record(
-            settings.sandbox,
-            workdir,
-            home=settings.home,
-            database_url=settings.database_url,
-            protected=settings.deny,
-        )
+        sandbox = sandbox_for(settings, workdir)
 
         def post(source: Source, text: str) -> Entry:  # the delivery port: through the host, to ingress
             return host.post(source, text)
@@ -454,7 +481,6 @@ def open_session(
             return host.post(source, text, key)
 
         jobs = BackgroundJobs(post, store, session.id, sandbox)
-        feeds = FeedRunner(cast("FeedStore", store), session.id, post_keyed, clock, policy=sandbox)
         delegations = Delegations(
             store,
             session.id,
@@ -508,9 +534,9 @@ def open_session(
             # S3: the scene names every job still running, every delegated run and every standing feed
             waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
         )
-        host = SessionHost(store, session.id, vibey, clock, events, queued=feeds.queued)
+        host = SessionHost(store, session.id, vibey, clock, events)
         host.add_source(JobsSource(jobs))
-        host.add_source(feeds)
+        feeds = add_feeds(host, store, settings, workdir)  # issue 12
         host.add_source(delegations)
         try:
             yield HostedSession(host, vibey, store)
