@@ -92,6 +92,8 @@ class _Vibe(TyperGroup):
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
+        if not argv and sys.stdin.isatty() and sys.stdout.isatty():
+            argv = ["chat"]  # `vibe` alone on a terminal opens the chat; elsewhere it prints the help
         try:
             result = super().main(
                 argv, prog_name, complete_var, standalone_mode=False, windows_expand_args=False, **extra
@@ -150,6 +152,7 @@ def _root(
 
 # Each module defines register(app). Order = order in `vibe --help`.
 _COMMAND_MODULES: tuple[str, ...] = (
+    "chat",
     "run",
     "serve",
     "feeds",

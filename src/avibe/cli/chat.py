@@ -1,0 +1,160 @@
+"""`vibe chat` (and `vibe` with no arguments on a terminal): the interactive chat (`avibe.tui`). This module
+wires it: settings, the session opener (`open_session`, as `vibe run` uses it, with the chat as approver),
+and the `vibe` commands the slash commands run in process (`/log` is `vibe log`, filters and all)."""
+
+from __future__ import annotations
+
+import io
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from importlib import resources
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from avibe.cli.options import (
+    BadArgument,
+    ModelOpt,
+    SessionOpt,
+    StepsOpt,
+    WindowOpt,
+    WorkdirOpt,
+    check_model,
+    log_to_file,
+    preflight_model,
+    require_session,
+)
+from avibe.cli.wiring import HostedSession, find_session, open_session, settings_or_die
+from avibe.config import Settings
+from avibe.errors import AvibeError
+from avibe.host.events import EventSink
+from avibe.tools.approval import Approver
+from avibe.tui.driver import Opener
+
+_COMMAND_LOCK = threading.Lock()  # one in-process `vibe` command at a time (they redirect stdout)
+
+
+class VibeCommands:
+    """The CLI's side of the chat's slash commands (`avibe.tui.commands.Cli`)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def run(self, args: list[str]) -> str:
+        """`vibe ARGS` in this process, through the CLI's one error boundary; what it printed."""
+        from avibe.cli import app
+
+        command = typer.main.get_command(app)
+        out = io.StringIO()
+        with _COMMAND_LOCK, redirect_stdout(out), redirect_stderr(out):
+            command.main(args, prog_name="vibe", standalone_mode=False)
+        return out.getvalue()
+
+    def check_model(self, name: str) -> str | None:
+        try:
+            preflight_model(check_model(name) or name, self.settings)
+        except (AvibeError, typer.BadParameter) as exc:
+            return str(exc)
+        return None
+
+
+def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps: int) -> Opener:
+    """The chat's `Opener`: a hosted Vibey session exactly as `vibe run` builds it, with the chat's
+    event sink and approver (ask mode asks on the screen)."""
+
+    @contextmanager
+    def opener(
+        session_id: str | None, model: str, events: EventSink, approver: Approver
+    ) -> Iterator[HostedSession]:
+        preflight_model(model, settings)
+        with open_session(
+            settings,
+            model_name=model,
+            workdir=workdir,
+            session_id=session_id,
+            window=window,
+            max_steps=max_steps,
+            events=events,
+            approver=approver,
+        ) as live:
+            yield live
+
+    return opener
+
+
+def _demo_workspace() -> Path:
+    """A copy of the bundled example project (`vibe demo`'s ticket queue) in a new temp folder."""
+    import shutil
+
+    target = Path(tempfile.mkdtemp(prefix="vibey-chat-demo-"))
+    source = resources.files("avibe.examples").joinpath("release_queue/workspace")
+    with resources.as_file(source) as folder:
+        shutil.copytree(folder, target, dirs_exist_ok=True)
+    return target
+
+
+def _resume(settings: Settings, session: str | None, latest: bool, workdir: Path) -> str | None:
+    if session is not None and latest:
+        raise BadArgument("--session and --continue both choose a session; give one")
+    if session is not None:
+        require_session(settings, session)
+        return session
+    if not latest:
+        return None
+    from avibe.errors import NoRecord
+    from avibe.store import open_store
+
+    try:
+        with open_store(settings.database_url, read_only=True) as store:
+            return find_session(store, None, workdir)
+    except NoRecord:
+        raise BadArgument(f"no session has run in {workdir} yet; start one without --continue") from None
+
+
+def chat(
+    model: ModelOpt = None,
+    window: WindowOpt = None,
+    session: SessionOpt = None,
+    workdir: WorkdirOpt = Path("."),
+    max_steps: StepsOpt = 30,
+    resume_latest: Annotated[
+        bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
+    ] = False,
+    demo: Annotated[
+        bool, typer.Option("--demo", help="Chat in a fresh copy of the bundled example project.")
+    ] = False,
+) -> None:
+    """Chat with Vibey in the terminal: streamed replies, tool calls, inputs from other sources as they
+    arrive, a context meter, and slash commands (/help). Ctrl-C cancels the running step; twice quits."""
+    settings = settings_or_die()
+    model_name = model or settings.model
+    folder = workdir.resolve()
+    if demo and (session is not None or resume_latest):
+        raise BadArgument("--demo starts a new session in a fresh copy of the example; drop it to resume")
+    resume = _resume(settings, session, resume_latest, folder)
+    preflight_model(model_name, settings)  # before the screen: a model that cannot run is one line
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        raise BadArgument("vibe chat needs a terminal; use vibe run for scripts")
+    if demo:
+        folder = _demo_workspace()
+    log_to_file(settings)
+    from avibe.tui.app import ChatApp
+
+    app = ChatApp(
+        chat_opener(settings, folder, window, max_steps),
+        VibeCommands(settings),
+        model=model_name,
+        session_id=resume,
+        workdir=folder,
+    )
+    app.run()
+    if app.session_id is not None:
+        typer.echo(f"vibe: session {app.session_id} (resume: vibe chat --session {app.session_id})")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("chat")(chat)

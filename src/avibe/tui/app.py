@@ -1,0 +1,341 @@
+"""`vibe` / `vibe chat`: the chat in the terminal (Textual). An edge: it renders what the session thread
+reports and sends the person's input back; it decides nothing about the session.
+
+The screen paints first; the session (and the model it loads) opens in the session thread afterwards, so
+typing never waits for the model: a message written while the model loads or works is queued, sent, and
+taken in at the next step.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from textual import work
+from textual.app import App, ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical, VerticalScroll
+from textual.message import Message
+from textual.widget import Widget
+from textual.widgets import Static
+
+from avibe.host.events import (
+    CheckpointAccepted,
+    CheckpointFallback,
+    Event,
+    ModelCalled,
+    ModelStarted,
+    Replied,
+    ReplyDelta,
+    Stopped,
+    ToolCalled,
+)
+from avibe.tui.commands import HELP, Cli, Command, CommandError, parse, with_session
+from avibe.tui.driver import ChatDriver, Opener, StepCancelled, Target
+from avibe.tui.meter import Meter
+from avibe.tui.updates import (
+    ApprovalAsked,
+    ApprovalClosed,
+    Busy,
+    Cancelled,
+    EventArrived,
+    Failure,
+    InputShown,
+    Line,
+    Opened,
+    OpenFailed,
+    ToolOutput,
+    Update,
+)
+from avibe.tui.widgets import ApprovalBar, Bubble, ChatInput, InputBubble, ToolLine
+
+QUIT_AGAIN_S: Final = 3.0  # a second Ctrl-C within this many seconds quits
+PROMPTS: Final = {"user": "you› ", "assistant": "vibey› "}
+
+
+class ChatApp(App[None]):
+    TITLE = "vibe"
+    CSS = """
+    Screen { layout: vertical; }
+    #log { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
+    Bubble, InputBubble { margin: 1 0 0 0; }
+    .user { background: $boost; padding: 0 1; }
+    .input { border-left: thick $warning; padding: 0 1; }
+    .error { color: $error; }
+    .notice { color: $text-muted; }
+    .output { padding: 0 1; }
+    ToolLine { border: none; padding: 0; margin: 0; background: transparent; }
+    ToolLine.failed CollapsibleTitle { color: $error; }
+    ToolLine Contents { padding: 0 0 0 3; }
+    #asks { height: auto; }
+    ApprovalBar { height: auto; border: heavy $warning; padding: 0 1; }
+    ChatInput { height: auto; min-height: 3; max-height: 10; border: round $accent; }
+    #status { height: 1; background: $panel; padding: 0 1; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("ctrl+c", "interrupt", "cancel / quit", priority=True),
+        Binding("ctrl+q", "quit", "quit", priority=True),
+    ]
+
+    class Updated(Message):
+        """An update from the session thread (posted thread-safely)."""
+
+        def __init__(self, update: Update) -> None:
+            super().__init__()
+            self.update = update
+
+    def __init__(
+        self, opener: Opener, cli: Cli, *, model: str, session_id: str | None, workdir: Path
+    ) -> None:
+        super().__init__()
+        self.cli, self.workdir = cli, workdir
+        self.driver = ChatDriver(opener, self._from_session, Target(session_id, model))
+        self.meter = Meter()
+        self.session_id: str | None = None
+        self.state = "loading the model…"
+        self.painted_at: float | None = None  # when the first frame was drawn (benchmarks/chat_latency.py)
+        self._reply: Bubble | None = None
+        self._streamed = False
+        self._tools: dict[str, ToolLine] = {}
+        self._ask: ApprovalBar | None = None
+        self._busy_since: float | None = None
+        self._last_interrupt = 0.0
+
+    def compose(self) -> ComposeResult:
+        yield VerticalScroll(id="log")
+        yield Vertical(id="asks")
+        yield ChatInput(id="input")
+        yield Static(id="status")
+
+    def on_mount(self) -> None:
+        self.query_one(ChatInput).focus()
+        self._status()
+        self.set_interval(0.5, self._status)
+        self.call_after_refresh(self._painted)
+
+    def _painted(self) -> None:
+        """The screen is up: now the session opens (and loads its model) in its own thread."""
+        self.painted_at = time.monotonic()
+        self.driver.start()
+
+    def _from_session(self, update: Update) -> None:
+        self.post_message(self.Updated(update))
+
+    # ---- what the session reports --------------------------------------------------------------------
+
+    def on_chat_app_updated(self, message: Updated) -> None:
+        update = message.update
+        if isinstance(update, EventArrived):
+            self._event(update.event)
+        elif isinstance(update, Opened):
+            self._opened(update)
+        elif isinstance(update, InputShown):
+            self._add(InputBubble(update.line.tag, update.line.text))
+        elif isinstance(update, ToolOutput):
+            if update.call_id in self._tools:
+                self._tools[update.call_id].finished(update.output, update.is_error)
+        elif isinstance(update, ApprovalAsked):
+            self._asked(ApprovalBar(update.request))
+        elif isinstance(update, ApprovalClosed):
+            self._close_ask()
+            self._say("not approved (cancelled)", "notice")
+        elif isinstance(update, Busy):
+            self._busy_since = time.monotonic() if update.busy else None
+            self.state = "working" if update.busy else "idle"
+        elif isinstance(update, Cancelled):
+            self._say(f"step cancelled (Ctrl-C); the record says so at #{update.seq}", "notice")
+        elif isinstance(update, Failure):
+            self._say(update.message, "error")
+        elif isinstance(update, OpenFailed):
+            self.state = "no session"
+            self._say(f"could not open the session: {update.message}", "error")
+            self._say("/model NAME picks another model, /new starts a new session, /help", "notice")
+        self._status()
+
+    def _opened(self, opened: Opened) -> None:
+        self.session_id = opened.session_id
+        self.meter = Meter(opened.view_tokens, opened.threshold, opened.window)
+        self.state = "idle"
+        for line in opened.history:
+            self._history_line(line)
+        how = "resumed" if opened.resumed else "new"
+        self._say(f"{how} session {opened.session_id} · {opened.model} · {self.workdir} · /help", "notice")
+
+    def _history_line(self, line: Line) -> None:
+        if line.kind in PROMPTS:
+            if line.text.strip():
+                self._add(Bubble(line.text, line.kind, prefix=PROMPTS[line.kind]))
+            for call in line.calls:
+                self._say(f"⚙ {call[:140]}", "notice")
+        else:
+            self._add(InputBubble(line.tag, line.text))
+
+    def _event(self, event: Event) -> None:
+        self.meter = self.meter.after(event)  # a checkpoint only moves the meter (U1)
+        if isinstance(event, ModelStarted):
+            self._reply, self._streamed = None, False
+        elif isinstance(event, ReplyDelta):
+            if self._reply is None:
+                self._reply = self._add(Bubble("", "assistant", prefix=PROMPTS["assistant"]))
+            self._reply.add(event.text)
+            self._streamed = True
+        elif isinstance(event, ModelCalled):
+            self._reply = None
+        elif isinstance(event, Replied) and not self._streamed:
+            self._add(Bubble(event.text, "assistant", prefix=PROMPTS["assistant"]))
+        elif isinstance(event, ToolCalled):
+            self._tools[event.call_id] = self._add(ToolLine(event.call_id, event.name, event.arguments))
+        elif isinstance(event, Stopped):
+            self._reply = None
+            if StepCancelled.MESSAGE not in event.message:  # a cancel is said by `Cancelled`
+                self._say(f"stopped: {event.message}", "error")
+        elif isinstance(event, CheckpointAccepted | CheckpointFallback):
+            pass  # nothing interrupts; the meter dropped
+
+    # ---- the person's input --------------------------------------------------------------------------
+
+    def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
+        text = message.text
+        if text.startswith("/") and not text.startswith("//"):
+            self._command(text)
+            return
+        self._add(Bubble(text, "user", prefix=PROMPTS["user"]))
+        self.driver.send(text[1:] if text.startswith("//") else text)
+
+    def on_approval_bar_answered(self, message: ApprovalBar.Answered) -> None:
+        self._close_ask()
+        self._say(f"approval: {message.decision}", "notice")
+        self.driver.answer(message.decision)
+
+    async def action_interrupt(self) -> None:
+        """Ctrl-C: answer no to a question, else cancel the running step; again (soon, or while the
+        cancel is still under way) quit."""
+        now = time.monotonic()
+        again = now - self._last_interrupt < QUIT_AGAIN_S or self.state == "cancelling"
+        self._last_interrupt = now
+        if self._ask is not None:
+            self.on_approval_bar_answered(ApprovalBar.Answered("no"))
+            self.driver.cancel()
+            self.state = "cancelling"
+        elif again:
+            await self.action_quit()
+        elif self.driver.busy:
+            self.driver.cancel()
+            self.state = "cancelling"
+            self._say("cancelling the running step… (Ctrl-C again quits)", "notice")
+        else:
+            self.notify("Ctrl-C again to quit", timeout=QUIT_AGAIN_S)
+        self._status()
+
+    async def action_quit(self) -> None:
+        self.state = "quitting"
+        self._status()
+        await asyncio.to_thread(self.driver.stop)
+        self.exit()
+
+    def on_unmount(self) -> None:
+        self.driver.stop(timeout=2.0)
+
+    # ---- slash commands ------------------------------------------------------------------------------
+
+    def _command(self, text: str) -> None:
+        self._say(text, "notice")
+        try:
+            command = parse(text)
+        except CommandError as exc:
+            self._say(str(exc), "error")
+            return
+        if command.name in ("quit", "exit"):
+            self.call_later(self.action_quit)
+        elif command.name == "help":
+            self._say(HELP, "output")
+        elif command.name == "new":
+            self._switch(Target(None, self.driver.model))
+        else:
+            self._slow_command(command)
+
+    def _switch(self, target: Target) -> None:
+        self._tools.clear()
+        self.query_one("#log", VerticalScroll).remove_children()
+        self.state = "opening"
+        self.driver.switch(target)
+
+    @work(thread=True, group="commands")
+    def _slow_command(self, command: Command) -> None:
+        """Commands that read the record or check a model run off the screen's thread."""
+        name, args, session = command.name, command.args, self.session_id
+        if name == "resume":
+            self._resume(args)
+        elif name == "model":
+            self._model(args)
+        elif name == "skills":
+            self._output(self.cli.run(["skill", "list", "--workdir", str(self.workdir)]))
+        elif name == "sessions":
+            self._output(self.cli.run(["sessions", *args]))
+        else:  # log, checkpoints: vibe's own command over this session unless told otherwise
+            self._output(self.cli.run([name, *with_session(args, session)]))
+
+    def _resume(self, args: tuple[str, ...]) -> None:
+        sessions = self.driver.sessions()
+        if args:
+            found = [s for s in sessions if s.id.startswith(args[0])]
+        else:
+            mine = [s for s in sessions if s.title == str(self.workdir) and s.id != self.session_id]
+            found = sorted(mine, key=lambda s: s.last_at or s.created_at)[-1:]
+        if len(found) != 1:
+            what = "no such session" if not found else f"{len(found)} sessions start with {args[0]}"
+            self._output(f"{what}; /sessions lists them", error=True)
+            return
+        self.call_from_thread(self._switch, Target(found[0].id, self.driver.model))
+
+    def _model(self, args: tuple[str, ...]) -> None:
+        if not args:
+            self._output(self.cli.run(["models", self.driver.model]) + "\n/model NAME switches")
+            return
+        problem = self.cli.check_model(args[0])
+        if problem is not None:
+            self._output(f"cannot use {args[0]}: {problem}", error=True)
+            return
+        self.call_from_thread(self._switch, Target(self.session_id, args[0]))
+
+    def _output(self, text: str, *, error: bool = False) -> None:
+        self.call_from_thread(self._say, text.rstrip() or "(nothing)", "error" if error else "output")
+
+    # ---- drawing -------------------------------------------------------------------------------------
+
+    def _add(self, widget: Any) -> Any:
+        log = self.query_one("#log", VerticalScroll)
+        follow = log.is_vertical_scroll_end or log.max_scroll_y == 0
+        log.mount(widget)
+        if follow:
+            log.call_after_refresh(log.scroll_end, animate=False)
+        return widget
+
+    def _say(self, text: str, kind: str) -> None:
+        self._add(Bubble(text, kind))
+
+    def _asked(self, bar: ApprovalBar) -> None:
+        self._close_ask()
+        self._ask = bar
+        self.query_one("#asks", Vertical).mount(bar)
+        bar.focus()
+        self.state = "asking"
+
+    def _close_ask(self) -> None:
+        if self._ask is not None:
+            self._ask.remove()
+            self._ask = None
+            self.query_one(ChatInput).focus()
+            self.state = "working"
+
+    def _status(self) -> None:
+        state = self.state
+        if state == "working" and self._busy_since is not None:
+            state = f"working {time.monotonic() - self._busy_since:.0f}s"
+        session = (self.session_id or "-")[:12]
+        parts = [f"session {session}", self.driver.model, self.meter.text(), state]
+        status: Widget = self.query_one("#status", Static)
+        if isinstance(status, Static):
+            status.update(" · ".join(parts))

@@ -1,0 +1,69 @@
+"""The chat's slash commands: parsed here, carried out by the app. The ones that read the record are the
+`vibe` commands themselves, run in process by the CLI (`Cli`): `/log` takes exactly `vibe log`'s filters,
+`/checkpoints` `vibe checkpoints`' options; both default to the chat's session."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+
+class Cli(Protocol):
+    """What the CLI does for the chat (`avibe.cli.chat` provides it; the chat imports no CLI code)."""
+
+    def run(self, args: list[str]) -> str:
+        """Run `vibe ARGS` in this process; what it printed (a failure is its one `vibe: ...` line)."""
+        ...
+
+    def check_model(self, name: str) -> str | None:
+        """None when model `name` can run here; else what is wrong (checked before anything loads)."""
+        ...
+
+
+HELP: Final = """Commands
+  /new                  start a new session (what a U3 stop asks for)
+  /sessions             the sessions in the record
+  /resume [ID]          resume a session (ID or its start; default: the latest other one of this folder)
+  /model [NAME]         show the model, or go on in this session with another one
+  /log [FILTERS]        search this session's record - vibe log's filters: --user --kind K --grep TEXT
+                        --from-seq A --to-seq B --since T --until T --limit N (--session S for another)
+  /checkpoints [--show N | --diff N M]
+                        this session's checkpoints: list, one whole (mind, memo, scene), diff two minds
+  /skills               the skills Vibey can load
+  /help                 this list;  /quit  leave (the session stays resumable)
+Keys
+  Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history · Ctrl-C cancel the running step,
+  twice quit · y / n / a answer an approval · click a tool line to see its arguments and output"""
+
+NAMES: Final = ("new", "sessions", "resume", "model", "log", "checkpoints", "skills", "help", "quit", "exit")
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    name: str
+    args: tuple[str, ...]
+
+
+class CommandError(ValueError):
+    """A slash command that cannot be read; the message says why."""
+
+
+def parse(text: str) -> Command:
+    """`/log --grep "a b"` -> Command("log", ("--grep", "a b")); shell-style quoting."""
+    try:
+        words = shlex.split(text.strip()[1:])
+    except ValueError as exc:
+        raise CommandError(f"cannot read {text.strip()!r}: {exc}") from None
+    if not words:
+        raise CommandError("an empty command; /help lists them")
+    name = words[0].lower()
+    if name not in NAMES:
+        raise CommandError(f"unknown command /{name}; /help lists them")
+    return Command(name, tuple(words[1:]))
+
+
+def with_session(args: tuple[str, ...], session_id: str | None) -> list[str]:
+    """The command's arguments, with `--session` set to the chat's session unless they name one."""
+    named = any(a in ("--session", "-s") or a.startswith("--session=") for a in args)
+    return list(args) if named or session_id is None else ["--session", session_id, *args]

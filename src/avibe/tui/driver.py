@@ -1,0 +1,312 @@
+"""The chat's session thread: it hosts one session at a time (opening it loads the model, after the
+screen is up), runs a turn whenever input is waiting, shows inputs other sources delivered while idle, and
+tells the screen everything through one `notify` callback (`avibe.tui.updates`). The screen never waits
+for it: the person's messages go into the record from a small ingress thread, so a message typed during a
+turn reaches that turn at its next step (the host's inbox), or starts the next turn.
+
+Ctrl-C (`cancel`) stops the running step at the next point the loop can stop cleanly: before the model
+call, while the reply streams, or when the call returns (the model's unfinished reply is dropped). A tool
+that is running finishes first. The cancel is recorded as a harness note in the session's record, which
+the agent sees with its next input; the note itself does not start a turn.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Final, Protocol
+
+from avibe.agent.loop import Vibey
+from avibe.errors import AvibeError, ModelError
+from avibe.host import SessionHost
+from avibe.host.events import Event, EventSink, ModelCalled, ModelStarted, ReplyDelta, TurnEnded
+from avibe.ports import RecordStore, ToolResult
+from avibe.record.entries import Entry, EntryQuery, SessionInfo, Source
+from avibe.record.messages import ToolCall
+from avibe.record.sources import render_entry_text
+from avibe.tools.approval import ApprovalRequest, Approver, Decision
+from avibe.tui.updates import (
+    ApprovalAsked,
+    ApprovalClosed,
+    Busy,
+    Cancelled,
+    Closed,
+    EventArrived,
+    Failure,
+    InputShown,
+    Line,
+    Opened,
+    OpenFailed,
+    ToolOutput,
+    Update,
+)
+
+log = logging.getLogger("avibe.tui")
+POLL_S: Final = 0.2
+HISTORY: Final = 60  # record entries shown when a session opens
+CANCEL_SOURCE: Final = Source("harness", name="chat")
+CANCEL_NOTE: Final = (
+    "The user pressed Ctrl-C and cancelled the running step; its unfinished reply was dropped. "
+    "Tools that had already run did run."
+)
+
+
+class StepCancelled(ModelError):
+    """Raised into the loop at a clean stopping point; the loop ends the turn as a stop."""
+
+    MESSAGE: Final = "cancelled by the user (Ctrl-C)"
+
+    def __init__(self) -> None:
+        super().__init__(self.MESSAGE)
+
+
+class Live(Protocol):
+    """A hosted session as the chat needs it (`avibe.cli.wiring.HostedSession`)."""
+
+    @property
+    def host(self) -> SessionHost: ...
+    @property
+    def vibey(self) -> Vibey: ...
+    @property
+    def store(self) -> RecordStore: ...
+    @property
+    def session_id(self) -> str: ...
+
+
+# (session id or None for a new one, model name, event sink, approver) -> the hosted session
+Opener = Callable[[str | None, str, EventSink, Approver], AbstractContextManager[Live]]
+Notify = Callable[[Update], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Which session to host next, on which model (None: a new session)."""
+
+    session_id: str | None
+    model: str
+
+
+def entry_line(entry: Entry) -> Line:
+    """A record entry for the screen: the tag line apart from the text for any non-user input (T1)."""
+    calls = tuple(f"{c.name} {c.arguments}" for c in entry.calls)
+    if entry.kind in ("user", "assistant"):
+        return Line(entry.seq, entry.kind, "", entry.text, calls)
+    tag, _, body = render_entry_text(entry).partition("\n")
+    return Line(entry.seq, entry.kind, tag, body, calls)
+
+
+class ChatDriver:
+    def __init__(self, opener: Opener, notify: Notify, target: Target, *, poll_s: float = POLL_S) -> None:
+        self._opener, self._notify, self._first, self.poll_s = opener, notify, target, poll_s
+        self._switch: queue.Queue[Target | None] = queue.Queue()
+        self._texts: queue.Queue[str | None] = queue.Queue()
+        self._wake, self._cancel, self._quit = threading.Event(), threading.Event(), threading.Event()
+        self._answered = threading.Event()
+        self._answer: Decision = "no"
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+        self._ready = threading.Event()  # a session is hosted (the ingress thread may post)
+        self._shown = 0  # the newest record seq the screen has (shown or deliberately skipped)
+        self._floor = 0  # a turn that raised does not run again for inputs up to this seq
+        self._cancelled = False
+        self.busy = False
+        self.model = target.model
+        self._thread = threading.Thread(target=self._main, name="vibe-chat-session", daemon=True)
+        self._ingress = threading.Thread(target=self._post_texts, name="vibe-chat-ingress", daemon=True)
+
+    # ---- the screen's side (never blocks on the model) -----------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+        self._ingress.start()
+
+    def send(self, text: str) -> None:
+        """The person's message: into the record as soon as a session is hosted (T1: source `user`)."""
+        self._texts.put(text)
+
+    def cancel(self) -> None:
+        self._cancel.set()
+
+    def switch(self, target: Target) -> None:
+        """Host another session (or a new one, or the same one on another model) once the turn ends."""
+        self._cancel.set() if self.busy else None
+        self._switch.put(target)
+        self._wake.set()
+
+    def answer(self, decision: Decision) -> None:
+        self._answer = decision
+        self._answered.set()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Quit: cancel what runs, release the session (its lease), end both threads."""
+        self._quit.set()
+        self._cancel.set()
+        self._switch.put(None)
+        self._texts.put(None)
+        self._wake.set()
+        self._ready.set()
+        for thread in (self._thread, self._ingress):
+            if thread.is_alive() and thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def sessions(self) -> list[SessionInfo]:
+        """The sessions in the record (for /resume); none while no session is hosted."""
+        live = self._live
+        return live.store.list_sessions() if live is not None else []
+
+    @property
+    def session_id(self) -> str | None:
+        live = self._live
+        return live.session_id if live is not None else None
+
+    # ---- the session thread ----------------------------------------------------------------------------
+
+    def _main(self) -> None:
+        target: Target | None = self._first
+        try:
+            while target is not None and not self._quit.is_set():
+                target = self._host(target)
+        finally:
+            self._notify(Closed())
+
+    def _host(self, target: Target) -> Target | None:
+        """Host `target` until a switch or quit; a session that cannot open is shown, and the next
+        /new, /resume or /model is awaited."""
+        self.model = target.model
+        try:
+            with self._opener(target.session_id, target.model, self._on_event, self._approve) as live:
+                self._adopt(live, resumed=target.session_id is not None)
+                try:
+                    return self._serve(live)
+                finally:
+                    self._ready.clear()
+                    with self._lock:
+                        self._live = None
+        except (AvibeError, OSError) as exc:
+            log.warning("the chat could not host a session: %s", exc)
+            self._notify(OpenFailed(str(exc)))
+        except Exception as exc:  # unexpected: shown on the screen, the traceback in the log
+            log.exception("the chat's session thread failed")
+            self._notify(OpenFailed(f"internal error ({type(exc).__name__}: {exc}); see Avibe's log"))
+        return self._switch.get()
+
+    def _adopt(self, live: Live, *, resumed: bool) -> None:
+        self._wrap_tools(live)
+        info = live.store.get_session(live.session_id)
+        first = max(1, info.entry_count - HISTORY + 1)
+        history = live.store.query(EntryQuery(live.session_id, seq_from=first))
+        self._shown = history[-1].seq if history else 0
+        limits, vibey = live.vibey.limits, live.vibey
+        tokens = vibey.tokens(vibey.load_state())
+        lines = tuple(entry_line(e) for e in history)
+        opened = Opened(live.session_id, self.model, limits.window, limits.threshold, tokens, lines, resumed)
+        self._floor = 0  # what was waiting when a session resumes runs now (e.g. after a crash)
+        with self._lock:
+            self._live = live
+        self._notify(opened)
+        self._ready.set()
+
+    def _wrap_tools(self, live: Live) -> None:
+        """Each tool's output goes to the screen too (a tool line expands to it); never to the record (A3)."""
+        run_tool = live.vibey.run_tool
+
+        def shown(call: ToolCall) -> ToolResult:
+            result = run_tool(call)
+            self._notify(ToolOutput(call.id, result.output, result.is_error))
+            return result
+
+        live.vibey.run_tool = shown
+
+    def _serve(self, live: Live) -> Target | None:
+        while True:
+            try:
+                return self._switch.get_nowait()
+            except queue.Empty:
+                pass
+            self._show_new(live)
+            if self._pending(live):
+                self._turn(live)
+                continue
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
+
+    def _pending(self, live: Live) -> bool:
+        """Input the agent has not taken in (its replies and the chat's cancel notes do not wake it)."""
+        cursor = live.vibey.cursor()
+        live.host.after(cursor)  # lets the sources deliver what is due (a finished background job)
+        entries = live.store.query(EntryQuery(live.session_id, seq_from=max(cursor, self._floor) + 1))
+        return any(e.kind != "assistant" and e.source != CANCEL_SOURCE for e in entries)
+
+    def _show_new(self, live: Live) -> None:
+        """Inputs that arrived from other sources (watches, timers, callbacks, sessions), with their tag;
+        the person's own messages are on the screen already."""
+        for entry in live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1)):
+            self._shown = max(self._shown, entry.seq)
+            if entry.kind not in ("user", "assistant"):
+                self._notify(InputShown(entry_line(entry)))
+
+    def _turn(self, live: Live) -> None:
+        self._cancel.clear()
+        self._cancelled, self.busy = False, True
+        self._notify(Busy(True))
+        try:
+            live.host.agent.run_turn(live.host, self._on_event)
+        except Exception as exc:  # shown, never swallowed; not retried until a new input arrives
+            log.exception("session %s: the turn failed", live.session_id)
+            newest = live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1))
+            self._floor = max([self._shown, *(e.seq for e in newest)])
+            self._notify(Failure(f"the turn failed ({type(exc).__name__}: {exc})"))
+        finally:
+            self.busy = False
+            if self._cancelled:
+                note = live.host.post(CANCEL_SOURCE, CANCEL_NOTE)
+                self._notify(Cancelled(note.seq))
+            self._notify(Busy(False))
+
+    def _on_event(self, event: Event) -> None:
+        """The host's and the loop's events, on the session thread: cancel at a clean point, else pass on."""
+        if isinstance(event, ModelStarted | ReplyDelta | ModelCalled) and self._cancel.is_set():
+            self._cancel.clear()
+            self._cancelled = True
+            raise StepCancelled()
+        if isinstance(event, TurnEnded):
+            self._cancel.clear()
+        live = self._live
+        if isinstance(event, ModelStarted) and live is not None:
+            self._show_new(live)  # inputs the step just took in, before its reply
+        self._notify(EventArrived(event))
+
+    def _approve(self, request: ApprovalRequest) -> Decision:
+        """Ask mode: the screen asks yes / no / always; Ctrl-C or quitting is a no."""
+        self._answered.clear()
+        self._answer = "no"
+        self._notify(ApprovalAsked(request))
+        while not self._answered.wait(0.05):
+            if self._quit.is_set() or self._cancel.is_set():
+                self._notify(ApprovalClosed())
+                return "no"
+        return self._answer
+
+    # ---- the ingress thread ----------------------------------------------------------------------------
+
+    def _post_texts(self) -> None:
+        while (text := self._texts.get()) is not None:
+            while not self._quit.is_set() and not self._post(text):
+                self._ready.wait()
+
+    def _post(self, text: str) -> bool:
+        """Into the hosted session's record; False while none is hosted (a switch is under way)."""
+        with self._lock:
+            live = self._live
+            if live is None:
+                return False
+            try:
+                live.host.post(Source("user", name=live.vibey.config.user_name), text)
+            except AvibeError as exc:  # e.g. a NUL byte in pasted text: said, never dropped silently
+                self._notify(Failure(f"the message was not sent: {exc}"))
+        self._wake.set()
+        return True

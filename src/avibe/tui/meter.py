@@ -1,0 +1,48 @@
+"""The context meter in the chat's status bar: tokens in the model's view, the checkpoint trigger (F1),
+the window, and the share of the last prompt served from the provider's prompt cache. It follows the
+events: a model call sets it, a checkpoint drops it to what the checkpoint left (U1: that is all the
+person sees of a checkpoint - nothing interrupts)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event, ModelCalled, ModelStarted
+
+
+@dataclass(frozen=True, slots=True)
+class Meter:
+    view_tokens: int = 0
+    threshold: int = 0
+    window: int = 0
+    prompt_tokens: int = 0
+    cached_tokens: int = 0
+
+    def after(self, event: Event) -> Meter:
+        """The meter once `event` happened (unchanged for events that do not move it)."""
+        if isinstance(event, ModelStarted):
+            return replace(self, view_tokens=event.view_tokens)
+        if isinstance(event, ModelCalled):
+            return replace(
+                self,
+                view_tokens=event.view_tokens,
+                prompt_tokens=event.prompt_tokens,
+                cached_tokens=event.cached_tokens,
+            )
+        if isinstance(event, CheckpointAccepted | CheckpointFallback):
+            return replace(self, view_tokens=event.after)
+        return self
+
+    @property
+    def cached_share(self) -> float | None:
+        return self.cached_tokens / self.prompt_tokens if self.prompt_tokens else None
+
+    def text(self) -> str:
+        """`ctx 12,345/29,491 of 32,768 · cache 80%`: view / trigger of window, cached share."""
+        share = self.cached_share
+        cache = "-" if share is None else f"{share:.0%}"
+        return f"ctx {self.view_tokens:,}/{self.threshold:,} of {self.window:,} · cache {cache}"
+
+    def fill(self) -> float:
+        """How full the view is, as a share of the trigger point (1.0 = a checkpoint is due)."""
+        return self.view_tokens / self.threshold if self.threshold else 0.0

@@ -1,0 +1,147 @@
+"""Support for the chat's pilot tests: a session opener over a real SQLite record, real tools and the strict
+scripted model (as `vibe run` wires one, minus the lease and background jobs), a model whose streamed
+pieces wait on a gate, and helpers to wait for what the screen shows. (A module of its own name:
+`from conftest import` is ambiguous when several test folders run in one pytest call.)"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agent"))
+
+from vibey_doubles import CharCounter, StepClock
+
+from avibe.agent.loop import RunConfig, Vibey
+from avibe.cli.wiring import HostedSession
+from avibe.host import SessionHost
+from avibe.host.events import EventSink
+from avibe.providers.scripted import ScriptedModel, Step, pieces
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.store import open_store
+from avibe.tools import ToolBox, default_tools
+from avibe.tools.approval import ApprovalPolicy, Approver, Rules
+from avibe.tui.app import ChatApp
+from avibe.tui.widgets import Bubble, InputBubble
+
+
+class GatedModel:
+    """The scripted model, streaming each reply in pieces; while `gate` is clear, every piece after the
+    first waits for it (so a test sees a reply half-written on the screen, or cancels it there)."""
+
+    def __init__(self, steps: Sequence[Step], **facts: Any) -> None:
+        self.inner = ScriptedModel.of(steps, **facts)
+        self.gate = threading.Event()
+        self.gate.set()
+        self.waiting = threading.Event()  # set while a piece waits for the gate
+
+    @property
+    def facts(self) -> ModelFacts:
+        return self.inner.facts
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelReply:
+        reply = self.inner.complete(
+            messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
+        )
+        if on_text is not None and json_schema is None:
+            for number, piece in enumerate(pieces(reply.text, 4)):
+                if number and not self.gate.is_set():
+                    self.waiting.set()
+                    self.gate.wait(30)
+                    self.waiting.clear()
+                on_text(piece)
+        return reply
+
+
+@dataclass
+class Sessions:
+    """Opens scripted sessions on one record; remembers which (session, model) each open asked for."""
+
+    home: Path
+    workdir: Path
+    model: GatedModel
+    approval: str = "auto"
+    window: int | None = None
+    opened: list[tuple[str | None, str]] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"sqlite:///{self.home / 'avibe.db'}"
+
+    @contextmanager
+    def __call__(
+        self, session_id: str | None, model: str, events: EventSink, approver: Approver
+    ) -> Iterator[HostedSession]:
+        self.opened.append((session_id, model))
+        with open_store(self.url) as store:
+            info = store.get_session(session_id) if session_id else store.create_session(str(self.workdir))
+            policy = ApprovalPolicy(self.approval, Rules(), approver)  # type: ignore[arg-type]
+            toolbox = ToolBox(default_tools(self.workdir, store=store, session_id=info.id, approval=policy))
+            clock = StepClock()
+            vibey = Vibey(
+                store=store,
+                model=self.model,
+                counter=CharCounter(),
+                clock=clock,
+                session_id=info.id,
+                session_dir=self.home / "sessions" / info.id,
+                tool_specs=toolbox.specs,
+                run_tool=toolbox.dispatch,
+                config=RunConfig(checkpoint_mode="structured", window=self.window),
+                events=events,
+            )
+            host = SessionHost(store, info.id, vibey, clock, events)
+            try:
+                yield HostedSession(host, vibey, store)
+            finally:
+                host.close()
+
+
+async def until(pilot: Any, check: Callable[[], object], timeout: float = 15.0, what: str = "") -> None:
+    """Wait (letting the app run) until `check()` is true; fail with what the screen shows."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what or check}; screen: {screen_text(pilot.app)}")
+        await pilot.pause(0.05)
+
+
+def bubbles(app: ChatApp, kind: str | None = None) -> list[str]:
+    """The conversation's lines as shown (prefix and text), optionally of one kind."""
+    found = []
+    for widget in app.query(Bubble):
+        if kind is None or widget.kind == kind:
+            found.append(widget.prefix + widget.body)
+    return found
+
+
+def inputs(app: ChatApp) -> list[str]:
+    return [str(widget.render()) for widget in app.query(InputBubble)]
+
+
+def status(app: ChatApp) -> str:
+    return str(app.query_one("#status").render())
+
+
+def screen_text(app: ChatApp) -> str:
+    return " | ".join([*bubbles(app), *inputs(app), status(app)])
+
+
+def run(scenario: Callable[[], Any]) -> None:
+    asyncio.run(scenario())
