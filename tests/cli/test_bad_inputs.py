@@ -48,6 +48,8 @@ COMMANDS = (
     "timer",
     "callback",
     "feeds",
+    "agents",
+    "chat",
 )
 BIG = 2**63  # one past SQLite's largest integer
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AVIBE_DATABASE_URL")
@@ -520,6 +522,32 @@ def _feeds_cases() -> st.SearchStrategy[Case]:
     )
 
 
+def _agents_cases() -> st.SearchStrategy[Case]:
+    return st.one_of(
+        st.sampled_from(["{dir}/no-npm", "{dir}/a-file"]).map(
+            lambda npm: Case(("agents", "install", "--npm", npm))
+        ),
+        _settings_case(("agents",)),
+        _settings_case(("agents", "install")),
+    )
+
+
+def _chat_cases() -> st.SearchStrategy[Case]:
+    bad = st.one_of(
+        _option("--window", _bad_window),
+        _option("--max-steps", _bad_steps),
+        _option("--session", _bad_session),
+        _option("--workdir", _bad_workdir),
+        _option("--model", _bad_model),
+    )
+    return st.one_of(
+        st.builds(lambda extra, pop: Case(("chat", *extra), populated=pop), bad, st.booleans()),
+        st.just(Case(("chat", "--demo", "--continue"), why="--demo cannot resume")),
+        st.just(Case(("chat",), why="no terminal: the chat needs one")),
+        _settings_case(("chat",)),
+    )
+
+
 STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "chat": _chat_cases(),
     "run": _run_cases(),
@@ -538,6 +566,8 @@ STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "timer": _timer_cases(),
     "callback": _callback_cases(),
     "feeds": _feeds_cases(),
+    "agents": _agents_cases(),
+    "chat": _chat_cases(),
 }
 
 
