@@ -18,7 +18,6 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.widget import Widget
 from textual.widgets import Static
 
 from avibe.host.events import (
@@ -306,7 +305,10 @@ class ChatApp(App[None]):
     # ---- drawing -------------------------------------------------------------------------------------
 
     def _add(self, widget: Any) -> Any:
-        log = self.query_one("#log", VerticalScroll)
+        found = list(self.query("#log").results(VerticalScroll))
+        if not found:  # the app is shutting down: nothing more to draw
+            return widget
+        log = found[0]
         follow = log.is_vertical_scroll_end or log.max_scroll_y == 0
         log.mount(widget)
         if follow:
@@ -334,8 +336,7 @@ class ChatApp(App[None]):
         state = self.state
         if state == "working" and self._busy_since is not None:
             state = f"working {time.monotonic() - self._busy_since:.0f}s"
-        session = (self.session_id or "-")[:12]
+        session = self.session_id or "-"
         parts = [f"session {session}", self.driver.model, self.meter.text(), state]
-        status: Widget = self.query_one("#status", Static)
-        if isinstance(status, Static):
+        for status in self.query("#status").results(Static):  # none while the app shuts down
             status.update(" · ".join(parts))
