@@ -336,7 +336,6 @@ class ChatApp(App[None]):
         state = self.state
         if state == "working" and self._busy_since is not None:
             state = f"working {time.monotonic() - self._busy_since:.0f}s"
-        session = self.session_id or "-"
-        parts = [f"session {session}", self.driver.model, self.meter.text(), state]
+        parts = [state, self.meter.text(), self.driver.model, self.session_id or "no session"]
         for status in self.query("#status").results(Static):  # none while the app shuts down
             status.update(" · ".join(parts))
