@@ -15,7 +15,7 @@ import sqlite3
 import time
 from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import quote
 
 from sqlalchemy import create_engine, event
@@ -29,7 +29,15 @@ from avibe.store import migrate
 from avibe.store.sql import SqlStore, first_error_line
 
 BUSY_TIMEOUT_MS: Final = 30_000
+# Reads of a large record (a range query over a session of a million entries): a page cache of 64 MiB per
+# connection (SQLite's default is 2 MiB) and the file memory-mapped, so pages come without a read() copy.
+SQLITE_TUNING: Final = (
+    "PRAGMA cache_size = -65536",
+    "PRAGMA mmap_size = 268435456",
+    "PRAGMA temp_store = MEMORY",
+)
 PG_CONNECT_TIMEOUT_S: Final = 10
+SQLITE_POOL_SIZE: Final = 16
 
 
 def _masked(url: URL) -> str:
@@ -107,6 +115,8 @@ def _on_sqlite_connect(dbapi_connection: sqlite3.Connection, record: ConnectionP
         # WAL + NORMAL: a commit survives a crash of the process; only power loss can undo the last ones.
         cursor.execute("PRAGMA synchronous = NORMAL")
         cursor.execute("PRAGMA foreign_keys = ON")
+        for pragma in SQLITE_TUNING:
+            cursor.execute(pragma)
     finally:
         cursor.close()
     # Unicode-aware lower() so `--grep` ignores case beyond ASCII, as PostgreSQL does.
@@ -120,6 +130,8 @@ def _on_sqlite_connect_read_only(dbapi_connection: sqlite3.Connection, record: C
     try:
         cursor.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         cursor.execute("PRAGMA query_only = ON")
+        for pragma in SQLITE_TUNING:
+            cursor.execute(pragma)
     finally:
         cursor.close()
     dbapi_connection.create_function("lower", 1, _lower, deterministic=True)
@@ -139,9 +151,16 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
 
 
 def _on_sqlite_begin(conn: Connection) -> None:
-    # Writers take the write lock up front: two appenders never both read the same last_seq.
+    # Writers take the write lock up front: two appenders never both read the same last_seq. Sent to the
+    # driver directly (the hot path of every append; SQLAlchemy's statement machinery is not needed for a
+    # BEGIN), its error wrapped as SQLAlchemy would, so a busy database is retried like any other lock wait.
     immediate = conn.get_execution_options().get(migrate.WRITE_OPTION, False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+    statement = "BEGIN IMMEDIATE" if immediate else "BEGIN"
+    driver = cast(sqlite3.Connection, conn.connection.driver_connection)
+    try:
+        driver.execute(statement)
+    except sqlite3.Error as exc:
+        raise DBAPIError.instance(statement, (), exc, sqlite3.Error) from exc
 
 
 def _engine(url: URL, read_only: bool = False) -> Engine:
@@ -152,8 +171,12 @@ def _engine(url: URL, read_only: bool = False) -> Engine:
         if path is None:
             kwargs["poolclass"] = StaticPool  # one shared in-memory database
             kwargs["connect_args"]["check_same_thread"] = False
-        elif read_only:
-            kwargs["creator"] = partial(_connect_read_only, path)
+        else:
+            # Keep the connections of a busy host (`vibe serve` reads from many threads at once) open:
+            # a connection opened per read would set itself up and warm a cold page cache every time.
+            kwargs |= {"pool_size": SQLITE_POOL_SIZE, "max_overflow": SQLITE_POOL_SIZE}
+            if read_only:
+                kwargs["creator"] = partial(_connect_read_only, path)
     else:
         args: dict[str, Any] = {}
         if "connect_timeout" not in url.query:

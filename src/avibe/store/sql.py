@@ -4,6 +4,11 @@ Append-only: entries and checkpoints can be added and read, never changed or rem
 session and never reused: every append locks the session row (PostgreSQL `SELECT ... FOR UPDATE`; SQLite
 `BEGIN IMMEDIATE`, which takes the database's write lock) and gives out `last_seq + 1`. Lock waits that
 run out (SQLite busy, PostgreSQL deadlock/serialisation failure) are retried a few times.
+
+Group commit: appends that arrive at once from several threads (concurrent deliveries of `vibe serve`)
+share one transaction. The first becomes the leader and commits whatever is queued meanwhile; each caller
+returns only after the transaction holding its entries committed. Should that transaction fail, each
+append of the group is retried on its own, so one bad append (an unknown session) fails alone.
 """
 
 from __future__ import annotations
@@ -15,14 +20,16 @@ import random
 import re
 import secrets
 import socket
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
-from sqlalchemy import Row, and_, bindparam, delete, func, insert, select, text, update
+from sqlalchemy import Row, and_, bindparam, case, delete, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.sql.elements import ColumnElement
@@ -54,16 +61,37 @@ _ENTRY_COLUMNS: Final = (
 
 
 # Statements built once: appends are the hot path (see benchmarks/record_append.py).
-_LOCK_SESSION: Final = select(sessions).where(sessions.c.id == bindparam("sid")).with_for_update()
+_LOCK_SESSION: Final = (
+    select(sessions.c.last_seq, sessions.c.last_at, sessions.c.checkpoint_count)
+    .where(sessions.c.id == bindparam("sid"))
+    .with_for_update()
+)
+_SESSION_EXISTS: Final = select(sessions.c.id).where(sessions.c.id == bindparam("sid"))
+_DELIVERED: Final = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
+    entries.c.session == bindparam("sid"), entries.c.delivery_key.in_(bindparam("keys", expanding=True))
+)
+# A group commit takes at most this many appends (and stops adding once it holds _GROUP_ENTRIES entries).
+_GROUP_APPENDS: Final = 512
+_GROUP_ENTRIES: Final = 5_000
 _INSERT_ENTRY: Final = insert(entries)
 # PostgreSQL: every append tells the hosts listening which session got input (LISTEN/NOTIFY, issue 12);
 # the notification goes out when the transaction commits, never for one rolled back.
 NOTIFY_CHANNEL: Final = "avibe_entries"
 _NOTIFY: Final = text("SELECT pg_notify(:channel, :session)")
-_BUMP_SESSION: Final = (
+# Gives out `count` seqs of a session and moves its last_at on to `newest` if later; returns the new last_seq
+# (no row: no such session). On PostgreSQL it locks the session row until the transaction ends.
+_NEWEST: Final = bindparam("newest", type_=sessions.c.last_at.type)
+_ADVANCE_SESSION: Final = (
     update(sessions)
     .where(sessions.c.id == bindparam("sid"))
-    .values(last_seq=bindparam("new_seq"), last_at=bindparam("new_at"))
+    .values(
+        last_seq=sessions.c.last_seq + bindparam("count"),
+        last_at=case(
+            (or_(sessions.c.last_at.is_(None), sessions.c.last_at < _NEWEST), _NEWEST),
+            else_=sessions.c.last_at,
+        ),
+    )
+    .returning(sessions.c.last_seq)
 )
 
 
@@ -130,19 +158,25 @@ def first_error_line(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
-def _entry(row: AnyRow) -> Entry:
-    if row.kind not in KINDS:
-        where = f"entry {row.session}#{row.seq}"
-        raise StoreError(f"{where} has unknown kind {row.kind!r}; the record is damaged")
-    return Entry(
-        session=row.session,
-        seq=row.seq,
-        source=Source(kind=cast(Kind, row.kind), name=row.source_name, ref=row.source_ref),
-        text=row.text,
-        at=row.at,
-        turn_id=row.turn_id,
-        calls=tuple(CallRecord(c["name"], c["arguments"]) for c in row.calls or ()),
-    )
+_KIND_SET: Final = frozenset(KINDS)
+
+
+def _entry(row: AnyRow, sources_seen: dict[tuple[str, str, str], Source] | None = None) -> Entry:
+    """An entry from a row of _ENTRY_COLUMNS. `sources_seen` shares equal Sources between the rows of one
+    read (a range query makes thousands of entries from a handful of sources)."""
+    session, seq, kind, name, ref, text_, at, turn_id, calls = row[:9]
+    if kind not in _KIND_SET:
+        raise StoreError(f"entry {session}#{seq} has unknown kind {kind!r}; the record is damaged")
+    if sources_seen is None:
+        source = Source(cast(Kind, kind), name, ref)
+    else:
+        source_key = (kind, name, ref)
+        found = sources_seen.get(source_key)
+        if found is None:
+            found = sources_seen[source_key] = Source(cast(Kind, kind), name, ref)
+        source = found
+    made = tuple(CallRecord(c["name"], c["arguments"]) for c in calls) if calls else ()
+    return Entry(session, seq, source, text_, at, turn_id, made)
 
 
 def _session_info(row: AnyRow) -> SessionInfo:
@@ -202,6 +236,12 @@ class SqlStore:
     def __init__(self, engine: Engine, *, clock: Clock | None = None) -> None:
         self._engine = engine
         self._now: Callable[[], datetime] = clock.now if clock is not None else _utc_now
+        self._postgres = engine.dialect.name == "postgresql"
+        self._writer_lock = _sqlite_writer_lock(engine) if engine.dialect.name == "sqlite" else None
+        # Group commit (see the module's docstring): appends waiting for the leader's next transaction.
+        self._group_lock = threading.Lock()
+        self._group_queue: list[_Append] = []
+        self._group_leader = False
 
     # -- lifecycle ---------------------------------------------------------------------------------
     @property
@@ -244,6 +284,15 @@ class SqlStore:
 
     def _write(self, work: Callable[[Connection], T]) -> T:
         """Run `work` in one write transaction; retry when a lock wait ran out."""
+        if self._writer_lock is None:
+            return self._write_now(work)
+        # SQLite: one writer at a time anyway; the threads of this process (all its stores of the file)
+        # queue here, woken the moment the lock is free, instead of polling the database's write lock with
+        # SQLite's busy sleeps (1 ms ... 100 ms each). Other processes still meet at the database's lock.
+        with self._writer_lock:
+            return self._write_now(work)
+
+    def _write_now(self, work: Callable[[Connection], T]) -> T:
         for attempt in range(1, _ATTEMPTS + 1):
             try:
                 with self._engine.connect() as conn:
@@ -265,7 +314,7 @@ class SqlStore:
         return row
 
     def _require_session(self, conn: Connection, session_id: str) -> None:
-        if conn.execute(select(sessions.c.id).where(sessions.c.id == session_id)).first() is None:
+        if conn.execute(_SESSION_EXISTS, {"sid": session_id}).first() is None:
             raise self._unknown(session_id)
 
     @staticmethod
@@ -341,41 +390,125 @@ class SqlStore:
             _check_new_entry(entry)
         if not new:
             return []
-        return self._write(lambda conn: self._append_in(conn, new))
+        return self._group_append(_Append(tuple(new)))
+
+    def _group_append(self, mine: _Append) -> list[Entry]:
+        """Queue `mine`; the first append that finds no leader commits the queue in one transaction,
+        then hands the lead to the next waiting append (if any). Returns once `mine` is committed."""
+        with self._group_lock:
+            self._group_queue.append(mine)
+            lead = not self._group_leader
+            self._group_leader = True
+        if not lead:
+            mine.wake.wait()
+            if not mine.lead:
+                return mine.outcome()
+        # The leader: commit a group (it holds `mine`: the queue is served in order), then pass the lead.
+        group: list[_Append] = []
+        try:
+            with self._group_lock:
+                count = 0
+                for queued in self._group_queue:
+                    full = len(group) == _GROUP_APPENDS or count + len(queued.entries) > _GROUP_ENTRIES
+                    if group and full:
+                        break
+                    group.append(queued)
+                    count += len(queued.entries)
+                del self._group_queue[: len(group)]
+            self._commit_group(group)
+        finally:
+            with self._group_lock:
+                for queued in group:
+                    if not queued.finished:  # the leader was interrupted (KeyboardInterrupt)
+                        queued.finish(error=StoreError("the append was interrupted before it committed"))
+                if self._group_queue:
+                    self._group_queue[0].lead = True
+                    self._group_queue[0].wake.set()
+                else:
+                    self._group_leader = False
+        return mine.outcome()
+
+    def _commit_group(self, group: list[_Append]) -> None:
+        """One transaction for the whole group; if it fails, each append on its own."""
+        if len(group) > 1:
+            everything = [entry for append in group for entry in append.entries]
+            try:
+                stored = self._write(partial(self._append_in, new=everything))
+            except Exception:  # nothing committed: each append is retried alone and gets its own outcome
+                pass
+            else:
+                at = 0
+                for append in group:
+                    append.finish(result=stored[at : at + len(append.entries)])
+                    at += len(append.entries)
+                return
+        for append in group:
+            try:
+                append.finish(result=self._write(partial(self._append_in, new=append.entries)))
+            except Exception as exc:  # handed to the caller that made this append
+                append.finish(error=exc)
 
     def _append_in(self, conn: Connection, new: Sequence[NewEntry]) -> list[Entry]:
-        # Lock sessions in a fixed order so two multi-session batches cannot deadlock.
-        last: dict[str, tuple[int, datetime | None]] = {}
-        for session_id in sorted({entry.session for entry in new}):
-            row = self._lock_session(conn, session_id)
-            last[session_id] = (row.last_seq, row.last_at)
-        # Under the session lock, a delivery key seen before is a repeat: it gets the entry it made.
-        seen = self._delivered(conn, new)
-        stored: list[Entry] = []
-        fresh: list[tuple[Entry, str]] = []
-        for entry in new:
-            key = (entry.session, entry.delivery_key)
-            if entry.delivery_key and key in seen:
-                stored.append(seen[key])
-                continue
-            seq, last_at = last[entry.session]
-            newest = entry.at if last_at is None or entry.at > last_at else last_at
-            last[entry.session] = (seq + 1, newest)
-            made = Entry(
-                entry.session, seq + 1, entry.source, entry.text, entry.at, entry.turn_id, entry.calls
-            )
+        sessions_in = sorted({entry.session for entry in new})  # a fixed order: no two batches deadlock
+        keyed = any(entry.delivery_key for entry in new)
+        if keyed and self._postgres:
+            # The keys must be looked up under the session lock (a concurrent delivery of the same key
+            # commits first, then this one sees it). SQLite's BEGIN IMMEDIATE holds the write lock already.
+            for session_id in sessions_in:
+                self._lock_session(conn, session_id)
+        # A delivery key seen before is a repeat: it gets the entry it made (`made[i]` is None for those).
+        seen = self._delivered(conn, new) if keyed else {}
+        first_of_key: dict[tuple[str, str], int] = {}
+        fresh_index: list[int] = []
+        counts: dict[str, int] = {}
+        newest: dict[str, datetime] = {}
+        for i, entry in enumerate(new):
             if entry.delivery_key:
-                seen[key] = made
-            stored.append(made)
-            fresh.append((made, entry.delivery_key))
-        if fresh:
-            conn.execute(_INSERT_ENTRY, [_entry_values(entry, key) for entry, key in fresh])
-        for session_id, (seq, last_at) in last.items():
-            conn.execute(_BUMP_SESSION, {"sid": session_id, "new_seq": seq, "new_at": last_at})
-        if fresh and self.dialect == "postgresql":  # wake the session's host wherever it runs (issue 12)
-            for session_id in sorted({entry.session for entry, _ in fresh}):
-                conn.execute(_NOTIFY, {"channel": NOTIFY_CHANNEL, "session": session_id})
-        return [dataclasses.replace(entry, at=entry.at.astimezone(UTC)) for entry in stored]
+                key = (entry.session, entry.delivery_key)
+                if key in seen or key in first_of_key:
+                    continue
+                first_of_key[key] = i
+            fresh_index.append(i)
+            counts[entry.session] = counts.get(entry.session, 0) + 1
+            at = newest.get(entry.session)
+            newest[entry.session] = entry.at if at is None or entry.at > at else at
+        # One statement per session locks its row (PostgreSQL), gives out the seqs and moves last_at on.
+        next_seq: dict[str, int] = {}
+        for session_id in sessions_in:
+            if session_id not in counts:
+                continue  # every entry of it is a repeat: the session exists, nothing to give out
+            count = counts[session_id]
+            params = {"sid": session_id, "count": count, "newest": newest[session_id]}
+            last_seq = conn.execute(_ADVANCE_SESSION, params).scalar_one_or_none()
+            if last_seq is None:
+                raise self._unknown(session_id)
+            next_seq[session_id] = int(last_seq) - count + 1
+        made: list[Entry | None] = [None] * len(new)
+        for i in fresh_index:
+            entry = new[i]
+            seq = next_seq[entry.session]
+            next_seq[entry.session] = seq + 1
+            made[i] = Entry(
+                entry.session, seq, entry.source, entry.text, entry.at, entry.turn_id, entry.calls
+            )
+        if fresh_index:
+            conn.execute(
+                _INSERT_ENTRY, [_entry_values(cast(Entry, made[i]), new[i].delivery_key) for i in fresh_index]
+            )
+            if self._postgres:  # wake the session's host wherever it runs (issue 12)
+                for session_id in sorted(counts):
+                    conn.execute(_NOTIFY, {"channel": NOTIFY_CHANNEL, "session": session_id})
+        stored: list[Entry] = []
+        for i, entry in enumerate(new):
+            found = made[i]
+            if found is None:
+                key = (entry.session, entry.delivery_key)
+                found = seen[key] if key in seen else made[first_of_key[key]]
+            assert found is not None
+            stored.append(
+                found if found.at.tzinfo is UTC else dataclasses.replace(found, at=found.at.astimezone(UTC))
+            )
+        return stored
 
     @staticmethod
     def _delivered(conn: Connection, new: Sequence[NewEntry]) -> dict[tuple[str, str], Entry]:
@@ -384,10 +517,7 @@ class SqlStore:
         found: dict[tuple[str, str], Entry] = {}
         for session_id in sorted({session for session, _ in keyed}):
             keys = sorted(key for session, key in keyed if session == session_id)
-            stmt = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
-                entries.c.session == session_id, entries.c.delivery_key.in_(keys)
-            )
-            for row in conn.execute(stmt):
+            for row in conn.execute(_DELIVERED, {"sid": session_id, "keys": keys}):
                 found[(session_id, row.delivery_key)] = _entry(row)
         return found
 
@@ -398,9 +528,11 @@ class SqlStore:
         if query.limit is not None:
             stmt = stmt.limit(query.limit)
         with self._reading() as conn:
-            self._require_session(conn, query.session)
             rows = conn.execute(stmt).all()
-        return [_entry(row) for row in rows]
+            if not rows:  # rows found prove the session exists; none may mean there is no such session
+                self._require_session(conn, query.session)
+        seen: dict[tuple[str, str, str], Source] = {}
+        return [_entry(row, seen) for row in rows]
 
     # -- checkpoints -------------------------------------------------------------------------------
     def save_checkpoint(
@@ -635,6 +767,21 @@ def _feed(row: AnyRow) -> Feed:
     )  # fmt: skip
 
 
+_WRITER_LOCKS: dict[str, threading.RLock] = {}
+_WRITER_LOCKS_GUARD = threading.Lock()
+
+
+def _sqlite_writer_lock(engine: Engine) -> threading.RLock:
+    """One lock per SQLite file in this process, shared by every store open on it (a `vibe serve` host
+    opens one per hosted session); an in-memory database has its own."""
+    database = engine.url.database or ""
+    if database in {"", ":memory:"} or database.startswith("file:"):
+        return threading.RLock()
+    key = str(Path(database).expanduser().resolve())
+    with _WRITER_LOCKS_GUARD:
+        return _WRITER_LOCKS.setdefault(key, threading.RLock())
+
+
 def this_machine() -> str:
     """This machine's name plus its PID namespace: two processes with the same value see the same pids."""
     try:
@@ -719,6 +866,31 @@ def _lease_values(lease: Lease) -> dict[str, object]:
     return {"token": owner.token, "host": owner.host, "machine": owner.machine, "pid": owner.pid,
             "acquired_at": lease.acquired_at, "renewed_at": lease.renewed_at,
             "expires_at": lease.expires_at}  # fmt: skip
+
+
+class _Append:
+    """One `append_many` call in the group commit: its entries, then its result or error. `wake` is set
+    when it is finished, or when it is to lead the next group (`lead`)."""
+
+    __slots__ = ("entries", "error", "finished", "lead", "result", "wake")
+
+    def __init__(self, entries: tuple[NewEntry, ...]) -> None:
+        self.entries = entries
+        self.wake = threading.Event()
+        self.lead = False
+        self.finished = False
+        self.result: list[Entry] = []
+        self.error: BaseException | None = None
+
+    def finish(self, *, result: list[Entry] | None = None, error: BaseException | None = None) -> None:
+        self.result, self.error, self.finished = result or [], error, True
+        self.lead = False
+        self.wake.set()
+
+    def outcome(self) -> list[Entry]:
+        if self.error is not None:
+            raise self.error
+        return self.result
 
 
 class _SessionExists(StoreError):
