@@ -1,0 +1,100 @@
+"""`vibe inspect`: the web inspector alone, read-only, on 127.0.0.1 (issue 15).
+
+The record is opened read-only (as `vibe log` opens it); live updates read what any other process
+writes. Bound to anything but loopback, every request needs a token (AVIBE_SERVE_TOKEN, else a random
+one, printed in the address). The browser opens on the address unless --no-browser or no display."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sys
+import threading
+import webbrowser
+from pathlib import Path
+from typing import Annotated
+from urllib.parse import quote
+
+import typer
+
+from avibe.cli.options import BadArgument, check_session_id
+from avibe.config import load_settings
+from avibe.errors import NoRecord
+from avibe.ports import RecordStore
+
+
+def _has_display() -> bool:
+    return sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+    )
+
+
+def _open_record(session: str | None, eval_dir: Path | None) -> RecordStore | None:
+    from avibe.store import open_store
+
+    try:
+        store = open_store(load_settings().database_url, read_only=True)
+    except NoRecord:
+        if eval_dir is not None and session is None:
+            return None  # an eval folder alone needs no record
+        raise
+    if session is not None:
+        store.get_session(session)  # an unknown one is one line, exit 2
+    return store
+
+
+def inspect(
+    session: Annotated[
+        str | None,
+        typer.Option("--session", "-s", help="Open on this session's timeline.", callback=check_session_id),
+    ] = None,
+    eval_dir: Annotated[
+        Path | None, typer.Option("--eval", help="An eval results folder (vibe eval --out) to show.")
+    ] = None,
+    port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8766,
+    host: Annotated[str, typer.Option("--host", help="Address to bind; not loopback needs a token.")] = (
+        "127.0.0.1"
+    ),
+    browser: Annotated[bool, typer.Option("--browser/--no-browser", help="Open the browser on it.")] = True,
+) -> None:
+    """Inspect the record in the browser: sessions, timelines, checkpoints, the context over time."""
+    import uvicorn
+
+    from avibe.web.inspector import inspector_app
+    from avibe.web.server import is_loopback
+
+    if not 0 <= port < 65_536:
+        raise BadArgument(f"--port {port} is not a port (0-65535)")
+    if eval_dir is not None and not eval_dir.is_dir():
+        raise BadArgument(f"--eval {eval_dir} is not a folder")
+    store = _open_record(session, eval_dir)
+    token = None if is_loopback(host) else os.environ.get("AVIBE_SERVE_TOKEN") or secrets.token_urlsafe(24)
+    app = inspector_app(store, token=token, eval_dir=eval_dir.resolve() if eval_dir else None)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+    )
+    server = uvicorn.Server(config)
+    path = f"/s/{quote(session)}/timeline" if session else ("/eval" if store is None else "/")
+    threading.Thread(target=_announce, args=(server, host, path, token, browser), daemon=True).start()
+    server.run()
+
+
+def _announce(server: object, host: str, path: str, token: str | None, browser: bool) -> None:
+    import time
+
+    for _ in range(200):
+        if getattr(server, "started", False):
+            break
+        time.sleep(0.05)
+    servers = getattr(server, "servers", [])
+    sockets = [s for srv in servers for s in srv.sockets] if servers else []
+    port = sockets[0].getsockname()[1] if sockets else 0
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}{path}" + (f"?token={token}" if token else "")
+    typer.echo(f"[inspect] {url} (read-only; Ctrl-C stops)")
+    if browser and _has_display():
+        webbrowser.open(url)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("inspect")(inspect)

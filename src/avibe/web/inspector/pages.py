@@ -1,0 +1,212 @@
+"""What each inspector page shows, read from the record (RecordStore) - no HTML here, no writes ever.
+
+session_rows     the sessions list: agent, model, size, checkpoints, last activity (issue 15 item 1)
+timeline_page    one page of a session's record, filtered as `vibe log` filters, with the checkpoints
+                 placed where they happened (item 2)
+context_data     the plot's data: one point per model request, the trigger line, the window (item 3)
+checkpoint_view  mind, memo, scene; the mind's diff against the previous one; provenance (item 4)
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from avibe.checkpoint.mind import mission_lines
+from avibe.host.context_log import load_series
+from avibe.ports import RecordStore, StoredCheckpoint
+from avibe.record.entries import KINDS, NON_HUMAN_INPUT_KINDS, Entry, SessionInfo
+from avibe.record.sources import render_entry_text
+from avibe.web.inspector.filters import Filters
+
+PAGE: Final = 200
+AGENT_KEY: Final = "agent"  # the state key `vibe agents` writes: which agent works in the session
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    info: SessionInfo
+    agent: str
+    model: str
+    checkpoints: int
+
+
+def session_rows(store: RecordStore, search: str = "") -> list[SessionRow]:
+    """Every session, most recently active first; `search` matches id, title, agent or model (any case)."""
+    rows = []
+    for info in store.list_sessions():
+        agent = (store.load_state(info.id, AGENT_KEY) or {}).get("name") or "vibey"
+        model = str((store.load_state(info.id, "context") or {}).get("model", ""))
+        row = SessionRow(info, str(agent), model, len(store.list_checkpoints(info.id)))
+        words = " ".join((info.id, info.title, row.agent, row.model)).casefold()
+        if search.casefold() in words:
+            rows.append(row)
+    rows.sort(key=lambda r: r.info.last_at or r.info.created_at, reverse=True)
+    return rows
+
+
+# ---- the timeline ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """An entry as the timeline shows it: the source tag for every non-human input (T1)."""
+
+    entry: Entry
+    tag: str  # "" for the user's and the agent's own entries
+
+    @property
+    def kind(self) -> str:
+        return self.entry.kind
+
+
+def shown(entry: Entry) -> Shown:
+    tag = render_entry_text(entry).split("\n", 1)[0] if entry.kind in NON_HUMAN_INPUT_KINDS else ""
+    return Shown(entry, tag)
+
+
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    session: SessionInfo
+    rows: tuple[Shown | StoredCheckpoint, ...]  # entries with the checkpoints placed between them
+    filters: dict[str, Any]  # as given (to keep them in the links)
+    filtered: bool
+    after: int  # the page shows entries after this seq
+    next_after: int | None  # None: this is the last page
+    prev_after: int | None  # None: the first page, or unknown (a filtered record)
+    last_after: int | None
+    last_seq: int  # the newest seq on the page (live updates start after it)
+
+
+def timeline_page(
+    store: RecordStore, session_id: str, filters: Filters, after: int, raw: dict[str, Any]
+) -> Timeline:
+    info = store.get_session(session_id)
+    found = store.query(filters.query(info.id, after, PAGE + 1))
+    entries, more = found[:PAGE], len(found) > PAGE
+    filtered = filters.narrowing
+    first = entries[0].seq if entries else after + 1
+    prev_after = None if filtered or first <= 1 else max(0, first - 1 - PAGE)
+    last_after = None if filtered else max(0, info.entry_count - PAGE)
+    checkpoints = store.list_checkpoints(info.id)
+    next_at = found[PAGE].at if more else None
+    rows = _interleave(entries, checkpoints, first_page=after == 0 and first <= 1, next_at=next_at)
+    return Timeline(
+        session=info,
+        rows=tuple(rows),
+        filters=raw,
+        filtered=filtered,
+        after=after,
+        next_after=entries[-1].seq if more else None,
+        prev_after=prev_after,
+        last_after=last_after if last_after is not None and last_after > after else None,
+        last_seq=entries[-1].seq if entries else after,
+    )
+
+
+def _interleave(
+    entries: Sequence[Entry],
+    checkpoints: Sequence[StoredCheckpoint],
+    *,
+    first_page: bool,
+    next_at: datetime | None,
+) -> list[Shown | StoredCheckpoint]:
+    """The entries in order, each checkpoint placed where it happened: after the last entry recorded
+    before it (by time). One made before the page's first entry belongs to an earlier page, one made
+    at or after the next page's first entry (`next_at`) to a later one."""
+    if not entries:
+        return list(checkpoints) if first_page else []
+    pending = [c for c in checkpoints if first_page or c.at >= entries[0].at]
+    rows: list[Shown | StoredCheckpoint] = []
+    for entry in entries:
+        while pending and pending[0].at < entry.at:
+            rows.append(pending.pop(0))
+        rows.append(shown(entry))
+    rows += [c for c in pending if next_at is None or c.at < next_at]
+    return rows
+
+
+# ---- the context over time --------------------------------------------------------------------------
+
+
+def context_data(store: RecordStore, session_id: str) -> dict[str, Any]:
+    """The plot's data as one JSON document: points, marks (checkpoints, move-outs), lines."""
+    info = store.get_session(session_id)
+    series = load_series(store, info.id)
+    limits = series.limits
+    return {
+        "session": info.id,
+        "model": limits.model,
+        "window": limits.window,
+        "threshold": limits.threshold,
+        "hard_limit": limits.hard_limit,
+        "points": list(series.points),
+        "marks": list(series.marks),
+    }
+
+
+# ---- a checkpoint -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DiffLine:
+    kind: str  # "add", "del", "hunk", "head", "same"
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointView:
+    session: SessionInfo
+    checkpoint: StoredCheckpoint
+    previous: StoredCheckpoint | None
+    following: StoredCheckpoint | None
+    diff: tuple[DiffLine, ...]
+    missions: tuple[tuple[str, str, bool], ...]  # (id, line, still there) of this and every earlier mind
+    mission_counts: tuple[tuple[int, int], ...]  # (checkpoint number, mission entries) up to this one
+
+
+def _diff(a: str, b: str, a_name: str, b_name: str) -> tuple[DiffLine, ...]:
+    lines = difflib.unified_diff(a.splitlines(), b.splitlines(), a_name, b_name, lineterm="")
+    out = []
+    for line in lines:
+        if line.startswith(("+++", "---")):
+            kind = "head"
+        else:
+            kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+        out.append(DiffLine(kind, line))
+    return tuple(out)
+
+
+def checkpoint_view(store: RecordStore, session_id: str, number: int) -> CheckpointView | None:
+    info = store.get_session(session_id)
+    stored = store.list_checkpoints(info.id)
+    index = next((i for i, c in enumerate(stored) if c.number == number), None)
+    if index is None:
+        return None
+    chosen = stored[index]
+    previous = stored[index - 1] if index > 0 else None
+    following = stored[index + 1] if index + 1 < len(stored) else None
+    before = previous.mind if previous else ""
+    name = f"checkpoint {previous.number}" if previous else "(no earlier checkpoint)"
+    seen: dict[str, str] = {}
+    for earlier in stored[: index + 1]:
+        for mission_id, line in mission_lines(earlier.mind).items():
+            seen.setdefault(mission_id, line)
+    now = mission_lines(chosen.mind)
+    missions = tuple((m, now.get(m, line), m in now) for m, line in seen.items())
+    counts = tuple((c.number, len(mission_lines(c.mind))) for c in stored[: index + 1])
+    return CheckpointView(
+        info, chosen, previous, following, _diff(before, chosen.mind, name, f"checkpoint {number}"),
+        missions, counts,
+    )  # fmt: skip
+
+
+def kinds() -> tuple[str, ...]:
+    return KINDS
+
+
+def when(value: datetime | None) -> str:
+    return f"{value:%Y-%m-%d %H:%M:%S} UTC" if value else "-"
