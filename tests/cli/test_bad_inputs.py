@@ -49,6 +49,7 @@ COMMANDS = (
     "callback",
     "feeds",
     "agents",
+    "inspect",
     "chat",
 )
 BIG = 2**63  # one past SQLite's largest integer
@@ -548,6 +549,21 @@ def _chat_cases() -> st.SearchStrategy[Case]:
     )
 
 
+def _inspect_cases() -> st.SearchStrategy[Case]:
+    """Every case fails before the inspector serves (a valid one would serve until stopped)."""
+    return st.one_of(
+        _bad_session.map(lambda s: Case(("inspect", "--session", s, "--no-browser"))),
+        st.sampled_from(["65536", "-1", "http"]).map(
+            lambda p: Case(("inspect", "--port", p, "--no-browser"))
+        ),
+        st.sampled_from(["{dir}/nowhere", "{dir}/a-file"]).map(
+            lambda d: Case(("inspect", "--eval", d, "--no-browser"), why="--eval is not a folder")
+        ),
+        st.just(Case(("inspect", "--no-browser"), populated=False, why="no record and no --eval")),
+        _settings_case(("inspect", "--no-browser")),
+    )
+
+
 STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "chat": _chat_cases(),
     "run": _run_cases(),
@@ -567,6 +583,7 @@ STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "callback": _callback_cases(),
     "feeds": _feeds_cases(),
     "agents": _agents_cases(),
+    "inspect": _inspect_cases(),
     "chat": _chat_cases(),
 }
 

@@ -161,6 +161,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "eval",
     "importer",
     "log",
+    "inspect",
     "agents",
 )
 

@@ -21,6 +21,7 @@ from avibe.agent.loop import RunConfig, Vibey
 from avibe.config import Settings, load_settings
 from avibe.errors import AvibeError
 from avibe.host import SessionHost, TurnResult
+from avibe.host.context_log import ContextLog, Limits
 from avibe.host.events import (
     CHECKPOINT_KINDS,
     CheckpointAccepted,
@@ -519,6 +520,11 @@ def open_session(
             user_name=settings.user_name,
             record_where=f"Avibe's record, session {session.id} (the record_query tool reads it)",
         )
+
+        def limits() -> Limits:  # the inspector's plot: the window and trigger line the run used
+            return Limits(model_name, vibey.limits.window, vibey.limits.threshold, vibey.limits.hard_limit)
+
+        events = ContextLog(store, session.id, limits, events)  # one point per model request (issue 15)
         vibey = Vibey(
             store=store,
             model=model,
