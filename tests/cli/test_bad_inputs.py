@@ -560,6 +560,7 @@ def _inspect_cases() -> st.SearchStrategy[Case]:
             lambda d: Case(("inspect", "--eval", d, "--no-browser"), why="--eval is not a folder")
         ),
         st.just(Case(("inspect", "--no-browser"), populated=False, why="no record and no --eval")),
+        st.just(Case(("inspect", "--latest", "--no-browser"), populated=False, why="no record")),
         _settings_case(("inspect", "--no-browser")),
     )
 

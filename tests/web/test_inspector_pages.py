@@ -328,7 +328,7 @@ def test_vibe_inspect_serves_the_record_read_only_and_needs_a_token_off_loopback
     home.mkdir()
     with open_store(f"sqlite:///{home / 'avibe.db'}") as writer:
         session = _record(writer)
-    process, url = _inspect(home, "--session", session, "--no-browser")
+    process, url = _inspect(home, "--latest", "--no-browser")  # the README's command after the demo
     try:
         assert url.startswith("http://127.0.0.1:") and url.endswith(f"/s/{session}/timeline")
         assert f'id="e{6}"' in httpx.get(url, timeout=10).text

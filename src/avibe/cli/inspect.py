@@ -48,6 +48,10 @@ def inspect(
         str | None,
         typer.Option("--session", "-s", help="Open on this session's timeline.", callback=check_session_id),
     ] = None,
+    latest: Annotated[
+        bool,
+        typer.Option("--latest", help="Open on the most recently active session (the demo's, after it)."),
+    ] = False,
     eval_dir: Annotated[
         Path | None, typer.Option("--eval", help="An eval results folder (vibe eval --out) to show.")
     ] = None,
@@ -67,7 +71,12 @@ def inspect(
         raise BadArgument(f"--port {port} is not a port (0-65535)")
     if eval_dir is not None and not eval_dir.is_dir():
         raise BadArgument(f"--eval {eval_dir} is not a folder")
-    store = _open_record(session, eval_dir)
+    store = _open_record(session, eval_dir if not latest else None)
+    if latest and session is None and store is not None:
+        found = store.latest_session()
+        if found is None:
+            raise BadArgument("there are no sessions in the record yet")
+        session = found.id
     token = None if is_loopback(host) else os.environ.get("AVIBE_SERVE_TOKEN") or secrets.token_urlsafe(24)
     app = inspector_app(store, token=token, eval_dir=eval_dir.resolve() if eval_dir else None)
     config = uvicorn.Config(

@@ -67,6 +67,7 @@ def _templates() -> jinja2.Environment:
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
+        auto_reload=False,  # the templates ship with the package: never re-stat them per include
     )
     env.filters["exact"] = exact
     env.filters["when"] = pages.when
