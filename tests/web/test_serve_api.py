@@ -149,3 +149,17 @@ def test_off_loopback_every_endpoint_but_callbacks_needs_the_token(sqlite_store:
         assert client.post(f"/sessions/{session}/messages", json={"text": "x"}).status_code == 401
         assert client.get("/sessions", headers={"Authorization": "Bearer tok-123"}).status_code == 200
     assert sqlite_store.query(EntryQuery(session)) == []
+
+
+def test_vibe_serve_mounts_the_inspector_behind_the_same_token(sqlite_store: SqlStore) -> None:
+    from avibe.cli.serve import _inspector
+
+    sqlite_store.create_session(title="inspected")
+    open_api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi")
+    with TestClient(build_app(open_api, extra=_inspector(sqlite_store, None))) as client:
+        page = client.get("/inspect/")
+        assert page.status_code == 200 and "inspected" in page.text
+    guarded = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-9")
+    with TestClient(build_app(guarded, extra=_inspector(sqlite_store, "tok-9"))) as client:
+        assert client.get("/inspect/").status_code in (401, 403)
+        assert client.get("/inspect/", headers={"Authorization": "Bearer tok-9"}).status_code == 200

@@ -221,9 +221,12 @@ def _serve_http(
         token = secrets.token_urlsafe(24)
         typer.echo(f"[serve] bound to {bind}: the API needs this token (AVIBE_SERVE_TOKEN): {token}")
     api = Api(store, fleet, SystemClock(), settings.user_name, token=token)
-    app = build_app(api, extra=_inspector(store))
+    app = build_app(api, extra=_inspector(store, token))
     server = uvicorn.Server(
-        uvicorn.Config(app, host=bind, port=port_number, log_level="warning", lifespan="off")
+        # Open live-update streams (the inspector's) must not keep Ctrl-C from stopping the server.
+        uvicorn.Config(
+            app, host=bind, port=port_number, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+        )
     )
     fleet_thread = threading.Thread(target=fleet.run, name="serve-fleet", daemon=True)
     fleet_thread.start()
@@ -237,17 +240,13 @@ def _serve_http(
         fleet.stop()
 
 
-def _inspector(store: Any) -> list[Any]:
-    """The inspector's app at /inspect when it is installed (issue 15)."""
-    import importlib
-
+def _inspector(store: RecordStore, token: str | None) -> list[Any]:
+    """The inspector's app at /inspect (issue 15), behind the same token as the API off loopback."""
     from starlette.routing import Mount
 
-    try:
-        inspector = importlib.import_module("avibe.web.inspector")
-    except ImportError:
-        return []
-    return [Mount("/inspect", app=inspector.inspector_app(store))]
+    from avibe.web.inspector import inspector_app
+
+    return [Mount("/inspect", app=inspector_app(store, token=token))]
 
 
 def register(app: typer.Typer) -> None:
