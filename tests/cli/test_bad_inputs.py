@@ -31,7 +31,6 @@ from avibe.record.entries import KINDS, Source
 from avibe.store import open_store
 
 COMMANDS = (
-    "chat",
     "run",
     "demo",
     "log",
@@ -284,24 +283,6 @@ def _log_cases() -> st.SearchStrategy[Case]:
     )
 
 
-def _chat_cases() -> st.SearchStrategy[Case]:
-    bad = st.one_of(
-        _option("--window", _bad_window),
-        _option("--max-steps", _bad_steps),
-        _option("--session", _bad_session),
-        _option("--workdir", _bad_workdir),
-        _option("--model", _bad_model),
-    )
-    return st.one_of(
-        bad.map(lambda extra: Case(("chat", *extra))),
-        st.just(Case(("chat", "--continue"), why="no session ran in this folder")),
-        st.just(Case(("chat", "--session", "s1", "--continue"), why="two ways to choose")),
-        st.just(Case(("chat", "a task"), why="the chat takes no task")),
-        st.just(Case(("chat",), why="no terminal")),
-        _settings_case(("chat",)),
-    )
-
-
 def _sessions_cases() -> st.SearchStrategy[Case]:
     return st.one_of(
         st.sampled_from(
@@ -544,6 +525,9 @@ def _chat_cases() -> st.SearchStrategy[Case]:
     return st.one_of(
         st.builds(lambda extra, pop: Case(("chat", *extra), populated=pop), bad, st.booleans()),
         st.just(Case(("chat", "--demo", "--continue"), why="--demo cannot resume")),
+        st.just(Case(("chat", "--continue"), why="no session ran in this folder")),
+        st.just(Case(("chat", "--session", "s1", "--continue"), why="two ways to choose")),
+        st.just(Case(("chat", "a task"), why="the chat takes no task")),
         st.just(Case(("chat",), why="no terminal: the chat needs one")),
         _settings_case(("chat",)),
     )
@@ -566,7 +550,6 @@ def _inspect_cases() -> st.SearchStrategy[Case]:
 
 
 STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
-    "chat": _chat_cases(),
     "run": _run_cases(),
     "demo": _demo_cases(),
     "log": _log_cases(),

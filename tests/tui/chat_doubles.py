@@ -79,6 +79,7 @@ class Sessions:
     approval: str = "auto"
     window: int | None = None
     opened: list[tuple[str | None, str]] = field(default_factory=list)
+    new_id: str | None = None  # the id of the next new session (a stable screenshot); None: the store's
 
     @property
     def url(self) -> str:
@@ -90,7 +91,10 @@ class Sessions:
     ) -> Iterator[HostedSession]:
         self.opened.append((session_id, model))
         with open_store(self.url) as store:
-            info = store.get_session(session_id) if session_id else store.create_session(str(self.workdir))
+            if session_id is None:
+                info = store.create_session(str(self.workdir), session_id=self.new_id)
+            else:
+                info = store.get_session(session_id)
             policy = ApprovalPolicy(self.approval, Rules(), approver)  # type: ignore[arg-type]
             toolbox = ToolBox(default_tools(self.workdir, store=store, session_id=info.id, approval=policy))
             clock = StepClock()

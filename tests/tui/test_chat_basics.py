@@ -4,6 +4,9 @@ the input keeps multi-line text and a history (issue 13)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -98,3 +101,20 @@ def test_the_input_takes_several_lines_and_walks_the_history(make_chat: Any) -> 
     run(scenario)
     users = [m.content for m in sessions.model.inner.requests[-1].messages if m.role == "user"]
     assert users[-2:] == ["first line\nsecond line", "pasted\ntext with\nthree lines"]
+
+
+def _vibe(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AVIBE_")}
+    env |= {"AVIBE_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-avibe-test-dummy"}
+    command = [sys.executable, "-c", "from avibe.cli import main; main()", *args]
+    return subprocess.run(
+        command, env=env, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL
+    )
+
+
+def test_vibe_alone_without_a_terminal_prints_the_help_and_chat_says_it_needs_one(tmp_path: Path) -> None:
+    alone = _vibe(tmp_path)
+    assert alone.returncode == 0 and "chat" in alone.stdout and "run" in alone.stdout
+    chat = _vibe(tmp_path, "chat", "--model", "openai/gpt-4o")
+    assert chat.returncode == 2 and chat.stderr.startswith("vibe: ") and "needs a terminal" in chat.stderr
+    assert not (tmp_path / "home" / "avibe.db").exists()  # nothing written

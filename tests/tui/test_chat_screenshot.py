@@ -4,6 +4,7 @@ meter, and an ask-mode approval waiting for y / n / a."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,8 @@ def test_the_readme_screenshot_is_made_from_the_running_chat(make_chat: Any, wor
     ]
     (workdir / "cli.py").write_text('HELP = "--verbose: say more"\n')
     app, sessions = make_chat(steps, approval="ask", window=32_768)
+    sessions.new_id = "s-20261201-a1b2c3"  # what the screenshot shows stays the same run after run
+    app.workdir = Path("~/src/release-queue")
 
     async def scenario() -> None:
         async with app.run_test(size=(104, 30)) as pilot:
@@ -37,7 +40,8 @@ def test_the_readme_screenshot_is_made_from_the_running_chat(make_chat: Any, wor
             await until(pilot, lambda: len(bubbles(app, "assistant")) == 1 and "idle" in status(app))
             with open_store(sessions.url) as other:
                 watch = Source("watch", name="ci", ref="w1")
-                deliver(other, app.session_id, watch, "build failed: vendor/parser tests (3 failures)")
+                at = datetime(2026, 12, 1, 9, 41, tzinfo=UTC)
+                deliver(other, app.session_id, watch, "build failed: vendor/parser tests (3 failures)", at=at)
             await until(pilot, lambda: inputs(app) and len(bubbles(app, "assistant")) == 2)
             await until(pilot, lambda: "idle" in status(app))
             await pilot.press(*"Go on with 001", "enter")

@@ -156,6 +156,9 @@ def test_ask_mode_asks_on_the_screen_and_yes_runs_the_action(make_chat: Any, wor
             bar = app.query_one(ApprovalBar)
             assert "write_file wants to change" in str(bar.render()) and "out.txt" in str(bar.render())
             assert "asking" in status(app)
+            await pilot.press("y")  # typed as the question appeared: meant for the input, not an answer
+            assert app.query(ApprovalBar) and not (workdir / "out.txt").exists()
+            await pilot.pause(ApprovalBar.SETTLE_S)
             await pilot.press("y")
             await until(pilot, lambda: bubbles(app, "assistant") == ["vibey› Done."])
             assert not app.query(ApprovalBar)
@@ -171,6 +174,7 @@ def test_ask_mode_no_refuses_the_action_and_the_model_is_told(make_chat: Any, wo
         async with app.run_test() as pilot:
             await pilot.press(*"Write out.txt", "enter")
             await until(pilot, lambda: app.query(ApprovalBar))
+            await pilot.pause(ApprovalBar.SETTLE_S)
             await pilot.press("n")
             await until(pilot, lambda: bubbles(app, "assistant") == ["vibey› Done."])
             (line,) = app.query(ToolLine)

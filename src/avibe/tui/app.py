@@ -148,7 +148,7 @@ class ChatApp(App[None]):
         elif isinstance(update, Failure):
             self._say(update.message, "error")
         elif isinstance(update, OpenFailed):
-            self.state = "no session"
+            self.state, self.session_id = "no session", None
             self._say(f"could not open the session: {update.message}", "error")
             self._say("/model NAME picks another model, /new starts a new session, /help", "notice")
         self._status()
@@ -201,6 +201,8 @@ class ChatApp(App[None]):
             self._command(text)
             return
         self._add(Bubble(text, "user", prefix=PROMPTS["user"]))
+        if self.session_id is None and self.state == "no session":
+            self._say("no session is open: the message waits for /new, /resume or /model", "notice")
         self.driver.send(text[1:] if text.startswith("//") else text)
 
     def on_approval_bar_answered(self, message: ApprovalBar.Answered) -> None:
@@ -235,7 +237,7 @@ class ChatApp(App[None]):
         self.exit()
 
     def on_unmount(self) -> None:
-        self.driver.stop(timeout=2.0)
+        self.driver.stop(timeout=2.0)  # a no-op after /quit or Ctrl-C; else (the app ended otherwise) quit
 
     # ---- slash commands ------------------------------------------------------------------------------
 

@@ -142,7 +142,11 @@ class ChatDriver:
         self._answered.set()
 
     def stop(self, timeout: float = 5.0) -> None:
-        """Quit: cancel what runs, release the session (its lease), end both threads."""
+        """Quit: cancel what runs, release the session (its lease), end both threads. A model call that
+        does not return within `timeout` is left to die with the process (its lease is then taken over at
+        once by the next process on this machine)."""
+        if self._quit.is_set():
+            return
         self._quit.set()
         self._cancel.set()
         self._switch.put(None)

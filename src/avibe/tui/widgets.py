@@ -4,6 +4,7 @@ call as one line that expands to its arguments and output, and the approval ques
 from __future__ import annotations
 
 import json
+import time
 from typing import Any, ClassVar, Final
 
 from rich.text import Text
@@ -151,9 +152,14 @@ class ApprovalBar(Widget, can_focus=True):
             super().__init__()
             self.decision = decision
 
+    SETTLE_S: ClassVar[float] = (
+        0.5  # keys typed this soon after the question appears were meant for the input
+    )
+
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__(classes="approval")
         self.request = request
+        self.asked_at = time.monotonic()
 
     def render(self) -> Text:
         r = self.request
@@ -165,4 +171,5 @@ class ApprovalBar(Widget, can_focus=True):
         return text
 
     def action_answer(self, decision: Decision) -> None:
-        self.post_message(self.Answered(decision))
+        if time.monotonic() - self.asked_at >= self.SETTLE_S:
+            self.post_message(self.Answered(decision))
