@@ -400,7 +400,15 @@ class SqlStore:
             lead = not self._group_leader
             self._group_leader = True
         if not lead:
-            mine.wake.wait()
+            try:
+                mine.wake.wait()
+            except BaseException:  # interrupted while waiting (Ctrl-C): never leave the group leaderless
+                with self._group_lock:
+                    if mine.lead:  # promoted, still first in the queue: drop it, promote the next
+                        mine.lead = False
+                        self._group_queue.remove(mine)
+                        self._pass_lead()
+                raise
             if not mine.lead:
                 return mine.outcome()
         # The leader: commit a group (it holds `mine`: the queue is served in order), then pass the lead.
@@ -421,12 +429,16 @@ class SqlStore:
                 for queued in group:
                     if not queued.finished:  # the leader was interrupted (KeyboardInterrupt)
                         queued.finish(error=StoreError("the append was interrupted before it committed"))
-                if self._group_queue:
-                    self._group_queue[0].lead = True
-                    self._group_queue[0].wake.set()
-                else:
-                    self._group_leader = False
+                self._pass_lead()
         return mine.outcome()
+
+    def _pass_lead(self) -> None:
+        """(Holding the group lock.) The next queued append leads, or there is no leader."""
+        if self._group_queue:
+            self._group_queue[0].lead = True
+            self._group_queue[0].wake.set()
+        else:
+            self._group_leader = False
 
     def _commit_group(self, group: list[_Append]) -> None:
         """One transaction for the whole group; if it fails, each append on its own."""
@@ -434,7 +446,11 @@ class SqlStore:
             everything = [entry for append in group for entry in append.entries]
             try:
                 stored = self._write(partial(self._append_in, new=everything))
-            except Exception:  # nothing committed: each append is retried alone and gets its own outcome
+            except StoreUnavailable as exc:  # the database is away (and a commit may have been cut off:
+                for append in group:  # retrying could record unkeyed entries twice): each gets the error
+                    append.finish(error=exc)
+                return
+            except Exception:  # refused before commit (an unknown session): each append alone, own outcome
                 pass
             else:
                 at = 0
