@@ -70,6 +70,10 @@ _SESSION_EXISTS: Final = select(sessions.c.id).where(sessions.c.id == bindparam(
 _DELIVERED: Final = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
     entries.c.session == bindparam("sid"), entries.c.delivery_key.in_(bindparam("keys", expanding=True))
 )
+# The usual case, one key (a callback, a tick): a plain statement, cached whole (no IN list to render).
+_DELIVERED_ONE: Final = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
+    entries.c.session == bindparam("sid"), entries.c.delivery_key == bindparam("key")
+)
 # A group commit takes at most this many appends (and stops adding once it holds _GROUP_ENTRIES entries).
 _GROUP_APPENDS: Final = 512
 _GROUP_ENTRIES: Final = 5_000
@@ -533,7 +537,12 @@ class SqlStore:
         found: dict[tuple[str, str], Entry] = {}
         for session_id in sorted({session for session, _ in keyed}):
             keys = sorted(key for session, key in keyed if session == session_id)
-            for row in conn.execute(_DELIVERED, {"sid": session_id, "keys": keys}):
+            rows = (
+                conn.execute(_DELIVERED_ONE, {"sid": session_id, "key": keys[0]})
+                if len(keys) == 1
+                else conn.execute(_DELIVERED, {"sid": session_id, "keys": keys})
+            )
+            for row in rows:
                 found[(session_id, row.delivery_key)] = _entry(row)
         return found
 
