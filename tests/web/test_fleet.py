@@ -93,3 +93,15 @@ def test_a_session_hosted_elsewhere_is_left_alone_and_a_failing_one_is_retried_l
     assert opener.opened.count(failing) == 1  # backed off, not retried every tick
     assert fleet.failures == {failing: "RuntimeError: the workdir is gone"}
     assert elsewhere not in fleet.failures and 1 <= opener.opened.count(elsewhere) <= 2  # every 2 s
+
+
+def test_a_queued_callback_input_does_not_make_a_session_need_a_host(sqlite_store: SqlStore) -> None:
+    queued, woken = sqlite_store.create_session().id, sqlite_store.create_session().id
+    spec = {"secret": "s" * 20, "max_bytes": 100, "per_minute": 5}
+    sqlite_store.add_feed(Feed("cb-q", queued, "callback", "digest", spec, wake=False))
+    sqlite_store.add_feed(Feed("cb-w", woken, "callback", "deploy", spec))
+    deliver(sqlite_store, queued, Source("callback", "digest", "cb-q"), "nightly digest", at=AT)
+    deliver(sqlite_store, woken, Source("callback", "deploy", "cb-w"), "deployed", at=AT)
+    opener = Opener()
+    Fleet(sqlite_store, opener, exit_when_idle=True).run()
+    assert opener.opened == [woken]

@@ -46,6 +46,7 @@ class SessionHost:
     sources: list[InputSource] = field(default_factory=list)
     # Inputs that wait for the next turn instead of starting one (a feed in "queue" mode, issue 12).
     queued: Callable[[Entry], bool] = lambda entry: False
+    _quiet_upto: int = field(default=0, repr=False)  # entries up to here wake nobody
 
     # ---- inputs ----------------------------------------------------------------------------------------
 
@@ -73,9 +74,15 @@ class SessionHost:
         return [render_input(e) for e in self.store.query(EntryQuery(self.session_id, seq_from=seq + 1))]
 
     def waiting_input(self) -> bool:
-        """An input the agent has not taken in yet (its own replies do not wake it)."""
-        entries = self.store.query(EntryQuery(self.session_id, seq_from=self.agent.cursor() + 1))
-        return any(e.kind != "assistant" and not self.queued(e) for e in entries)
+        """An input the agent has not taken in yet (its own replies and queued inputs do not wake it).
+        Entries already found quiet are not read again (a queue of thousands is read once)."""
+        start = max(self.agent.cursor(), self._quiet_upto) + 1
+        entries = self.store.query(EntryQuery(self.session_id, seq_from=start))
+        if any(e.kind != "assistant" and not self.queued(e) for e in entries):
+            return True
+        if entries:
+            self._quiet_upto = entries[-1].seq
+        return False
 
     def waiting_for(self) -> tuple[str, ...]:
         return tuple(job for source in self.sources for job in source.waiting_for())

@@ -83,6 +83,7 @@ class Fleet:
         self.failures: dict[str, str] = {}  # session -> why its host last failed (for /health)
         self._retry_at: dict[str, float] = {}  # session -> not tried again before (monotonic)
         self._done_once = False  # the first look at the sessions is over
+        self._queued_feeds: set[str] = set()  # ids of feeds in queue mode
 
     # ---- outside ---------------------------------------------------------------------------------------
 
@@ -147,17 +148,23 @@ class Fleet:
         self._done_once = True
 
     def _sessions_with_feeds(self) -> set[str]:
+        """Sessions with watches or timers (they need a host all the time); also notes which feeds
+        queue their inputs (those never wake a session by themselves)."""
         if not isinstance(self.store, FeedStore):
             return set()
-        return {feed.session for feed in self.store.list_feeds() if feed.kind != "callback"}
+        feeds = self.store.list_feeds()
+        self._queued_feeds = {feed.id for feed in feeds if not feed.wake}
+        return {feed.session for feed in feeds if feed.kind != "callback"}
 
     def _input_waiting(self, session_id: str, count: int) -> bool:
-        """The newest entry is an input (not the agent's reply): a turn is due. A queued feed input
-        also counts - a host must take the session for its watches and timers anyway."""
+        """The newest entry is an input (not the agent's reply) that wakes the agent: a turn is due.
+        An input of a feed in queue mode waits for the next turn without a host."""
         if count == 0:
             return False
         newest = self.store.query(EntryQuery(session_id, seq_from=count))
-        return bool(newest) and newest[-1].kind != "assistant"
+        if not newest or newest[-1].kind == "assistant":
+            return False
+        return not (newest[-1].kind != "user" and newest[-1].source.ref in self._queued_feeds)
 
     def _delegations_out(self, session_id: str) -> bool:
         runs = (self.store.load_state(session_id, "delegations") or {}).get("runs", [])
