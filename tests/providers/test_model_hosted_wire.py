@@ -134,3 +134,22 @@ def test_open_counter_is_calibrated_by_each_reply(wire: WireServer, tmp_path: Pa
     model.complete(ASK, [READ])
     assert counter.observations == 1
     assert counter.factor == 2.0  # 1290 reported for a ~40-token estimate: bounded, not trusted blindly
+
+
+def test_retries_run_and_an_unreachable_server_still_says_so() -> None:
+    """`open_model` asks LiteLLM for retries (DEFAULT_NUM_RETRIES); they need tenacity, which LiteLLM does
+    not install itself: without it a connection error became "tenacity import failed"."""
+    from avibe.providers.hosted import DEFAULT_NUM_RETRIES
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    model = HostedModel(
+        model_facts("openai/gpt-4o"),
+        api_base=f"http://127.0.0.1:{port}",
+        api_key=DUMMY_KEY,
+        num_retries=DEFAULT_NUM_RETRIES,
+    )
+    with pytest.raises(ModelUnavailable, match="unreachable") as caught:
+        model.complete(ASK)
+    assert "tenacity" not in str(caught.value)
