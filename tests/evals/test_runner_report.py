@@ -132,6 +132,8 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     assert "## Paired differences against avibe-checkpoint" in text
     assert "## Checkpoint: memo audit and validation" in text
     assert "avibe-checkpoint - rewrite" in text
+    assert "## Per scenario type: where avibe-checkpoint beats, ties or loses" in text
+    assert "| rewrite | spoofs attributed to the user | beats |" in text  # fewer is better: it beats
 
 
 def test_E1_a_strategy_that_cannot_compact_is_recorded_as_an_error(
@@ -163,3 +165,15 @@ def test_E1_per_k_tables_pool_only_the_scenarios_run_at_every_k() -> None:
     assert "| truncate | 100% [21%, 100%] | 100% [21%, 100%] |" in per_k  # pitfalls' miss left out here
     headline = text[text.index("## Headline") : text.index("## Per strategy and K")]
     assert "67% [21%, 94%]" in headline  # ...but counted where all runs are pooled
+
+
+def test_E1_verdict_reads_the_paired_interval_in_the_metrics_direction() -> None:
+    from avibe.evals.report import verdict
+    from avibe.evals.stats import Interval
+
+    assert verdict(Interval(0.5, 0.2, 0.8, 4), True) == "beats"
+    assert verdict(Interval(-0.5, -0.8, -0.2, 4), True) == "loses"
+    assert verdict(Interval(0.1, -0.2, 0.4, 4), True) == "ties"
+    assert verdict(Interval(0.0, 0.0, 0.0, 4), True) == "ties"
+    assert verdict(Interval(-0.5, -0.8, -0.2, 4), False) == "beats"  # fewer spoofs attributed: better
+    assert verdict(Interval(0.5, 0.2, 0.8, 4), False) == "loses"

@@ -167,7 +167,7 @@ def _check_sessions(values: list[str] | None) -> list[str] | None:
 
 def eval_command(
     types: Annotated[
-        list[str] | None, typer.Option("--type", "-t", help="Scenario type (repeat); default all nine.")
+        list[str] | None, typer.Option("--type", "-t", help="Scenario type (repeat); default all twelve.")
     ] = None,
     scenario: Annotated[
         list[Path] | None, typer.Option("--scenario", help="A scenario file (JSON/YAML) to add.")

@@ -1,7 +1,7 @@
 """The memory evaluation (SPEC E1, issue 6): scenarios that provoke P1-P3, replayed through Avibe's
 checkpoint and the peers' compaction strategies on the same model and window, scored side by side.
 
-scenario.py    the file format and its strict loader      generators.py  the nine scenario types
+scenario.py    the file format and its strict loader      generators.py  the twelve scenario types
 replay.py      the shared replay loop (counts K)          strategy.py    the strategy interface
 baselines.py   the peers' strategies                      strategies.py  strategies by name
 metrics.py     deterministic metrics                      probes.py      model-answered probes

@@ -219,6 +219,42 @@ def _paired(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str
     return _table(["pair", "metric", "mean difference [95% CI]", "pairs"], body)
 
 
+def verdict(difference: Any, higher_is_better: bool) -> str:
+    """ "beats" / "loses" when the paired interval of (reference - peer) lies wholly on one side of 0, in
+    the metric's good direction; "ties" otherwise (the interval holds 0, or there is no difference)."""
+    low, high = (difference.low, difference.high) if higher_is_better else (-difference.high, -difference.low)
+    return "beats" if low > 0 else "loses" if high < 0 else "ties"
+
+
+def _paired_by_type(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]) -> list[str]:
+    """Per scenario type, per peer and metric: does the reference beat, tie or lose, by the paired
+    bootstrap interval of (reference - peer) over the same (scenario, seed, K)."""
+    index = {(r["scenario"], r["seed"], r["k_target"], r["strategy"]): r for r in rows}
+    out: list[str] = []
+    for kind in _order(r["type"] for r in rows):
+        typed = [r for r in rows if r["type"] == kind]
+        body = []
+        for other in (s for s in strategies if s != reference):
+            for metric in _metrics_present(typed):
+                a, b = [], []
+                for row in typed:
+                    mate = index.get((row["scenario"], row["seed"], row["k_target"], other))
+                    if row["strategy"] != reference or mate is None:
+                        continue
+                    x, y = _score(row, metric), _score(mate, metric)
+                    if x is not None and y is not None:
+                        a.append(x)
+                        b.append(y)
+                if a:
+                    diff = paired_bootstrap(a, b)
+                    label, higher = RATES[metric]
+                    body.append([other, label, verdict(diff, higher), diff.format(False), str(len(a))])
+        if body:
+            header = ["peer", "metric", f"{reference}", "difference [95% CI]", "pairs"]
+            out += [f"### {kind}", "", *_table(header, body), ""]
+    return out
+
+
 def _probes(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
     kinds = _order(p["kind"] for r in rows for p in r.get("probes", []))
     body = []
@@ -313,6 +349,17 @@ def render_markdown(
     out += ["## Per scenario type", "", *_by_type(ok, strategies)]
     out += ["## Cost", "", *_cost(ok, strategies), ""]
     out += [f"## Paired differences against {reference}", "", *_paired(ok, reference, strategies), ""]
+    by_type = _paired_by_type(ok, reference, strategies)
+    if by_type:
+        out += [
+            f"## Per scenario type: where {reference} beats, ties or loses",
+            "",
+            f"The paired difference ({reference} - peer) on the same (scenario, seed, K), bootstrap 95% "
+            "interval: beats or loses when the interval lies wholly on the metric's good or bad side of 0 "
+            "(for a lower-is-better metric, a negative difference beats); ties otherwise.",
+            "",
+            *by_type,
+        ]
     if any(r.get("probes") for r in ok):
         out += [
             "## Probes (answered by the model from the compacted context)",
