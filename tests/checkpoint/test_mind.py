@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avibe.checkpoint.mind import (
@@ -200,6 +200,7 @@ _NEW = st.one_of(
 )
 
 
+@settings(deadline=None)  # a busy machine is no failure
 @given(bodies=st.lists(_BODY, min_size=4, max_size=4), data=st.data(), new=_NEW)
 def test_M2_apply_edit_never_yields_a_document_missing_a_heading(
     bodies: list[str], data: st.DataObject, new: str
@@ -215,6 +216,7 @@ def test_M2_apply_edit_never_yields_a_document_missing_a_heading(
         assert outcome.document == document and outcome.problem is not None
 
 
+@settings(deadline=None)  # a busy machine is no failure
 @given(st.text())
 def test_M1_parse_mind_never_raises(text: str) -> None:
     result = parse_mind(text)

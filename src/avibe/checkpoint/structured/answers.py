@@ -50,6 +50,8 @@ def _apply_memo(work: Work, data: Mapping[str, Any]) -> None:
     if dropped:  # the grammar forbids these; a model without one may still name them
         work.notes.append(f"memo answer named numbers that are not candidates, ignored: {', '.join(dropped)}")
     work.ticked = frozenset(ticked)
+    gate = data.get(GATE)
+    work.mission_gate = gate if isinstance(gate, bool) else None  # not given: the mission question decides
 
 
 # ---- mission (M4) -----------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ from avibe.checkpoint.structured.work import (
     MAX_NEW,
     MAX_NEW_MISSION,
     MIN_ENTRY_CHARS,
+    NOTES_MAX_NEW,
     PREVIEW_CHARS,
     SCENE_MIN_CHARS_PER_PART,
     WORKSTREAM_STATUSES,
@@ -37,9 +38,20 @@ from avibe.checkpoint.structured.work import (
 from avibe.prompts import render
 
 
+def _new_user_messages(work: Work) -> bool:
+    """Whether a user message moves out now (candidates not kept from an earlier checkpoint)."""
+    return any(not c.kept for c in work.candidates)
+
+
 def _memo_question(work: Work) -> Question | None:
-    """N1-N4: which user messages stay word for word (the answer only names numbers)."""
-    if not work.candidates:
+    """N1-N4: which user messages stay word for word (the answer only names numbers). Not asked when no
+    user message moves out now: the memo then stays as it was (nothing the user said since can have
+    withdrawn or superseded an entry, N3), and the question - every kept entry listed again - is saved.
+
+    M4: with a mission already in the mind, the same question asks whether these messages changed it
+    (GATE); only a "true" brings the mission question, so a checkpoint where the user did not touch the
+    purpose asks one question fewer."""
+    if not _new_user_messages(work):
         return None
     lines = "\n".join(
         f"#{c.label}{' (kept)' if c.kept else ''}: {one_line(c.text, PREVIEW_CHARS)}" for c in work.candidates
@@ -54,12 +66,25 @@ def _memo_question(work: Work) -> Question | None:
         "uniqueItems": True,
         "maxItems": len(seqs),
     }
-    return Question("memo", render("q_memo", lines=lines), object_schema({"keep": keep}))
+    properties: dict[str, Any] = {"keep": keep}
+    gate = also = ""
+    missions = mission_lines(work.mind)
+    if missions:
+        properties[GATE] = {"type": "boolean"}
+        listing = "\n".join(one_line(line, ENTRY_CHARS) for line in missions.values())
+        gate = "\n" + render("q_memo_gate", missions=listing, gate=GATE).strip()
+        also = f', "{GATE}": true or false'
+    text = render("q_memo", lines=lines, gate=gate, also=also)
+    return Question("memo", text, object_schema(properties))
 
 
-def _mission_question(work: Work) -> Question:
-    """M4: the mission, which changes only when the user changed it (behind the GATE flag)."""
+def _mission_question(work: Work) -> Question | None:
+    """M4: the mission, which changes only when the user changed it (behind the GATE flag). Not asked
+    when there is a mission and no user message moves out now (nothing that may change it is leaving), or
+    when the memo question's answer said the user did not change it."""
     current = mission_lines(work.mind)
+    if current and (not _new_user_messages(work) or work.mission_gate is False):
+        return None
     ids = list(current)
     first_new = next_id(ids)
     targets = [*ids, *(f"M{first_new + k}" for k in range(MAX_NEW_MISSION))]
@@ -131,9 +156,9 @@ def _notes_question(work: Work) -> Question:
     decision = object_schema({"decision": text(decided), "reason": text(decided)})
     schema = object_schema(
         {
-            "i_am_here": sized_array(text(here), here),
-            "decisions": sized_array(decision, decided * 2),
-            "lessons": sized_array(text(learned), learned),
+            "i_am_here": sized_array(text(here), here, NOTES_MAX_NEW),
+            "decisions": sized_array(decision, decided * 2, NOTES_MAX_NEW),
+            "lessons": sized_array(text(learned), learned, NOTES_MAX_NEW),
             **_merge_schema(list(labels)),
         }
     )

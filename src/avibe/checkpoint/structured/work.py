@@ -32,6 +32,7 @@ PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "roo
 MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes", "room")
 PREVIEW_CHARS: Final = 100
 MAX_NEW: Final = 3  # new entries per list and question: a small model answers better with little room
+NOTES_MAX_NEW: Final = 2  # per notes list (here, decisions, lessons): a small model fills every slot offered
 GATE: Final = "user_changed_mission"
 MAX_NEW_MISSION: Final = 1  # the user changes the purpose one message at a time; more is a weak model's noise
 ENTRY_CHARS: Final = 200
@@ -46,15 +47,18 @@ SCENE_CHARS: Final[dict[str, int]] = {
 }
 # Below this window the scene's parts shrink in proportion, to SCENE_FLOOR_CHARS at the least: a small
 # model fills whatever room the grammar gives (~700 tokens of scene in a 4k window crowds out the work it
-# describes, and generating it costs a minute on two cores). Exact references keep more room (S6).
+# describes, and generating it costs a minute on two cores). Exact references keep more room (S6). The
+# harness adds what it knows itself - jobs waited for, files, the last error (`checkpoint/facts.py`) - so
+# at small windows the model's own parts stay short (issue 17: a grammar-bound token costs ~2x a free one,
+# and a 0.5B model fills whatever length the grammar allows, often by repeating itself).
 SCENE_REFERENCE_WINDOW: Final = 32_768
 SCENE_FLOOR_CHARS: Final[dict[str, int]] = {
-    "current_step": 160,
-    "progress": 160,
-    "waiting_for": 160,
-    "next_step": 200,
-    "pitfalls": 200,
-    "exact_references": 300,
+    "current_step": 100,
+    "progress": 100,
+    "waiting_for": 80,
+    "next_step": 140,
+    "pitfalls": 100,
+    "exact_references": 160,
 }
 # Least characters per scene part, enforced by the grammar: the labels and "none" in the other parts
 # take ~100 characters, so these make even a terse small model's block reach SCENE_MIN_CHARS (V1).
@@ -98,6 +102,7 @@ class Work:
     intro: str = ""  # the turn's request text, normalised: a small model copies it into answers too
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
     pending: dict[str, list[str]] = field(default_factory=dict)  # new lines a full section left out
+    mission_gate: bool | None = None  # the memo answer's GATE: None when not asked or not answered
 
     @classmethod
     def start(
@@ -125,6 +130,7 @@ class Work:
             self.pending = {}
         if "memo" in parts:
             self.ticked = frozenset(c.label for c in self.candidates if c.ticked)
+            self.mission_gate = None
         if "scene" in parts:
             self.scene = ""
 

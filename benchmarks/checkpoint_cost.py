@@ -1,0 +1,271 @@
+"""What a checkpoint costs next to the rewrite summary, per compaction, on the embedded model (issue 17).
+
+The same generated transcripts are replayed (the eval's replay loop, `avibe.evals.replay`) through Avibe's
+checkpoint - Vibey's room loop and driver, in the structured mode the embedded model uses - and through the
+`rewrite` baseline (Claude Code-style: one summary of everything). Every model call is timed and its usage
+kept, and the calls are grouped by compaction. Printed per compaction (means): prompt tokens the model had
+to evaluate (not served from llama.cpp's cache), output tokens, calls and seconds, and the checkpoint's
+ratios to the rewrite; per call, which structured question it answered; and the eval's deterministic
+metrics on the final context, so a cheaper checkpoint that keeps less shows up in the same run.
+
+    .venv/bin/python benchmarks/checkpoint_cost.py [--type constraint_fidelity ...] [--seed 1] [--k 2]
+        [--window 4096] [--threshold 0.5] [--compare-with REV]
+
+`--compare-with REV` measures the checkpoint of another git revision too (a temporary worktree, run in a
+subprocess, the rewrite being the same code) and prints it side by side. Needs `vibe models install`.
+Prints; asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from avibe.config import load_settings
+from avibe.errors import ModelError
+from avibe.evals.checkpoint import AvibeCheckpoint
+from avibe.evals.generators import GENERATORS, generate
+from avibe.evals.metrics import measure
+from avibe.evals.replay import Compaction, replay, size_for_k
+from avibe.evals.strategy import Compacted, CompactState, Strategy
+from avibe.ports import ModelClient, TokenCounter
+from avibe.providers import open_counter, open_model
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+
+CHECKPOINT, REWRITE = "checkpoint", "rewrite"
+
+
+@dataclass
+class Call:
+    part: str  # the structured question answered ("summary" for the rewrite's one call)
+    prompt: int
+    cached: int
+    output: int
+    seconds: float
+    text: str = ""
+
+
+@dataclass
+class Logged:
+    """The model, with every call's usage and wall time kept."""
+
+    model: ModelClient
+    calls: list[Call] = field(default_factory=list)
+
+    @property
+    def facts(self) -> ModelFacts:
+        return self.model.facts
+
+    def complete(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec] = (),
+        *,
+        json_schema: Mapping[str, Any] | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelReply:
+        started = time.monotonic()
+        reply = self.model.complete(
+            messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
+        )
+        u = reply.usage
+        part = "+".join(json_schema.get("properties", {})) if json_schema else "summary"
+        self.calls.append(
+            Call(part, u.prompt_tokens, u.cached_tokens, u.completion_tokens, time.monotonic() - started,
+                 reply.text)
+        )  # fmt: skip
+        return reply
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """The strategy, with the model's prompt cache holding the conversation before each compaction - as
+    in a session, where the conversation went to the model on the step before (the warm-up call is not
+    counted). Without it, whichever strategy runs second on the same transcript would find the first
+    one's prefix in llama.cpp's cache."""
+
+    strategy: Strategy
+
+    @property
+    def name(self) -> str:
+        return self.strategy.name
+
+    def compact(
+        self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
+    ) -> Compacted:
+        inner = model.model if isinstance(model, Logged) else model
+        with contextlib.suppress(ModelError):  # a context the model cannot take: the strategy meets it
+            inner.complete(state.messages, max_tokens=1)
+        return self.strategy.compact(state, model, counter, window)
+
+
+def _run(
+    strategy: Strategy, name: str, kinds: Sequence[str], seed: int, k: int, window: int, threshold: float,
+    model: ModelClient, counter: TokenCounter,
+) -> dict[str, Any]:  # fmt: skip
+    """Replay each scenario through the strategy; the calls of each compaction, and the final metrics."""
+    logged = Logged(model)
+    compactions: list[list[dict[str, Any]]] = []
+    metrics: dict[str, list[int]] = {}
+    for kind in kinds:
+        size = size_for_k(partial(generate, kind, seed), k, window, counter, threshold=threshold)
+        scenario = generate(kind, seed, size)
+        mark = [0]
+
+        def done(_: Compaction, mark: list[int] = mark) -> None:
+            compactions.append([vars(c) for c in logged.calls[mark[0] :]])
+            mark[0] = len(logged.calls)
+
+        result = replay(
+            scenario, Warmed(strategy), logged, counter, window, threshold=threshold, on_compaction=done
+        )
+        for metric, (hits, n) in measure(scenario, result.context, counter).counts.items():
+            total = metrics.setdefault(metric, [0, 0])
+            total[0], total[1] = total[0] + hits, total[1] + n
+    return {"name": name, "compactions": compactions, "metrics": metrics}
+
+
+def _summary(run: Mapping[str, Any]) -> dict[str, float]:
+    rows = run["compactions"]
+    if not rows:
+        return {"compactions": 0.0, "uncached": 0.0, "output": 0.0, "calls": 0.0, "seconds": 0.0}
+
+    def mean(value: Callable[[list[dict[str, Any]]], float]) -> float:
+        return statistics.fmean(value(calls) for calls in rows)
+
+    return {
+        "compactions": float(len(rows)),
+        "uncached": mean(lambda cs: sum(c["prompt"] - c["cached"] for c in cs)),
+        "output": mean(lambda cs: sum(c["output"] for c in cs)),
+        "calls": mean(lambda cs: float(len(cs))),
+        "seconds": mean(lambda cs: sum(c["seconds"] for c in cs)),
+    }
+
+
+def _per_part(run: Mapping[str, Any]) -> dict[str, tuple[int, float, float, float]]:
+    parts: dict[str, list[dict[str, Any]]] = {}
+    for calls in run["compactions"]:
+        for c in calls:
+            parts.setdefault(c["part"], []).append(c)
+    return {
+        part: (
+            len(cs),
+            statistics.fmean(c["prompt"] - c["cached"] for c in cs),
+            statistics.fmean(c["output"] for c in cs),
+            statistics.fmean(c["seconds"] for c in cs),
+        )
+        for part, cs in parts.items()
+    }
+
+
+def measure_all(args: argparse.Namespace, only_checkpoint: bool) -> list[dict[str, Any]]:
+    settings = load_settings()
+    model = open_model("embedded", settings)
+    counter = open_counter("embedded", settings, model)
+    common = (args.type, args.seed, args.k, args.window, args.threshold, model, counter)
+    runs = [_run(AvibeCheckpoint("structured"), CHECKPOINT, *common)]
+    if not only_checkpoint:
+        from avibe.evals.baselines import Rewrite
+
+        runs.append(_run(Rewrite(), REWRITE, *common))
+    return runs
+
+
+def _run_at(revision: str, argv: list[str]) -> list[dict[str, Any]]:
+    """The checkpoint's measurement on another revision of Avibe (a git worktree), in a subprocess."""
+    root = Path(__file__).resolve().parents[1]
+    folder = Path(tempfile.mkdtemp(prefix="avibe-bench-rev-")) / "tree"
+    subprocess.run(
+        ["git", "-C", str(root), "worktree", "add", "-q", "--detach", str(folder), revision], check=True
+    )
+    try:
+        env = {**os.environ, "PYTHONPATH": str(folder / "src")}
+        out = subprocess.run(
+            [sys.executable, __file__, *argv, "--json"], env=env, check=True, capture_output=True, text=True
+        ).stdout
+        runs: list[dict[str, Any]] = json.loads(out.splitlines()[-1])
+        return runs
+    finally:
+        subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(folder)], check=False)
+
+
+def _print(runs: Sequence[dict[str, Any]], args: argparse.Namespace) -> None:
+    print(
+        f"embedded model, window {args.window}, threshold {args.threshold}, types {', '.join(args.type)}, "
+        f"seed {args.seed}, K target {args.k}"
+    )
+    print("per compaction (means):")
+    print(f"  {'':28} {'uncached prompt':>16} {'output tok':>11} {'calls':>6} {'seconds':>8} {'n':>3}")
+    sums = {run["name"]: _summary(run) for run in runs}
+    for name, s in sums.items():
+        print(
+            f"  {name:28} {s['uncached']:16,.0f} {s['output']:11,.0f} {s['calls']:6.1f} "
+            f"{s['seconds']:8.1f} {s['compactions']:3.0f}"
+        )
+    base = sums.get(REWRITE)
+    if base and all(base[m] for m in ("uncached", "output", "calls", "seconds")):
+        print("ratios to the rewrite (uncached prompt, output, calls, seconds):")
+        for name, s in sums.items():
+            if name != REWRITE:
+                metrics = ("uncached", "output", "calls", "seconds")
+                ratios = "  ".join(f"{s[m] / base[m]:6.2f}" for m in metrics)
+                print(f"  {name:28} {ratios}")
+    print("per call, by question (count, mean uncached prompt, output tokens, seconds):")
+    for run in runs:
+        for part, (n, uncached, output, seconds) in _per_part(run).items():
+            print(f"  {run['name']:28} {part[:44]:44} {n:3d} {uncached:7,.0f} {output:6,.0f} {seconds:6.1f}")
+    if args.answers:
+        print("answers:")
+        for run in runs:
+            for i, calls in enumerate(run["compactions"], 1):
+                for c in calls:
+                    print(f"  {run['name']} #{i} {c['part'][:30]}: {c.get('text', '')[:600]!r}")
+    print("eval metrics on the final context (hits/n, all types pooled):")
+    names = sorted({m for run in runs for m in run["metrics"]})
+    for run in runs:
+        cells = ", ".join(f"{m} {h}/{n}" for m, (h, n) in sorted(run["metrics"].items()) if m in names)
+        print(f"  {run['name']:28} {cells}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--type", action="append", choices=sorted(GENERATORS), help="scenario type(s)")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--k", type=int, default=2, help="compactions each scenario is sized for")
+    parser.add_argument("--window", type=int, default=4096)
+    parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--compare-with", metavar="REV", help="also measure this git revision's checkpoint")
+    parser.add_argument("--answers", action="store_true", help="also print every answer the model gave")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    args.type = args.type or ["constraint_fidelity"]
+    sizes = [*(f"--type={t}" for t in args.type), "--seed", str(args.seed), "--k", str(args.k),
+             "--window", str(args.window), "--threshold", str(args.threshold)]  # fmt: skip
+    if args.json:
+        print(json.dumps(measure_all(args, only_checkpoint=True)))
+        return
+    runs = measure_all(args, only_checkpoint=False)
+    if args.compare_with:
+        for run in _run_at(args.compare_with, sizes):
+            runs.insert(1, {**run, "name": f"{run['name']} at {args.compare_with}"})
+    _print(runs, args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,174 @@
+"""What makes a structured checkpoint cheap (issue 17 item 1), each saving pinned by a test that fails if
+it is removed - and the guarantees still held by the harness (M4: the mission never shrinks; N4: the
+memo copied from the record)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core_doubles import AT, CharCounter, drive, make_entry
+
+from avibe.checkpoint.budgets import budgets_for
+from avibe.checkpoint.mind import mission_lines
+from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
+from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.record.entries import Entry
+from avibe.record.messages import ChatMessage, ModelReply
+
+MIND = """\
+## I am here
+I work for Ana on the payments repo.
+
+## Goals
+### Mission
+- [M1] (active) Review every open PR oldest first.
+
+### Workstreams
+- [W1] (active) PR queue; next: #412
+
+## Key decisions
+
+## Lessons
+"""
+SCENE = {
+    "current_step": "reviewing PR #412 in workstream W1, the PR queue",
+    "progress": "done: #410, #411; in progress: #412",
+    "waiting_for": "none",
+    "next_step": "finish #412 and go on with the queue, as the user asked",
+    "pitfalls": "none",
+    "exact_references": "PR #412",
+}
+KEPT = "Handle the PRs oldest first and ask me only when you need a decision."
+
+
+def _answer(request: ModelRequest, gate: bool | None = None) -> ModelReply:
+    props = request.json_schema["properties"] if request.json_schema else {}
+    data: dict[str, Any]
+    if "keep" in props:
+        data = {"keep": list(props["keep"]["items"]["enum"])}
+        if gate is not None:
+            data["user_changed_mission"] = gate
+    elif "new" in props:
+        data = {"user_changed_mission": True, "new": ["Merge nothing on Fridays."], "status": []}
+    elif "workstreams" in props:
+        data = {"workstreams": [], "retire": []}
+    elif "lessons" in props:
+        data = {"i_am_here": [], "decisions": [], "lessons": [], "merge": [], "retire": []}
+    else:
+        data = dict(SCENE)
+    return reply(json.dumps(data))
+
+
+def _turn(
+    moved: tuple[Entry, ...], previous: Checkpoint | None, gate: bool | None = None
+) -> tuple[Accepted, list[set[str]]]:
+    live = (
+        ChatMessage("system", "You are Vibey."),
+        *(ChatMessage("user" if e.is_user else "assistant", e.text, seq=e.seq) for e in moved),
+    )
+    inputs = TurnInputs(
+        mode="structured",
+        live_messages=live,
+        previous=previous,
+        moved_entries=moved,
+        budgets=budgets_for(32_000, 28_000),
+        counter=CharCounter(),
+        at=AT,
+        memo_entries=(make_entry(2, KEPT),) if previous else (),
+        upto_seq=max(e.seq for e in moved),
+    )
+    steps = [lambda request: _answer(request, gate)] * 8
+    run = drive(checkpoint_turn(inputs), ScriptedModel(steps))  # as many calls as it needs
+    assert isinstance(run.outcome, Accepted), run.outcome
+    return run.outcome, [set((c.json_schema or {}).get("properties", {})) for c in run.calls]
+
+
+def _work_only() -> tuple[Entry, ...]:
+    return (
+        make_entry(10, "Reading the diff of #412.", kind="assistant"),
+        make_entry(11, "CI finished: green.", kind="callback"),
+        make_entry(12, "The tests pass; commenting on #412.", kind="assistant"),
+    )
+
+
+def test_N1_no_memo_question_when_no_user_message_moves_out() -> None:
+    """Nothing the user said is leaving: the memo stays as it was (N3: nothing new can have superseded
+    an entry), and the question that would list every kept entry again is not asked."""
+    previous = Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene="")
+    outcome, asked = _turn(_work_only(), previous)
+    assert not any("keep" in props for props in asked)
+    assert outcome.checkpoint.memo == (MemoItem(2, KEPT),)  # N4: still the record's words
+    assert outcome.dismissed_seqs == frozenset()
+
+
+def test_M4_no_mission_question_when_a_mission_exists_and_no_user_message_moves_out() -> None:
+    previous = Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene="")
+    outcome, asked = _turn(_work_only(), previous)
+    assert not any("new" in props for props in asked)
+    assert mission_lines(outcome.checkpoint.mind) == mission_lines(MIND)  # the mission never shrinks
+    assert len(asked) == 3  # workstreams, notes, scene
+
+
+def _with_user_message() -> tuple[Entry, ...]:
+    return (*_work_only(), make_entry(13, "Never merge on a Friday."))
+
+
+def test_M4_the_memo_question_asks_whether_the_user_changed_the_mission() -> None:
+    """With a mission in the mind, the memo question - about the very messages that could change it -
+    carries the gate; "false" saves the mission question (M4: the mission stays as it is)."""
+    previous = Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene="")
+    outcome, asked = _turn(_with_user_message(), previous, gate=False)
+    assert asked[0] == {"keep", "user_changed_mission"}
+    assert not any("new" in props for props in asked) and len(asked) == 4  # memo, workstreams, notes, scene
+    assert mission_lines(outcome.checkpoint.mind) == mission_lines(MIND)
+    assert {item.seq for item in outcome.checkpoint.memo} == {2, 13}
+
+
+def test_M4_a_true_gate_brings_the_mission_question_and_the_mission_only_grows() -> None:
+    previous = Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene="")
+    outcome, asked = _turn(_with_user_message(), previous, gate=True)
+    assert any("new" in props for props in asked) and len(asked) == 5
+    lines = mission_lines(outcome.checkpoint.mind)
+    assert lines["M1"] == mission_lines(MIND)["M1"] and lines["M2"].endswith("Merge nothing on Fridays.")
+
+
+def test_M4_no_gate_in_the_answer_still_asks_the_mission_question() -> None:
+    """An answer without the gate (a model without a grammar) decides nothing: the mission question
+    is asked as before."""
+    previous = Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene="")
+    _, asked = _turn(_with_user_message(), previous, gate=None)
+    assert any("new" in props for props in asked)
+
+
+def test_M4_the_first_checkpoint_asks_for_a_mission_even_without_a_user_message() -> None:
+    outcome, asked = _turn(_work_only(), None)
+    assert any("new" in props for props in asked) and not any("keep" in props for props in asked)
+    assert outcome.checkpoint.memo == ()
+
+
+def test_M4_the_first_checkpoint_memo_question_has_no_gate() -> None:
+    _, asked = _turn(_with_user_message(), None, gate=False)
+    assert asked[0] == {"keep"} and any("new" in props for props in asked)
+
+
+def test_S1_S6_scene_parts_are_short_at_small_windows() -> None:
+    """Shorter answers by design: at a 4k window the model's six scene parts together allow under 850
+    characters (the harness adds the jobs, files and last error itself, checkpoint/facts.py)."""
+    from avibe.checkpoint.structured import scene_limits
+
+    assert sum(scene_limits(4096).values()) < 850
+
+
+def test_M1_notes_lists_hold_at_most_two_items_in_the_schema() -> None:
+    """A small model fills every slot the grammar offers, mostly with echoes the harness then drops:
+    two per list, not three."""
+    from avibe.checkpoint.budgets import budgets_for as budgets
+    from avibe.checkpoint.structured import Work, question
+
+    work = Work.start(MIND, [], budgets(32_000, 28_000), CharCounter())
+    asked = question("notes", work)
+    assert asked is not None
+    for name in ("i_am_here", "decisions", "lessons"):
+        assert asked.schema["properties"][name]["maxItems"] == 2
