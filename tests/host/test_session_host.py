@@ -76,13 +76,16 @@ def _sees_job_result(request: ModelRequest) -> Any:
 
 
 def test_S3_T1_a_background_job_outlives_its_turn_and_its_completion_wakes_vibey(tmp_path: Path) -> None:
-    start = ToolCall("c1", "shell", {"command": "sleep 1; echo job done", "background": True})
+    # The job waits for a file the test makes once the turn has ended (no race with a busy machine).
+    command = "while [ ! -e go ]; do sleep 0.05; done; echo job done"
+    start = ToolCall("c1", "shell", {"command": command, "background": True})
     host, vibey, model, events = _hosted(
         tmp_path,
         [reply(tool_calls=[start]), reply("started bg-1; I will look when it ends"), _sees_job_result],
     )
     first = host.send("Run the slow job in the background.", "alice")
     assert first.reply.startswith("started bg-1") and host.waiting_for() == ("bg-1",)  # the turn ended
+    (tmp_path / "work" / "go").touch()
     turns = host.run_until_idle(timeout_s=60)
     model.assert_consumed()
     assert [t.reply for t in turns] == ["the job finished: job done"]  # woken by the job's callback input
@@ -94,7 +97,7 @@ def test_S3_T1_a_background_job_outlives_its_turn_and_its_completion_wakes_vibey
     arrived = [e for e in events if e.kind == "input"]
     assert [a.source for a in arrived] == ["user", "callback"] and arrived[1].tag.startswith("[Harness:")
     state = vibey.load_state()  # S6: what the harness now knows for the next scene
-    assert state.finished_jobs == ("bg-1",) and state.commands == ("sleep 1; echo job done",)
+    assert state.finished_jobs == ("bg-1",) and state.commands == (command,)
     host.close()
 
 

@@ -104,4 +104,4 @@ def test_a_queued_callback_input_does_not_make_a_session_need_a_host(sqlite_stor
     deliver(sqlite_store, woken, Source("callback", "deploy", "cb-w"), "deployed", at=AT)
     opener = Opener()
     Fleet(sqlite_store, opener, exit_when_idle=True).run()
-    assert opener.opened == [woken]
+    assert woken in opener.opened and queued not in opener.opened  # (re-hosted once more if it lingers)
