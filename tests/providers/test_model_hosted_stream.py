@@ -126,3 +126,39 @@ def test_an_error_raised_by_on_text_is_not_the_providers(chat: ChatServer) -> No
     chat.say(TEXT)
     with pytest.raises(BrokenPipeError):
         _model(chat.url).complete(ASK, on_text=refuse)
+
+
+def test_a_call_from_the_main_thread_leaves_no_event_loop_open(
+    chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LiteLLM logs each sync call through asyncio.get_event_loop(); on Python 3.11 that used to create a
+    loop in the main thread that nobody closed (a ResourceWarning at some later garbage collection, in
+    whatever ran then: it failed a CI run in the chat's tests)."""
+    import asyncio
+    import threading
+    import time
+
+    made: list[asyncio.AbstractEventLoop] = []
+    original = asyncio.BaseEventLoop.__init__
+
+    def remember(self: asyncio.BaseEventLoop) -> None:
+        original(self)
+        made.append(self)
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "__init__", remember)
+    policy = asyncio.get_event_loop_policy()
+    asyncio.set_event_loop_policy(None)  # a fresh policy: the main thread of a new process, no loop set
+    try:
+        for on_text in (None, [].append):
+            chat.say(TEXT)
+            assert _model(chat.url).complete(ASK, max_tokens=50, on_text=on_text).text == TEXT
+        assert threading.current_thread() is threading.main_thread()
+        deadline = time.monotonic() + 10
+        while any(not loop.is_closed() for loop in made) and time.monotonic() < deadline:
+            time.sleep(0.05)  # LiteLLM's logging threads close their own loops when they are done
+    finally:
+        asyncio.set_event_loop_policy(policy)
+        open_loops = [loop for loop in made if not loop.is_closed()]
+        for loop in open_loops:
+            loop.close()  # (so a failure is this test's, not a warning in a later one)
+    assert made and not open_loops

@@ -11,9 +11,11 @@ stream.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,6 +37,19 @@ DEFAULT_NUM_RETRIES = 3
 _KEYS_ELSEWHERE = ("bedrock", "sagemaker", "vertex_ai", "ollama", "ollama_chat", "hosted_vllm", "lm_studio")
 
 UsageListener = Callable[[Sequence[ChatMessage], int, Sequence[ToolSpec]], None]
+
+
+def _no_implicit_event_loop() -> None:
+    """LiteLLM's sync calls log timings through `asyncio.get_event_loop()`. On Python 3.11 that call, in
+    the main thread with no loop set, creates a loop nobody ever closes (a leaked loop and its two
+    sockets). Saying "no loop" first (when none runs here) makes it raise instead, and LiteLLM then runs
+    its hook in a loop of its own that it closes (`asyncio.run`)."""
+    if threading.current_thread() is not threading.main_thread():
+        return  # other threads never get an implicit loop
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.set_event_loop(None)
 
 
 def import_litellm() -> Any:
@@ -137,6 +152,7 @@ class HostedModel:
         on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         litellm = import_litellm()
+        _no_implicit_event_loop()
         request: dict[str, Any] = {
             "model": self._facts.name,
             "messages": to_openai_messages(messages),
