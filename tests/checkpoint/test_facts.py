@@ -33,7 +33,7 @@ PARTS = SceneParts(
 )
 
 WORD = st.text(min_size=1, max_size=60) | st.sampled_from(["</checkpoint>", "a\nPitfalls: x", " ", "`x`"])
-JOBS = st.lists(st.builds(WaitingJob, WORD, st.text(min_size=1, max_size=300), WORD), max_size=8)
+JOBS = st.lists(st.builds(WaitingJob, WORD, st.text(min_size=1, max_size=300), WORD, WORD), max_size=8)
 FAILURE = st.none() | st.builds(FailedCall, WORD, st.text(max_size=400), st.text(max_size=400))
 
 
@@ -102,6 +102,14 @@ def test_S3_a_scene_the_model_left_as_none_gets_the_harness_line_alone() -> None
     facts = HarnessFacts(waiting=(WaitingJob("bg-1", "./reindex.sh", "/logs/bg-1.log"),))
     merged = add_facts(SceneParts(*(["none"] * 6)), facts, 8_192)
     assert merged.waiting_for == f"{HARNESS_MARK} background job bg-1: `./reindex.sh`, log /logs/bg-1.log"
+
+
+def test_S3_S6_a_waiting_job_shows_its_newest_output_line_verbatim() -> None:
+    job = WaitingJob("job-9f3", "./export.py --month 2026-05", "/logs/job-9f3.log", "writing /srv/l-1234.pq")
+    text = facts_text(HarnessFacts(waiting=(job,)), 4_096)["waiting_for"]
+    assert text.endswith("log /logs/job-9f3.log, latest output `writing /srv/l-1234.pq`")
+    quiet = WaitingJob("job-9f3", "./export.py", "/logs/job-9f3.log", "  ")
+    assert "latest output" not in facts_text(HarnessFacts(waiting=(quiet,)), 4_096)["waiting_for"]
 
 
 def test_S2_the_plan_goes_into_progress_where_the_queue_stands_first() -> None:

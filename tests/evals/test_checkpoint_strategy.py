@@ -129,8 +129,9 @@ def test_S3_S6_the_replay_harness_knows_its_jobs_and_errors_whatever_the_model_w
     model = ScriptedModel([checkpoint_answer] * 400)  # its scene says "no background commands"
     result = replay(scenario, STRATEGY, model, counter, WINDOW, threshold=THRESHOLD)
     recollection = next(m.content for m in result.context if m.kind == "checkpoint")
-    job1, job2, command, _, log = (r.value for r in scenario.truth.references)
-    assert f"background job {job2}: `{command}`, log {log}" in recollection  # S3: still waiting
+    job1, job2, command, output, log = (r.value for r in scenario.truth.references)
+    waiting = f"background job {job2}: `{command}`, log {log}, latest output `writing {output}`"
+    assert waiting in recollection  # S3: still waiting, with where it writes (S6)
     assert f"background job {job1} finished" in recollection  # S6: reported back, by its id
     scenario = generate("pitfalls", 2, 40)
     result = replay(scenario, STRATEGY, ScriptedModel([checkpoint_answer] * 400), counter, WINDOW,

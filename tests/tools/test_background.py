@@ -176,3 +176,19 @@ def test_a_background_command_killed_by_a_signal_says_which(jobs: BackgroundJobs
     assert jobs.wait_for_any(30)
     finished = jobs.collect_finished()[0]
     assert finished.exit_code == -15 and "finished: killed by signal 15" in finished.entry.text
+
+
+def test_S3_a_running_job_is_named_with_its_log_and_its_newest_line_of_output(
+    jobs: BackgroundJobs, workdir: Path, policy: SandboxPolicy
+) -> None:
+    shell = Shell(workdir, jobs, sandbox=policy)
+    command = "echo 'exporting 2026-05'; echo; echo 'writing /srv/exports/ledger-1234.parquet'; sleep 30"
+    assert not shell.run({"command": command, "background": True}).is_error
+    assert _eventually(lambda: jobs.waiting()[0][3].startswith("writing"))
+    ((job_id, shown, log, latest),) = jobs.waiting()
+    assert (job_id, shown) == ("bg-1", command) and Path(log).name == "bg-1.log"
+    assert latest == "writing /srv/exports/ledger-1234.parquet"  # the newest non-blank line, verbatim
+    Path(log).write_text("x" * 50_000 + "\nstill at segment 0x0200\n  \n")  # a long log: its tail is read
+    assert jobs.waiting()[0][3] == "still at segment 0x0200"
+    Path(log).write_text("y" * 50_000)  # one endless line: a bounded piece of it
+    assert jobs.waiting()[0][3] == "y" * len(jobs.waiting()[0][3]) and 0 < len(jobs.waiting()[0][3]) <= 400

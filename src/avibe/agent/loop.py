@@ -155,8 +155,8 @@ class Vibey:
     events: EventSink = ignore_events
     poll_inputs: Callable[[], object] = lambda: None  # used by the default inbox (no host)
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
-    # S3: the background jobs still running or unreported, as (id, command, log path)
-    waiting_for: Callable[[], Sequence[tuple[str, str, str]]] = lambda: ()
+    # S3: (id, what, log[, newest output line]) of each thing the session waits for (S3)
+    waiting_for: Callable[[], Sequence[tuple[str, ...]]] = lambda: ()
     # V8 counts failures "in the same run": one Vibey object is one run, so this is not persisted.
     run_state: CheckpointRunState = field(default_factory=CheckpointRunState)
     _latest: list[StoredCheckpoint | None] = field(default_factory=list, repr=False)  # [] = not loaded

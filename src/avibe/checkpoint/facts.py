@@ -4,7 +4,8 @@ failing tool call with its verbatim error line. A small model forgets job ids an
 never does, so these never depend on the model.
 
 API:
-    WaitingJob(id, command, log)                       a background job the session is waiting for (S3)
+    WaitingJob(id, command, log, latest)               a background job the session is waiting for (S3);
+                                                       `latest`: its newest line of output so far
     FailedCall(name, arguments, error_line)            the last failing tool call (S5, S6)
     HarnessFacts(waiting, files_read, files_modified, failure)   frozen; HarnessFacts() is "nothing known"
         .is_empty -> bool
@@ -61,6 +62,7 @@ class WaitingJob:
     id: str
     command: str
     log: str = ""
+    latest: str = ""  # the newest line the job has written so far (what it is doing, where it writes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +149,9 @@ def _waiting_items(facts: HarnessFacts) -> list[str]:
     for job in facts.waiting:
         log = f", log {_shorten(job.log, ARGUMENT_CHARS)}" if job.log else ""
         command = _code(_shorten(job.command, ARGUMENT_CHARS))
-        items.append(f"background job {_shorten(job.id, ARGUMENT_CHARS)}: {command}{log}")
+        newest = _shorten(job.latest, ARGUMENT_CHARS)
+        latest = f", latest output {_code(newest)}" if newest else ""
+        items.append(f"background job {_shorten(job.id, ARGUMENT_CHARS)}: {command}{log}{latest}")
     return items
 
 

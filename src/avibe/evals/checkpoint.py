@@ -182,7 +182,7 @@ class _ReplayHarness:
     files_read: list[str] = field(default_factory=list)
     files_modified: list[str] = field(default_factory=list)
     failure: list[str] | None = None
-    jobs: dict[str, list[str]] = field(default_factory=dict)  # id -> [command, log]
+    jobs: dict[str, list[str]] = field(default_factory=dict)  # id -> [command, log, newest output line]
     commands: list[str] = field(default_factory=list)
     finished: list[str] = field(default_factory=list)
 
@@ -219,10 +219,13 @@ class _ReplayHarness:
         started = _STARTED_JOB.search(output)
         if started:
             log = _JOB_LOG.search(output)
-            self.jobs[started.group(1)] = [str(arguments.get("command", "")), log.group(1) if log else ""]
+            said = [line.strip() for line in output.splitlines() if line.strip()]
+            own = [line for line in said if not (_STARTED_JOB.search(line) or _JOB_LOG.match(line))]
+            command = str(arguments.get("command", ""))
+            self.jobs[started.group(1)] = [command, log.group(1) if log else "", own[-1] if own else ""]
 
     def facts(self) -> HarnessFacts:
-        waiting = tuple(WaitingJob(job, command, log) for job, (command, log) in self.jobs.items())
+        waiting = tuple(WaitingJob(job, *info) for job, info in self.jobs.items())  # (older dumps: 2 fields)
         failure = FailedCall(*self.failure) if self.failure else None
         return HarnessFacts(waiting, tuple(self.files_read), tuple(self.files_modified), failure, (),
                             tuple(self.commands), tuple(self.finished))  # fmt: skip

@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 STATE_KEY: Final = "background_jobs"
 DEFAULT_TAIL_CHARS: Final = 2_000
+LATEST_LINE_CHARS: Final = 400  # how much of a running job's log is read for its newest line (the scene)
 DEFAULT_MAX_RUNNING: Final = 8
 _POLL_S: Final = 0.05
 
@@ -121,9 +122,23 @@ class BackgroundJobs:
         log.info("background %s started: %s", job_id, command)
         return info
 
-    def waiting(self) -> list[tuple[str, str, str]]:
-        """(id, command, log path) of each job still running: what the scene's "Waiting for" names (S3)."""
-        return [(job.info.id, job.info.command, str(job.log_path)) for job in self._jobs.values()]
+    def waiting(self) -> list[tuple[str, str, str, str]]:
+        """(id, command, log path, newest output line) of each job still running: what the scene's
+        "Waiting for" names (S3)."""
+        return [
+            (job.info.id, job.info.command, str(job.log_path), self._latest_line(job.log_path))
+            for job in self._jobs.values()
+        ]
+
+    def _latest_line(self, path: Path) -> str:
+        """The last non-blank line the job has written (read from the log's tail only)."""
+        try:
+            text, _ = read_bounded(path, LATEST_LINE_CHARS, tail_only=True)
+        except OSError:  # the log is gone or unreadable: the scene names the job without it
+            return ""
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        lines = [line for line in lines if not line.startswith("[output cut:")]  # read_bounded's own note
+        return lines[-1] if lines else ""
 
     def running(self) -> list[JobInfo]:
         """The jobs not yet delivered as finished, oldest first."""
