@@ -83,3 +83,50 @@ def test_S5_a_shell_exit_code_is_a_failure_with_its_error_line_verbatim() -> Non
     assert failed.arguments == "pkgctl import --fast-resume /data/dump.bin"
     assert failed.error_line == ERROR
     assert failed_call("shell", {"command": "true"}, "exit code: 0\n(no output)", False) is None
+
+
+class Retries:
+    """A command fails with an error code, the same program with another flag works, then filler reads
+    until the checkpoint comes; the model's own scene names none of it."""
+
+    def __init__(self) -> None:
+        fail = f"echo '{ERROR}' >&2; exit 2"
+        self.moves: Iterator[ModelReply] = iter(
+            [
+                tool_step("shell", command=f'sh -c "{fail}" importer --fast-resume'),
+                tool_step("shell", command="sh -c 'echo imported' importer --verify-each"),
+                *(tool_step("read_file", path=f"notes{i}.txt") for i in range(40)),
+            ]
+        )
+        self.checkpointed = False
+
+    def __call__(self, request: ModelRequest) -> ModelReply:
+        if request.json_schema is not None:
+            self.checkpointed = True
+            return answer(request, scene=SILENT_SCENE)
+        return reply("done") if self.checkpointed else next(self.moves)
+
+
+def test_S5_the_scene_keeps_the_failed_command_its_error_and_the_command_that_worked(
+    make_harness: Any,
+) -> None:
+    h = make_harness([Retries()] * 80, max_steps=80)
+    for i in range(40):
+        write_lines(h.workdir, f"notes{i}.txt", 40)
+    h.vibey.send("Import the dump, then read the notes files one by one.")
+    stored = h.checkpoints()
+    assert stored, "the run made no checkpoint"
+    references = str(stored[0].scene).split("Exact references:", 1)[1]
+    failing = references.split("last failing call: shell `", 1)[1]
+    assert failing.startswith("sh -c") and "--fast-resume` -> " + ERROR in failing
+    assert "; then worked: `sh -c 'echo imported' importer --verify-each`" in failing
+
+
+def test_a_last_failure_saved_before_then_existed_still_loads() -> None:
+    from avibe.agent.state import LiveState
+
+    old = LiveState.from_dict({"last_failure": ["shell", "make", "E1: boom"]})  # three fields
+    assert old.last_failure == ("shell", "make", "E1: boom", "")
+    new = LiveState(last_failure=("shell", "make", "E1: boom", "make -j1"))
+    assert LiveState.from_dict(new.to_dict()).last_failure == new.last_failure
+    assert LiveState.from_dict({"last_failure": ["shell", 3]}).last_failure is None  # damaged: dropped

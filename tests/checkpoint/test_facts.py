@@ -121,3 +121,18 @@ def test_S2_the_plan_goes_into_progress_where_the_queue_stands_first() -> None:
     text = facts_text(HarnessFacts(plan=plan), 4_096)["progress"]
     assert text.index("[>] ticket 040") < text.index("[ ] ticket 041")  # the position survives any cut
     assert "done steps" in text  # the finished part is what was left out for room, and it says so
+
+
+def test_S5_a_failed_command_keeps_the_same_programs_command_that_worked_after_it() -> None:
+    from avibe.checkpoint.facts import worked_after
+
+    failed = FailedCall("shell", "pkgctl import --fast-resume /d.bin", "E1: checksum mismatch")
+    fixed = worked_after(failed, "shell", {"command": "pkgctl import --verify-each /d.bin"}, "ok", False)
+    assert fixed.then == "pkgctl import --verify-each /d.bin"
+    assert worked_after(fixed, "shell", {"command": "pkgctl status"}, "ok", False) == fixed  # the first
+    assert worked_after(failed, "shell", {"command": "ls /"}, "ok", False) == failed  # another program
+    again = worked_after(failed, "shell", {"command": "pkgctl import --x"}, "exit code: 3\nE2", False)
+    assert again == failed  # that one failed too
+    assert worked_after(failed, "read_file", {"path": "/d.bin"}, "data", False) == failed  # not a command
+    text = facts_text(HarnessFacts(failure=fixed), 4_096)["exact_references"]
+    assert text.endswith("-> E1: checksum mismatch; then worked: `pkgctl import --verify-each /d.bin`")

@@ -34,7 +34,7 @@ from avibe.agent.state import STATE_KEY, LiveState, LoadedSkill, remember_file
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.carry import LoadedSkill as CarrySkill
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer, skills_to_put_back
-from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failed_call
+from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failed_call, worked_after
 from avibe.checkpoint.mind import strip_guidance
 from avibe.checkpoint.plan import (
     CheckpointRunState,
@@ -597,9 +597,7 @@ class Vibey:
             text = result.output + repeat_note(state.messages, call, result.is_error)
             output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
             state = self._track(replace(state, messages=(*state.messages, output)), result, call)
-            failed = failed_call(call.name, call.arguments, result.output, result.is_error)
-            if failed is not None:  # S5, S6: the scene's exact references name it, verbatim
-                state = replace(state, last_failure=(failed.name, failed.arguments, failed.error_line))
+            state = replace(state, last_failure=_failure_after(state.last_failure, call, result))
             self.save_state(state)
         return state
 
@@ -624,6 +622,19 @@ class Vibey:
 
 
 SHELL_SKILL_LOAD: Final = re.compile(r"(?:^|[;&|\s])vibe\s+skill\s+load\s+['\"]?([\w.-]+)")
+
+
+def _failure_after(
+    last: tuple[str, str, str, str] | None, call: ToolCall, result: ToolResult
+) -> tuple[str, str, str, str] | None:
+    """S5, S6: the last failing call (verbatim error line), and the same program's call that worked
+    after it; a new failure replaces both."""
+    failed = failed_call(call.name, call.arguments, result.output, result.is_error)
+    if failed is None and last is not None:
+        failed = worked_after(FailedCall(*last), call.name, call.arguments, result.output, result.is_error)
+    if failed is None:
+        return last
+    return (failed.name, failed.arguments, failed.error_line, failed.then)
 
 
 def shell_skill_load(call: ToolCall) -> str | None:

@@ -68,9 +68,8 @@ class LiveState:
     commands: tuple[str, ...] = ()  # the latest shell commands run, newest first (S6)
     finished_jobs: tuple[str, ...] = ()  # background jobs that reported back, newest first (S6)
     checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
-    last_failure: tuple[str, str, str] | None = (
-        None  # the last failing tool call: name, arguments, error line
-    )
+    # the last failing tool call: name, arguments, error line, and what worked after it ("" until then)
+    last_failure: tuple[str, str, str, str] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -111,9 +110,10 @@ class LiveState:
         )
 
 
-def _failure(value: Any) -> tuple[str, str, str] | None:
-    if isinstance(value, list | tuple) and len(value) == 3 and all(isinstance(v, str) for v in value):
-        return (value[0], value[1], value[2])
+def _failure(value: Any) -> tuple[str, str, str, str] | None:
+    """A saved last failure; one saved before `then` existed has three fields."""
+    if isinstance(value, list | tuple) and len(value) in (3, 4) and all(isinstance(v, str) for v in value):
+        return (value[0], value[1], value[2], value[3] if len(value) == 4 else "")
     return None
 
 

@@ -6,7 +6,10 @@ never does, so these never depend on the model.
 API:
     WaitingJob(id, command, log, latest)               a background job the session is waiting for (S3);
                                                        `latest`: its newest line of output so far
-    FailedCall(name, arguments, error_line)            the last failing tool call (S5, S6)
+    FailedCall(name, arguments, error_line, then)      the last failing tool call (S5, S6); `then`: the
+                                                       same program's call that worked after it
+    worked_after(failure, name, arguments, output, is_error) -> FailedCall
+        the failure with `then` set when this call is the same program's first success after it
     HarnessFacts(waiting, files_read, files_modified, failure)   frozen; HarnessFacts() is "nothing known"
         .is_empty -> bool
     failed_call(name, arguments, output, is_error) -> FailedCall | None
@@ -70,6 +73,7 @@ class FailedCall:
     name: str
     arguments: str  # the call's arguments as the harness shows them (a shell call: its command)
     error_line: str  # verbatim from the tool's output
+    then: str = ""  # the arguments of the same program's first call that worked after it (the way out)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,27 @@ def failed_call(name: str, arguments: Mapping[str, Any], output: str, is_error: 
     return FailedCall(name, _arguments(arguments), error_line(output))
 
 
+def _program(name: str, command: str) -> tuple[str, str]:
+    """What makes two commands "the same program": the tool and the command's first word."""
+    words = command.split()
+    return (name, words[0] if words else "")
+
+
+def worked_after(
+    failure: FailedCall, name: str, arguments: Mapping[str, Any], output: str, is_error: bool
+) -> FailedCall:
+    """S5: a failed command keeps the first command of the same program that worked after it (the fix
+    the scene must not lose: `--fast-resume` failed, `--verify-each` worked). Only commands: two reads of
+    different files are not one the fix of the other."""
+    command = arguments.get("command")
+    if failure.then or not isinstance(command, str) or not command.strip():
+        return failure
+    shown = command.strip()
+    if shown == failure.arguments or _program(name, shown) != _program(failure.name, failure.arguments):
+        return failure
+    return failure if failed_call(name, arguments, output, is_error) else replace(failure, then=shown)
+
+
 def facts_limits(window: int) -> dict[str, int]:
     share = min(1.0, window / FACTS_REFERENCE_WINDOW)
     return {name: max(FACTS_FLOOR_CHARS[name], int(limit * share)) for name, limit in FACTS_CHARS.items()}
@@ -169,17 +194,18 @@ def _reference_items(facts: HarnessFacts) -> list[tuple[str, str]]:
     """(kind, item) in order of importance: the failing call, jobs that finished, the latest commands,
     files modified, files read."""
     items: list[tuple[str, str]] = []
-    failing = ""
+    shown: tuple[str, ...] = ()
     if facts.failure is not None:
         f = facts.failure
-        failing = f.arguments
+        shown = (f.arguments, f.then)
         call = f"{_shorten(f.name, ARGUMENT_CHARS)} {_code(_shorten(f.arguments, ARGUMENT_CHARS))}"
         error = _shorten(f.error_line, ERROR_CHARS) or "(no error text)"
-        items.append(("failing call", f"last failing call: {call} -> {error}"))
+        fix = f"; then worked: {_code(_shorten(f.then, ARGUMENT_CHARS))}" if f.then.strip() else ""
+        items.append(("failing call", f"last failing call: {call} -> {error}{fix}"))
     for job in dict.fromkeys(facts.finished):  # short, and what a later "is X done?" needs
         items.append(("finished jobs", f"background job {_shorten(job, ARGUMENT_CHARS)} finished"))
     for command in dict.fromkeys(facts.commands):
-        if command != failing:
+        if command not in shown:
             items.append(("commands run", f"ran {_code(_shorten(command, ARGUMENT_CHARS))}"))
     seen: set[str] = set()
     for path in facts.files_modified:
