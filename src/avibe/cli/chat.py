@@ -26,9 +26,9 @@ from avibe.cli.options import (
     check_model,
     log_to_file,
     preflight_model,
-    require_session,
 )
-from avibe.cli.wiring import HostedSession, find_session, open_session, settings_or_die
+from avibe.cli.run import session_to_resume
+from avibe.cli.wiring import HostedSession, open_session, settings_or_die
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
@@ -97,24 +97,6 @@ def _demo_workspace() -> Path:
     return target
 
 
-def _resume(settings: Settings, session: str | None, latest: bool, workdir: Path) -> str | None:
-    if session is not None and latest:
-        raise BadArgument("--session and --continue both choose a session; give one")
-    if session is not None:
-        require_session(settings, session)
-        return session
-    if not latest:
-        return None
-    from avibe.errors import NoRecord
-    from avibe.store import open_store
-
-    try:
-        with open_store(settings.database_url, read_only=True) as store:
-            return find_session(store, None, workdir)
-    except NoRecord:
-        raise BadArgument(f"no session has run in {workdir} yet; start one without --continue") from None
-
-
 def chat(
     model: ModelOpt = None,
     window: WindowOpt = None,
@@ -135,7 +117,7 @@ def chat(
     folder = workdir.resolve()
     if demo and (session is not None or resume_latest):
         raise BadArgument("--demo starts a new session in a fresh copy of the example; drop it to resume")
-    resume = _resume(settings, session, resume_latest, folder)
+    resume = session_to_resume(settings, session, resume_latest, folder)
     preflight_model(model_name, settings)  # before the screen: a model that cannot run is one line
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadArgument("vibe chat needs a terminal; use vibe run for scripts")

@@ -81,7 +81,7 @@ def _task_text(task: str | None, file: Path | None) -> str:
         raise BadArgument(str(exc)) from None
 
 
-def _session_to_resume(
+def session_to_resume(
     settings: Settings, session: str | None, resume_latest: bool, workdir: Path
 ) -> str | None:
     """Checked read-only before anything is written: a session named must exist, and `--continue` needs
@@ -144,7 +144,7 @@ def run(
     model_name = model or settings.model
     text = _task_text(task, file)
     workdir = workdir.resolve()
-    resume = _session_to_resume(settings, session, resume_latest, workdir)
+    resume = session_to_resume(settings, session, resume_latest, workdir)
     if agent is None and resume is not None:
         from avibe.cli.agents import session_agent
 
