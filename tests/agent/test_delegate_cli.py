@@ -85,7 +85,7 @@ def test_delegations_report_once_and_are_in_the_scene_until_then(sqlite_store: S
     runs = Delegations(sqlite_store, parent, keyed, post_to=_post_to(sqlite_store), start=started.append)
     child = runs.start("Summarise the log")
     assert started == [child] and runs.waiting_for() == (child,)
-    assert runs.scene_lines() == ((child, "delegated run: Summarise the log", ""),)
+    assert runs.scene_lines() == ((child, "delegated run: Summarise the log", "", "", "delegated run"),)
     runs.poll()
     assert sqlite_store.query(EntryQuery(parent)) == []  # no reply yet
     record_reply(sqlite_store, child, "", at=AT, calls=())  # an empty step is no final reply

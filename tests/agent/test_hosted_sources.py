@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from avibe.checkpoint.facts import HarnessFacts, WaitingJob, facts_text
 from avibe.cli.wiring import open_session, session_workdir
 from avibe.config import load_settings
 from avibe.ingress import deliver
@@ -55,6 +56,10 @@ def test_a_hosted_session_names_its_feeds_and_delegations_and_queues_what_it_sho
     ) as live:
         waiting = {line[0]: line[1] for line in live.vibey.waiting_for()}
         assert waiting == {"t-q": "timer digest: every 1h", "w-1": "watch ci: command make ci, every 5m"}
+        shown = facts_text(HarnessFacts(tuple(WaitingJob(*line) for line in live.vibey.waiting_for())), 8_192)
+        assert "timer digest: every 1h (t-q)" in shown["waiting_for"]  # what it is, not a "background job"
+        assert "watch ci: command make ci, every 5m (w-1)" in shown["waiting_for"]
+        assert "background job" not in shown["waiting_for"]
         queued = deliver(store := live.store, session, Source("timer", "digest", "t-q"), "daily digest")
         assert not live.host.waiting_input()  # a queued input waits for the next turn
         deliver(store, session, Source("timer", "alarm", "t-other"), "wake up")

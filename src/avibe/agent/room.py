@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Final, Generic, Protocol, TypeVar
 
 from avibe.agent.driver import CheckpointResult
-from avibe.checkpoint.plan import CheckpointRunState, may_try_checkpoint, record_attempt
+from avibe.checkpoint.plan import CheckpointRunState, may_try_checkpoint, needed_to_free, record_attempt
 from avibe.checkpoint.room import (
     Checkpoint,
     MoveOut,
@@ -90,7 +90,7 @@ def make_room(
                     run = record_attempt(run, 0, 1, failed=True)
             else:
                 after = ops.tokens(state)
-                run = record_attempt(run, tokens - after, tokens - limits.threshold)
+                run = record_attempt(run, tokens - after, needed_to_free(tokens, limits.threshold))
         else:
             state, result = ops.move_out(state, tokens, action)
             tried = replace(tried, nothing_to_move=result.checkpoint is None)

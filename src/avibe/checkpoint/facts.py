@@ -4,8 +4,9 @@ failing tool call with its verbatim error line. A small model forgets job ids an
 never does, so these never depend on the model.
 
 API:
-    WaitingJob(id, command, log, latest)               a background job the session is waiting for (S3);
-                                                       `latest`: its newest line of output so far
+    WaitingJob(id, command, log, latest, kind)         what the session is waiting for (S3): a background
+                                                       job (`latest`: its newest output line), or a watch,
+                                                       timer or delegated run (`command` says what it is)
     FailedCall(name, arguments, error_line, then)      the last failing tool call (S5, S6); `then`: the
                                                        same program's call that worked after it
     worked_after(failure, name, arguments, output, is_error) -> FailedCall
@@ -62,10 +63,13 @@ _EXIT = re.compile(r"^exit code: (-?\d+)\s*$")
 
 @dataclass(frozen=True, slots=True)
 class WaitingJob:
+    """Something the session waits for (S3): a background job, or a watch, timer or delegated run."""
+
     id: str
-    command: str
+    command: str  # a job's command; for the others, what they are ("watch ci: command make, every 5m")
     log: str = ""
     latest: str = ""  # the newest line the job has written so far (what it is doing, where it writes)
+    kind: str = "background job"
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +176,9 @@ def _code(text: str) -> str:
 def _waiting_items(facts: HarnessFacts) -> list[str]:
     items = []
     for job in facts.waiting:
+        if job.kind != "background job":  # a watch, a timer, a delegated run: its line says what it is
+            items.append(f"{_shorten(job.command, ARGUMENT_CHARS)} ({_shorten(job.id, ARGUMENT_CHARS)})")
+            continue
         log = f", log {_shorten(job.log, ARGUMENT_CHARS)}" if job.log else ""
         command = _code(_shorten(job.command, ARGUMENT_CHARS))
         newest = _shorten(job.latest, ARGUMENT_CHARS)

@@ -10,6 +10,7 @@ API:
         -> ModelFreeMoveOut
     CheckpointRunState(failures, too_little)  may_try_checkpoint(state) -> bool             (V8)
     record_attempt(state, freed_tokens, needed, *, failed=False) -> CheckpointRunState
+    needed_to_free(tokens, threshold) -> int           V8: what a checkpoint must free (room to work too)
     cut_tool_output(message, counter, max_tokens) -> ChatMessage   (ValueError: note won't fit) (V9)
     StopDecision(stop, reason, message)  too_long_to_continue(parts, limit, movable_tokens) (U3)
     movable_units(messages, current_turn_start) -> list[range]   movable_tokens(messages, counter, start)
@@ -40,6 +41,10 @@ from avibe.record.messages import ChatMessage
 
 MAX_PARTIAL_TRIES: Final = 2
 MAX_STRIKES: Final = 2  # V8: two failed or too-little checkpoints in one run end checkpointing
+# V8: a checkpoint must leave room to work, not only get under the trigger: one that leaves less than this
+# share of the threshold free is "too little" (in a small window the next one came two steps later, and
+# the run spent its time checkpointing)
+MIN_ROOM_SHARE: Final = 0.1
 U3_MESSAGE: Final = (
     "This conversation is too long to continue reliably. Please send /new to start a new session."
 )
@@ -297,14 +302,20 @@ def may_try_checkpoint(state: CheckpointRunState) -> bool:
     return state.strikes < MAX_STRIKES
 
 
+def needed_to_free(tokens: int, threshold: int) -> int:
+    """V8: what an accepted checkpoint must free for it not to count as too little - the request back
+    under the threshold, plus MIN_ROOM_SHARE of the threshold as room for the work that follows."""
+    return max(tokens - threshold, 0) + int(threshold * MIN_ROOM_SHARE)
+
+
 def record_attempt(
     state: CheckpointRunState, freed_tokens: int, needed: int, *, failed: bool = False
 ) -> CheckpointRunState:
     """Count one checkpoint attempt.
 
-    "Too little freed": an accepted checkpoint that freed fewer tokens than `needed` - the tokens the next
-    request had to lose to get back under the trigger threshold (request tokens - threshold). Such a
-    checkpoint leaves the next request still over the threshold, so another one would follow at once.
+    "Too little freed": an accepted checkpoint that freed fewer tokens than `needed` (`needed_to_free`:
+    the request back under the trigger threshold, plus some room to work). Such a checkpoint leaves the
+    next request at or near the threshold, so another one would follow at once.
     """
     if failed:
         return replace(state, failures=state.failures + 1)

@@ -85,10 +85,13 @@ class Delegations:
     def waiting_for(self) -> tuple[str, ...]:
         return tuple(run["child"] for run in self._runs if not run["reported"])
 
-    def scene_lines(self) -> tuple[tuple[str, str, str], ...]:
-        """(session id, what, "") of each delegated run still out, for the scene's Waiting for (S3)."""
+    def scene_lines(self) -> tuple[tuple[str, str, str, str, str], ...]:
+        """(session id, what, "", "", kind) of each delegated run still out, for the scene's Waiting for
+        (S3)."""
         return tuple(
-            (run["child"], f"delegated run: {run['task']}", "") for run in self._runs if not run["reported"]
+            (run["child"], f"delegated run: {run['task']}", "", "", "delegated run")
+            for run in self._runs
+            if not run["reported"]
         )
 
     def close(self) -> None:

@@ -363,9 +363,11 @@ class FeedRunner:
     def waiting_for(self) -> tuple[str, ...]:
         return ()  # standing feeds never hold `vibe run` open; the scene names them (see `scene_lines`)
 
-    def scene_lines(self) -> tuple[tuple[str, str, str], ...]:
-        """(id, what, "") for the scene's Waiting for (S3): each watch and timer still to post."""
-        return tuple((feed.id, describe(feed), "") for feed in self.feeds() if feed.kind != "callback")
+    def scene_lines(self) -> tuple[tuple[str, str, str, str, str], ...]:
+        """(id, what, "", "", kind) for the scene's Waiting for (S3): each watch and timer still to post."""
+        return tuple(
+            (feed.id, describe(feed), "", "", feed.kind) for feed in self.feeds() if feed.kind != "callback"
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,67 @@
+"""V8 in the room loop (agent/room.py): a checkpoint that gets the request under the trigger but leaves
+almost no room to work counts as "too little"; after two of them in a run only model-free move-outs (V7)
+free room. In a small window the demo checkpointed every two steps, each checkpoint freeing 4-7% of the
+threshold, and the run spent its time checkpointing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from avibe.agent.driver import CheckpointResult
+from avibe.agent.room import make_room
+from avibe.checkpoint.plan import MIN_ROOM_SHARE, CheckpointRunState, needed_to_free
+from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits
+from avibe.checkpoint.trigger import TriggerDecision
+
+LIMITS = RoomLimits(window=6_144, threshold=3_640, hard_limit=4_608, turn_overhead=200)
+ACCEPTED: Any = object()  # a stand-in for the checkpoint the driver would have made
+
+
+@dataclass
+class Ops:
+    """The state is the request's size; a checkpoint frees `frees` tokens, a move-out half."""
+
+    frees: int
+    calls: list[str] = field(default_factory=list)
+
+    def tokens(self, state: int) -> int:
+        return state
+
+    def trigger(self, tokens: int) -> TriggerDecision:
+        return TriggerDecision(tokens > LIMITS.threshold, LIMITS.threshold, "test", tokens)
+
+    def checkpoint(self, state: int, tokens: int, action: Checkpoint | PartialCheckpoint) -> tuple[int, Any]:
+        self.calls.append("checkpoint")
+        return state - self.frees, CheckpointResult(ACCEPTED, ())
+
+    def move_out(self, state: int, tokens: int, action: MoveOut) -> tuple[int, Any]:
+        self.calls.append("move_out")
+        return state // 2, CheckpointResult(ACCEPTED, ())
+
+
+def _make_room_at(ops: Ops, sizes: list[int]) -> list[str]:
+    run = CheckpointRunState()
+    for size in sizes:
+        run = make_room(size, ops, LIMITS, run).run
+        ops.calls.append("|")
+    return ops.calls
+
+
+FULL, PAST_THE_WINDOW = LIMITS.threshold + 20, LIMITS.hard_limit + 100
+
+
+def test_V8_checkpoints_that_leave_no_room_to_work_end_checkpointing_for_the_run() -> None:
+    calls = _make_room_at(Ops(frees=230), [FULL, FULL, FULL, PAST_THE_WINDOW])  # 210 tokens of room each
+    # two strikes, then the request goes out as it is while it fits, and V7 makes room when it does not
+    assert calls == ["checkpoint", "|", "checkpoint", "|", "|", "move_out", "|"]
+
+
+def test_V8_checkpoints_that_leave_room_go_on() -> None:
+    calls = _make_room_at(Ops(frees=1_200), [FULL, FULL, FULL])
+    assert calls == ["checkpoint", "|"] * 3
+
+
+def test_V8_what_a_checkpoint_must_free() -> None:
+    assert needed_to_free(3_660, 3_640) == 20 + int(3_640 * MIN_ROOM_SHARE)
+    assert needed_to_free(3_000, 3_640) == int(3_640 * MIN_ROOM_SHARE)  # early (reply reserve): room only
