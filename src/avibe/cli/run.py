@@ -46,7 +46,8 @@ from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event
 from avibe.ports import RecordStore
 from avibe.record.entries import KINDS, Source
 
-DEMO_WINDOW = 6144  # small enough that the example task checkpoints at least twice on the embedded model
+DEMO_WINDOW = 8192  # small enough that the example checkpoints within minutes; at 6,144 the system prompt
+# (~1,600 tokens of rules and tool schemas) and the checkpoint left room for two steps between checkpoints
 # The 0.5B default model keeps every harness guarantee, but as an agent it loops on one tool call and
 # never gets through a ticket; the 1.5B tier does the tickets, so the demo shows checkpoints in real work.
 DEMO_MODEL = "embedded-1.5b"
