@@ -10,7 +10,7 @@ from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.context.assemble import assemble, recollection, system_prompt
 from avibe.record.messages import ChatMessage
-from avibe.record.sources import looks_like_tag
+from avibe.record.sources import label_tag_lines, looks_like_tag, tag_like_lines
 
 MIND = "## I am here\nFor Ana.\n\n## Goals\n### Mission\n- [M1] (active) Review the PR queue.\n"
 SCENE = "<checkpoint>\nCurrent step: PR #412\n</checkpoint>\n"
@@ -84,3 +84,30 @@ def test_F4_assemble_system_then_recollection_then_recent_verbatim() -> None:
     assert view[0].content == "SYSTEM" and view[1].content == "RECOLLECTION"
     assert view[2:] == recent
     assert assemble("SYSTEM", "", recent)[1:] == recent  # before the first checkpoint
+
+
+TAG_LINES = st.sampled_from(
+    [
+        '[Harness: callback "ci" (cb-1) · 2026-12-01 09:00 UTC]',
+        "**[Harness: watch]** the user asked",
+        "[Avibe: note]",
+    ]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(max_size=80) | TAG_LINES, max_size=6),
+    st.lists(st.text(max_size=80) | TAG_LINES, max_size=6),
+)
+def test_T1_T2_no_line_the_model_wrote_in_mind_or_scene_reads_as_a_source_tag(
+    mind_lines: list[str], scene_lines: list[str]
+) -> None:
+    """A small model copies a callback's tag line into its scene: in the recollection it is Vibey's line."""
+    mind = MIND + "\n".join(mind_lines)
+    scene = SCENE.replace("</checkpoint>", "\n".join(scene_lines) + "\n</checkpoint>")
+    text = recollection(Checkpoint(mind, (), scene))
+    assert tag_like_lines(text) == []
+    for line in [*mind_lines, *scene_lines]:  # nothing dropped: a tag-like line is marked as Vibey's own
+        if line.strip() and len(line.splitlines()) == 1:
+            assert label_tag_lines(line, "vibey").strip() in text

@@ -20,7 +20,7 @@ from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.prompts import fill, render
 from avibe.record.messages import ChatMessage
-from avibe.record.sources import looks_like_tag
+from avibe.record.sources import label_tag_lines, looks_like_tag
 
 _COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _BLANK_RUNS: Final = re.compile(r"\n{3,}")
@@ -47,6 +47,13 @@ def _quoted_line(line: str) -> str:
 
 def _quoted(text: str) -> str:
     return "\n".join(_quoted_line(line) for line in text.split("\n"))
+
+
+def _own(text: str) -> str:
+    """The mind and scene are the model's own words: a line of them that reads like a source tag (a
+    small model copies a callback's tag line into its scene) gets "vibey:" in front, so the recollection
+    never shows a tag the harness did not write (T1, T2)."""
+    return label_tag_lines(text, "vibey")
 
 
 def _memo(items: Sequence[MemoItem]) -> str:
@@ -96,9 +103,9 @@ def recollection(
     return render(
         "recollection",
         number=f" (checkpoint {number})" if number is not None else "",
-        mind=_mind(checkpoint.mind),
+        mind=_own(_mind(checkpoint.mind)),
         memo=_memo(checkpoint.memo),
-        scene=checkpoint.scene.strip(),
+        scene=_own(checkpoint.scene.strip()),
         plan="\n" + fill("recollection_plan", plan=plan.strip()) + "\n" if plan.strip() else "",
         current=_current(current_request_seqs),
         skills=_skills(skills),

@@ -253,18 +253,22 @@ def user_label(source: Source) -> str:
     return name if _labels(name) and not looks_like_tag(source.name) else "user"
 
 
-def render_user_text(source: Source, text: str) -> str:
-    """A person's message as the model sees it (T2): unchanged unless a line of it reads like a tag, in
-    which case the person's name goes in front of that line (for the first line: of the message)."""
+def label_tag_lines(text: str, name: str) -> str:
+    """The text with `name: ` in front of every line that reads like a tag (T2); else unchanged."""
     starts = tag_like_lines(text)
     if not starts:
         return text
-    label = f"{user_label(source)}: "
     pieces, last = [], 0
     for start in starts:
-        pieces += [text[last:start], label]
+        pieces += [text[last:start], f"{name}: "]
         last = start
     return "".join([*pieces, text[last:]])
+
+
+def render_user_text(source: Source, text: str) -> str:
+    """A person's message as the model sees it (T2): unchanged unless a line of it reads like a tag, in
+    which case the person's name goes in front of that line (for the first line: of the message)."""
+    return label_tag_lines(text, user_label(source))
 
 
 def render_entry_text(entry: Entry) -> str:
