@@ -21,27 +21,26 @@ ERROR = "E4312: checksum mismatch in segment 0x1f2a (expected 0a0b, got 0c0d)"
 SILENT_SCENE = {**SCENE_ANSWER, "waiting_for": "none", "exact_references": "none"}
 
 
-class Agent:
-    """Edits one file, reads a missing one (an error result), then reads filler files until the
-    checkpoint comes; the model's own scene says nothing about jobs, files or errors."""
+FILLER_READS = [tool_step("read_file", path=f"notes{i}.txt") for i in range(40)]
 
-    def __init__(self) -> None:
-        self.moves: Iterator[ModelReply] = iter(
-            [
-                tool_step("edit_file", path="app.py", old="value = 0", new="value = 1"),
-                tool_step("read_file", path="missing/ledger.cfg"),
-                *(tool_step("read_file", path=f"notes{i}.txt") for i in range(40)),
-            ]
-        )
+
+class Agent:
+    """Makes its first moves, then reads filler files until the checkpoint comes; the model's own scene
+    says nothing about jobs, files or errors. By default: edits one file, reads a missing one (an error)."""
+
+    def __init__(self, first: list[ModelReply] | None = None) -> None:
+        default = [
+            tool_step("edit_file", path="app.py", old="value = 0", new="value = 1"),
+            tool_step("read_file", path="missing/ledger.cfg"),
+        ]
+        self.moves: Iterator[ModelReply] = iter([*(default if first is None else first), *FILLER_READS])
         self.checkpointed = False
 
     def __call__(self, request: ModelRequest) -> ModelReply:
         if request.json_schema is not None:
             self.checkpointed = True
             return answer(request, scene=SILENT_SCENE)
-        if self.checkpointed:
-            return reply("done")
-        return next(self.moves)
+        return reply("done") if self.checkpointed else next(self.moves)
 
 
 def _run(make_harness: Any, waiting: bool) -> str:
@@ -85,32 +84,17 @@ def test_S5_a_shell_exit_code_is_a_failure_with_its_error_line_verbatim() -> Non
     assert failed_call("shell", {"command": "true"}, "exit code: 0\n(no output)", False) is None
 
 
-class Retries:
-    """A command fails with an error code, the same program with another flag works, then filler reads
-    until the checkpoint comes; the model's own scene names none of it."""
-
-    def __init__(self) -> None:
-        fail = f"echo '{ERROR}' >&2; exit 2"
-        self.moves: Iterator[ModelReply] = iter(
-            [
-                tool_step("shell", command=f'sh -c "{fail}" importer --fast-resume'),
-                tool_step("shell", command="sh -c 'echo imported' importer --verify-each"),
-                *(tool_step("read_file", path=f"notes{i}.txt") for i in range(40)),
-            ]
-        )
-        self.checkpointed = False
-
-    def __call__(self, request: ModelRequest) -> ModelReply:
-        if request.json_schema is not None:
-            self.checkpointed = True
-            return answer(request, scene=SILENT_SCENE)
-        return reply("done") if self.checkpointed else next(self.moves)
-
-
 def test_S5_the_scene_keeps_the_failed_command_its_error_and_the_command_that_worked(
     make_harness: Any,
 ) -> None:
-    h = make_harness([Retries()] * 80, max_steps=80)
+    fail = f"echo '{ERROR}' >&2; exit 2"  # the same program fails with an error code, then works
+    retries = Agent(
+        [
+            tool_step("shell", command=f'sh -c "{fail}" importer --fast-resume'),
+            tool_step("shell", command="sh -c 'echo imported' importer --verify-each"),
+        ]
+    )
+    h = make_harness([retries] * 80, max_steps=80)
     for i in range(40):
         write_lines(h.workdir, f"notes{i}.txt", 40)
     h.vibey.send("Import the dump, then read the notes files one by one.")
