@@ -155,7 +155,7 @@ class Vibey:
     events: EventSink = ignore_events
     poll_inputs: Callable[[], object] = lambda: None  # used by the default inbox (no host)
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
-    # S3: (id, what, log[, newest output line]) of each thing the session waits for (S3)
+    # S3: (id, what, log[, newest output line[, kind]]) of each thing the session waits for
     waiting_for: Callable[[], Sequence[tuple[str, ...]]] = lambda: ()
     # V8 counts failures "in the same run": one Vibey object is one run, so this is not persisted.
     run_state: CheckpointRunState = field(default_factory=CheckpointRunState)
