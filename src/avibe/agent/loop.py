@@ -34,7 +34,7 @@ from avibe.agent.state import STATE_KEY, LiveState, LoadedSkill, remember_file
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.carry import LoadedSkill as CarrySkill
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer, skills_to_put_back
-from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failed_call, worked_after
+from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure_after
 from avibe.checkpoint.mind import strip_guidance
 from avibe.checkpoint.plan import (
     CheckpointRunState,
@@ -627,14 +627,11 @@ SHELL_SKILL_LOAD: Final = re.compile(r"(?:^|[;&|\s])vibe\s+skill\s+load\s+['\"]?
 def _failure_after(
     last: tuple[str, str, str, str] | None, call: ToolCall, result: ToolResult
 ) -> tuple[str, str, str, str] | None:
-    """S5, S6: the last failing call (verbatim error line), and the same program's call that worked
-    after it; a new failure replaces both."""
-    failed = failed_call(call.name, call.arguments, result.output, result.is_error)
-    if failed is None and last is not None:
-        failed = worked_after(FailedCall(*last), call.name, call.arguments, result.output, result.is_error)
-    if failed is None:
-        return last
-    return (failed.name, failed.arguments, failed.error_line, failed.then)
+    """S5, S6: LiveState's last failure after this call (`failure_after`, kept as a plain tuple)."""
+    failed = failure_after(
+        FailedCall(*last) if last else None, call.name, call.arguments, result.output, result.is_error
+    )
+    return None if failed is None else (failed.name, failed.arguments, failed.error_line, failed.then)
 
 
 def shell_skill_load(call: ToolCall) -> str | None:

@@ -11,6 +11,8 @@ API:
                                                        same program's call that worked after it
     worked_after(failure, name, arguments, output, is_error) -> FailedCall
         the failure with `then` set when this call is the same program's first success after it
+    failure_after(last | None, name, arguments, output, is_error) -> FailedCall | None
+        the last failure once this call is done (a new failure, or `last` with what worked after it)
     HarnessFacts(waiting, files_read, files_modified, failure)   frozen; HarnessFacts() is "nothing known"
         .is_empty -> bool
     failed_call(name, arguments, output, is_error) -> FailedCall | None
@@ -160,6 +162,17 @@ def worked_after(
     if shown == failure.arguments or _program(name, shown) != _program(failure.name, failure.arguments):
         return failure
     return failure if failed_call(name, arguments, output, is_error) else replace(failure, then=shown)
+
+
+def failure_after(
+    last: FailedCall | None, name: str, arguments: Mapping[str, Any], output: str, is_error: bool
+) -> FailedCall | None:
+    """S5, S6: the last failure after this call - a new failure replaces it; else the same program's
+    first success after it is kept as its `then` (`worked_after`)."""
+    failed = failed_call(name, arguments, output, is_error)
+    if failed is not None or last is None:
+        return failed or last
+    return worked_after(last, name, arguments, output, is_error)
 
 
 def facts_limits(window: int) -> dict[str, int]:

@@ -30,7 +30,7 @@ from avibe.agent.driver import CheckpointDriver, CheckpointResult, checkpoint_fr
 from avibe.agent.driver import mode_for as driver_mode_for
 from avibe.agent.room import make_room
 from avibe.checkpoint.budgets import Budgets, budgets_for
-from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failed_call, worked_after
+from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure_after
 from avibe.checkpoint.plan import CheckpointRunState
 from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
 from avibe.checkpoint.trigger import TriggerDecision
@@ -214,9 +214,8 @@ class _ReplayHarness:
         if name == "shell" and isinstance(command, str) and command.strip():
             _remember(self.commands, command.strip(), 5)
         text, is_error = output.removeprefix("ERROR: "), output.startswith("ERROR: ")
-        failed = failed_call(name, arguments, text, is_error)
-        if failed is None and self.failure:
-            failed = worked_after(FailedCall(*self.failure), name, arguments, text, is_error)
+        last = FailedCall(*self.failure) if self.failure else None
+        failed = failure_after(last, name, arguments, text, is_error)
         if failed is not None:
             self.failure = [failed.name, failed.arguments, failed.error_line, failed.then]
         started = _STARTED_JOB.search(output)
