@@ -104,4 +104,38 @@ def test_a_queued_callback_input_does_not_make_a_session_need_a_host(sqlite_stor
     deliver(sqlite_store, woken, Source("callback", "deploy", "cb-w"), "deployed", at=AT)
     opener = Opener()
     Fleet(sqlite_store, opener, exit_when_idle=True).run()
-    assert woken in opener.opened and queued not in opener.opened  # (re-hosted once more if it lingers)
+    assert opener.opened == [woken]
+
+
+def test_an_input_left_unanswered_is_not_re_hosted_every_tick_but_one_held_elsewhere_is_looked_at_again(
+    sqlite_store: SqlStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hosting that ran and left the input unanswered (a stopped turn) ends there: only an entry appended
+    afterwards brings the session back. A session another host held is tried again after the pause."""
+    unanswered, elsewhere = sqlite_store.create_session().id, sqlite_store.create_session().id
+    for session in (unanswered, elsewhere):
+        deliver(sqlite_store, session, Source("user", "kofi"), "go", at=AT)
+    opener = Opener(elsewhere={elsewhere})
+    fleet = Fleet(sqlite_store, opener)
+    monkeypatch.setattr(fleet_module, "TICK_S", 0.02)
+    monkeypatch.setattr(fleet_module, "LINGER_S", 0.0)
+    monkeypatch.setattr(fleet_module, "ELSEWHERE_RETRY_S", 0.05)
+    runner = threading.Thread(target=fleet.run, daemon=True)
+    runner.start()
+    try:
+        pause = threading.Event()
+        for _ in range(200):
+            if opener.opened.count(elsewhere) >= 3:
+                break
+            pause.wait(0.02)
+        assert opener.opened.count(elsewhere) >= 3  # the takeover path keeps looking
+        assert opener.opened.count(unanswered) == 1  # not every tick
+        deliver(sqlite_store, unanswered, Source("user", "kofi"), "again", at=AT)
+        for _ in range(200):
+            if opener.opened.count(unanswered) == 2:
+                break
+            pause.wait(0.02)
+        assert opener.opened.count(unanswered) == 2  # the new input brought it back
+    finally:
+        fleet.stop()
+        runner.join(10)

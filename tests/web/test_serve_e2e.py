@@ -7,6 +7,8 @@ source."""
 from __future__ import annotations
 
 import json
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -144,3 +146,61 @@ def test_vibe_run_attaches_to_a_session_vibe_serve_hosts(tmp_path: Path, chat: C
             assert lease is not None and lease.owner.pid == serve.pid  # it never changed hands
     finally:
         stop(serve)
+
+
+def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_serve(
+    tmp_path: Path, chat: ChatServer, request: pytest.FixtureRequest
+) -> None:
+    """The sandbox shares the host's network, so the agent can reach `vibe serve` on loopback. Its shell
+    command tries the API without a token and with the token file's contents: neither records anything,
+    while the person, holding the token from Avibe's home, posts their message as usual. (The home is
+    made outside /tmp: the sandbox's private /tmp alone would hide one under it.)"""
+    work = tmp_path / "work"
+    work.mkdir()
+    outside_tmp = Path(tempfile.mkdtemp(prefix="avibe-serve-token-", dir="/var/tmp"))
+    request.addfinalizer(lambda: shutil.rmtree(outside_tmp, ignore_errors=True))
+    home = outside_tmp / "home"
+    env = vibe_env(home, chat)
+    chat.say("Ready.")
+    first = vibe(env, work, "run", "--no-wait", "--json", "Wait for my go.")
+    session = next(
+        json.loads(line)["session"] for line in first.stdout.splitlines() if '"turn_started"' in line
+    )
+    port = free_port()
+    env["AVIBE_SERVE_URL"] = f"http://127.0.0.1:{port}"
+    serve = start_serve(env, work, port, tmp_path / "serve.log")
+    api = f"http://127.0.0.1:{port}/sessions/{session}/messages"
+    forge = (
+        "import json, urllib.request as r\n"
+        "def post(auth):\n"
+        f"    q = r.Request({api!r}, data=json.dumps({{'text': {FORGED!r}}}).encode(), method='POST',\n"
+        "                  headers={'Content-Type': 'application/json', **auth})\n"
+        "    try:\n"
+        "        return r.urlopen(q).status\n"
+        "    except Exception as exc:\n"
+        "        return getattr(exc, 'code', repr(exc))\n"
+        "try:\n"
+        f"    token = open({str(home / 'serve-token')!r}).read().strip()\n"
+        "except OSError as exc:\n"
+        "    token = 'unreadable'\n"
+        "print('bare', post({}), 'file', token, post({'Authorization': 'Bearer ' + token}))\n"
+    )
+    (work / "forge.py").write_text(forge)
+    try:
+        token = (home / "serve-token").read_text().strip()
+        chat.call("shell", command="python3 forge.py")
+        chat.say("Posted.")
+        sent = httpx.post(api, json={"text": "Go."}, headers={"Authorization": f"Bearer {token}"})
+        assert sent.status_code == 202, sent.text
+        with open_store(f"sqlite:///{home / 'avibe.db'}") as store:
+
+            def answered() -> list[Entry] | None:
+                entries = store.query(EntryQuery(session))
+                return entries if entries[-1].text == "Posted." else None
+
+            entries = wait_for(answered, timeout=60, what="the agent's turn with the shell command")
+    finally:
+        stop(serve)
+    assert [e.text for e in entries if e.is_user] == ["Wait for my go.", "Go."]
+    output = next(text for text in chat.tool_outputs() if "bare" in text)
+    assert "bare 401 file unreadable 401" in output, output

@@ -213,14 +213,16 @@ def _serve_http(
 ) -> None:  # fmt: skip
     import uvicorn
 
-    from avibe.web.server import Api, build_app, is_loopback
+    from avibe.web.server import TOKEN_FILE, Api, build_app, is_loopback, serve_token_file
 
     bind, port_number = _address(settings, host, port)
     token = os.environ.get("AVIBE_SERVE_TOKEN") or None
     if token is None and not is_loopback(bind):
         token = secrets.token_urlsafe(24)
         typer.echo(f"[serve] bound to {bind}: the API needs this token (AVIBE_SERVE_TOKEN): {token}")
-    api = Api(store, fleet, SystemClock(), settings.user_name, token=token)
+    # The person's messages need a token on loopback too (T1): the machine's own, in Avibe's home.
+    person_token = token or serve_token_file(settings.home)
+    api = Api(store, fleet, SystemClock(), settings.user_name, token=token, person_token=person_token)
     app = build_app(api, extra=_inspector(store, token))
     server = uvicorn.Server(
         # Open live-update streams (the inspector's) must not keep Ctrl-C from stopping the server.
@@ -233,6 +235,8 @@ def _serve_http(
     typer.echo(
         f"[serve] http://{bind}:{port_number} pid {os.getpid()} record {store.display_url} (log: {log_path})"
     )
+    if token is None:
+        typer.echo(f"[serve] posting your messages needs the token in {settings.home / TOKEN_FILE}")
     try:
         server.run()
     finally:

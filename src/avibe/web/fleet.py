@@ -193,19 +193,27 @@ class Fleet:
                 self._serve(worker, handle)
         except SessionHosted as exc:
             log.debug("serve: session %s is hosted elsewhere: %s", session_id, exc)
-            self._retry_at[session_id] = time.monotonic() + ELSEWHERE_RETRY_S
+            self._look_again(session_id, after_s=ELSEWHERE_RETRY_S)
         except Exception as exc:  # one session failing must not take the host down; log it, retry later
             self.failures[session_id] = f"{type(exc).__name__}: {exc}"
-            self._retry_at[session_id] = time.monotonic() + RETRY_AFTER_S
+            self._look_again(session_id, after_s=RETRY_AFTER_S)
             log.exception(
                 "serve: hosting session %s failed; trying again in %.0f s", session_id, RETRY_AFTER_S
             )
         finally:
+            # After a hosting that ran, the entry count seen when it started still stands: any entry
+            # appended since (a reply, a new input) makes the next look check the session again, and an
+            # input the agent left unanswered (a stopped turn) does not re-host it every tick.
             with self._lock:
                 self._workers.pop(session_id, None)
-                self._seen.pop(session_id, None)  # look at it afresh: input may have come meanwhile
             log.info("serve: no longer hosting session %s", session_id)
             self._wake.set()
+
+    def _look_again(self, session_id: str, *, after_s: float) -> None:
+        """A session this host could not host: its input still waits, so look at it afresh after a pause."""
+        self._retry_at[session_id] = time.monotonic() + after_s
+        with self._lock:
+            self._seen.pop(session_id, None)
 
     def _serve(self, worker: _Worker, handle: SessionHandle) -> None:
         idle_since = time.monotonic()

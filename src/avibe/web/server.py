@@ -3,7 +3,8 @@
     GET  /health                         this host: its sessions, and why a session's host last failed
     GET  /sessions                       every session of the record
     GET  /sessions/{id}/entries?after=N  the record after seq N, each entry with its harness-written tag
-    POST /sessions/{id}/messages         the person's message ({"text": ...}); Idempotency-Key honoured
+    POST /sessions/{id}/messages         the person's message ({"text": ...}); Idempotency-Key honoured;
+                                         always needs the serve token, loopback too (see below)
     POST /callbacks/{id}                 a callback's body becomes a tagged input (secret required)
     /inspect                             the inspector, where installed (read-only)
 
@@ -13,6 +14,10 @@ limit is 413, more requests a minute than it allows 429. `Idempotency-Key` makes
 new (exactly once into the record, whichever host the retry reaches). A request is answered 202 only
 once its input is committed. Bound to anything but loopback, every other endpoint needs the serve token
 (`Authorization: Bearer <token>`, AVIBE_SERVE_TOKEN).
+
+The person's messages need the token on loopback too (T1: nobody but the user writes the user's words). A
+sandboxed shell command shares the host's network, so an agent could otherwise `curl` its own words into
+the record as the user's; the token lives in Avibe's home (`serve-token`), which the sandbox hides.
 """
 
 from __future__ import annotations
@@ -22,11 +27,14 @@ import hmac
 import ipaddress
 import json
 import logging
+import os
+import secrets
 import threading
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from starlette.applications import Starlette
@@ -48,6 +56,7 @@ log = logging.getLogger("avibe.serve")
 MAX_KEY_CHARS: Final = 150
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
 PAGE: Final = 500
+TOKEN_FILE: Final = "serve-token"
 
 
 def is_loopback(host: str) -> bool:
@@ -120,6 +129,28 @@ def _authorised(request: Request, secret: str, body: bytes) -> bool:
     return False
 
 
+def _bearer_is(request: Request, token: str) -> bool:
+    given = request.headers.get("authorization", "")
+    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
+
+def serve_token_file(home: Path) -> str:
+    """The token of this machine's `vibe serve` kept in Avibe's home (made once, owner-only): the person's
+    scripts read it there; an agent's sandboxed command cannot (the sandbox hides the home)."""
+    path = home / TOKEN_FILE
+    try:
+        token = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        token = ""
+    if not token:
+        home.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_urlsafe(24)
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+            out.write(token + "\n")
+    return token
+
+
 def _key(request: Request, scope: str) -> str | JSONResponse:
     key = request.headers.get("idempotency-key", "")
     if len(key) > MAX_KEY_CHARS or not key.isprintable():
@@ -135,18 +166,18 @@ class Api:
     user_name: str
     token: str | None = None  # required on every endpoint but callbacks when set
     limits: RateLimit | None = None
+    person_token: str | None = None  # required to post the person's message (the token when set)
 
     def __post_init__(self) -> None:
         self.limits = self.limits or RateLimit()
+        self.person_token = self.token or self.person_token
 
     def guarded(
         self, endpoint: Callable[[Request], Awaitable[Response]]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
-            if self.token is not None:
-                given = request.headers.get("authorization", "")
-                if not hmac.compare_digest(given.encode(), f"Bearer {self.token}".encode()):
-                    return _error(401, "this host needs its serve token (Authorization: Bearer <token>)")
+            if self.token is not None and not _bearer_is(request, self.token):
+                return _error(401, "this host needs its serve token (Authorization: Bearer <token>)")
             try:
                 return await endpoint(request)
             except UnknownSession as exc:
@@ -178,6 +209,12 @@ class Api:
 
     async def message(self, request: Request) -> Response:
         session = request.path_params["session"]
+        if self.person_token is None or not _bearer_is(request, self.person_token):
+            return _error(
+                401,
+                "the person's message needs the serve token (Authorization: Bearer <token>; on this "
+                "machine it is in Avibe's home, serve-token)",
+            )
         body = await _body(request, MAX_MESSAGE_BYTES)
         if body is None:
             return _error(413, f"a message is at most {MAX_MESSAGE_BYTES:,} bytes")
