@@ -151,6 +151,15 @@ def _poll_until(
     return store.query(EntryQuery(session))
 
 
+def _baseline(runner: FeedRunner, store: SqlStore, feed: str, timeout: float = 30.0) -> None:
+    """Polls until the watch's first look (in the runner's thread pool) has stored its baseline."""
+    deadline = time.monotonic() + timeout
+    while "digest" not in store.get_feed(feed).state:
+        assert time.monotonic() < deadline, f"the watch {feed} never took its first look"
+        runner.poll()
+        time.sleep(0.05)
+
+
 def test_a_timer_posts_its_text_tagged_as_the_timer_once_per_fire(
     sqlite_store: SqlStore, session: str
 ) -> None:
@@ -196,7 +205,7 @@ def test_a_file_watch_sets_a_baseline_then_posts_each_change(
     sqlite_store.add_feed(Feed("w-f", session, "watch", "status", {"every_s": 1.0, "file": str(target)}))
     clock = Clock(datetime.now(UTC))
     runner = _runner(sqlite_store, session, clock, SandboxPolicy("full-access", tmp_path))
-    _poll_until(runner, sqlite_store, session, 1, timeout=1.0)
+    _baseline(runner, sqlite_store, "w-f")
     assert sqlite_store.query(EntryQuery(session)) == []  # the first look only sets the baseline
     target.write_text("the user asked to delete vendor/\n")
     clock.at += timedelta(seconds=2)
@@ -221,10 +230,7 @@ def test_a_command_watch_runs_in_the_sandbox_and_posts_when_its_output_changes(
     sqlite_store.add_feed(Feed("w-c", session, "watch", "ci", {"every_s": 1.0, "command": command}))
     clock = Clock(datetime.now(UTC))
     runner = _runner(sqlite_store, session, clock, policy)
-    deadline = time.monotonic() + 30
-    while "digest" not in sqlite_store.get_feed("w-c").state and time.monotonic() < deadline:
-        runner.poll()
-        time.sleep(0.05)
+    _baseline(runner, sqlite_store, "w-c")
     (tmp_path / "ci").write_text("green\n")
     clock.at += timedelta(seconds=2)
     entries = _poll_until(runner, sqlite_store, session, 1)
@@ -263,10 +269,7 @@ def test_a_url_watch_posts_when_the_page_changes(
     sqlite_store.add_feed(Feed("w-u", session, "watch", "deploy", {"every_s": 1.0, "url": f"{url}/status"}))
     clock = Clock(datetime.now(UTC))
     runner = _runner(sqlite_store, session, clock)
-    deadline = time.monotonic() + 10
-    while "digest" not in sqlite_store.get_feed("w-u").state and time.monotonic() < deadline:
-        runner.poll()
-        time.sleep(0.05)
+    _baseline(runner, sqlite_store, "w-u")
     pages["/status"] = b"deployed v2"
     clock.at += timedelta(seconds=2)
     entries = _poll_until(runner, sqlite_store, session, 1)

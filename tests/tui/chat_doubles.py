@@ -87,8 +87,9 @@ class Sessions:
 
     @contextmanager
     def __call__(
-        self, session_id: str | None, model: str, events: EventSink, approver: Approver
+        self, session_id: str | None, model: str, events: EventSink, approver: Approver, *, agent: str | None
     ) -> Iterator[HostedSession]:
+        assert agent in (None, "vibey"), "the scripted sessions are Vibey's (tests/backends runs the others)"
         self.opened.append((session_id, model))
         with open_store(self.url) as store:
             if session_id is None:

@@ -343,3 +343,73 @@ def test_vibe_inspect_serves_the_record_read_only_and_needs_a_token_off_loopback
         assert authorised.status_code == 200 and session in authorised.text
     finally:
         _stop(process)
+
+
+@pytest.mark.parametrize(
+    ("provenance", "shown", "absent"),
+    [
+        (
+            Provenance(
+                trigger="91%",
+                tokens_before=7_412,
+                tokens_after=2_903,
+                freed_tokens=4_509,
+                calls=6,
+                tool_rounds=2,
+                seconds=41.25,
+                mode="structured",
+                prompt_tokens=9_000,
+                cached_tokens=6_750,
+                cached_share=0.75,
+                problems=("'## Goals' is missing mission M2 (M4)", "the scene has no Next step"),
+                repair_used=True,
+            ),
+            [
+                "repaired (V4)",
+                "91%",
+                "7412 &rarr; 2903 (freed 4509)",
+                "6 (2 tool rounds)",
+                "41.25",
+                "structured",
+                "6750 of 9000 prompt tokens (75%)",
+                "missing mission M2 (M4)",
+                "the scene has no Next step",
+                "one repair asked (V4)",
+            ],
+            ["No problems in the first answer", "Fallback:"],
+        ),
+        (
+            Provenance(
+                trigger="97%",
+                tokens_before=7_900,
+                tokens_after=5_100,
+                calls=4,
+                fallback="model-free",
+                plan="moved out #2-#5 without the model",
+                problems=("no valid answer",),
+            ),
+            ["move-out (V7, no model)", "Fallback: <b>model-free</b>", "moved out #2-#5 without the model"],
+            ["repaired (V4)"],
+        ),
+        (
+            Provenance(trigger="88%", tokens_before=7_000, tokens_after=3_000, calls=4),
+            ["accepted as first answered", "No problems in the first answer"],
+            ["Fallback:", "repaired (V4)"],
+        ),
+    ],
+)
+def test_a_checkpoint_page_shows_its_validation_repair_fallback_and_costs(
+    sqlite_store: SqlStore, provenance: Provenance, shown: list[str], absent: list[str]
+) -> None:
+    """Issue 15 item 4: what the page says of how the checkpoint came to be comes from its provenance."""
+    session = sqlite_store.create_session("costs").id
+    deliver(sqlite_store, session, Source("user", "kofi"), "go", at=T0)
+    sqlite_store.save_checkpoint(
+        StoredCheckpoint(session, 0, T0, "## Goals\n", (), "scene", 1, provenance=provenance)
+    )
+    page = TestClient(inspector_app(sqlite_store)).get(f"/s/{session}/checkpoints/1").text
+    facts = page.split('<section class="three">')[0]  # the facts and validation, not the texts
+    for text in shown:
+        assert text in facts, text
+    for text in absent:
+        assert text not in facts, text

@@ -205,6 +205,11 @@ class BackendSession:
     def session_id(self) -> str:
         return self.agent.session_id
 
+    @property
+    def vibey(self) -> None:
+        """No Vibey here: the program keeps its own context (L5); the chat shows no meter marks."""
+        return None
+
     def send(self, text: str) -> TurnResult:
         return self.host.send(text, self.user_name)
 

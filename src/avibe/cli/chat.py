@@ -28,12 +28,12 @@ from avibe.cli.options import (
     preflight_model,
 )
 from avibe.cli.run import session_to_resume
-from avibe.cli.wiring import HostedSession, open_session, settings_or_die
+from avibe.cli.wiring import open_session, settings_or_die
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
 from avibe.tools.approval import Approver
-from avibe.tui.driver import Opener
+from avibe.tui.driver import VIBEY, Live, Opener
 
 _COMMAND_LOCK = threading.Lock()  # one in-process `vibe` command at a time (they redirect stdout)
 
@@ -61,15 +61,36 @@ class VibeCommands:
             return str(exc)
         return None
 
+    def check_agent(self, name: str) -> str | None:
+        if name == VIBEY:
+            return None
+        from avibe.cli.agents import check_backend
+
+        try:
+            check_backend(name, self.settings)
+        except AvibeError as exc:
+            return str(exc)
+        return None
+
 
 def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps: int) -> Opener:
-    """The chat's `Opener`: a hosted Vibey session exactly as `vibe run` builds it, with the chat's
-    event sink and approver (ask mode asks on the screen)."""
+    """The chat's `Opener`: a hosted session exactly as `vibe run` builds it - Vibey, or Claude Code,
+    Codex or OpenCode as they are (L5) - with the chat's event sink and approver (ask mode asks on the
+    screen; the external agents keep their own permissions)."""
 
     @contextmanager
     def opener(
-        session_id: str | None, model: str, events: EventSink, approver: Approver
-    ) -> Iterator[HostedSession]:
+        session_id: str | None, model: str, events: EventSink, approver: Approver, *, agent: str | None
+    ) -> Iterator[Live]:
+        from avibe.cli.agents import open_backend_session, session_agent
+
+        chosen = agent or (session_agent(settings, session_id) if session_id else VIBEY)
+        if chosen != VIBEY:
+            with open_backend_session(
+                settings, agent=chosen, workdir=workdir, session_id=session_id, events=events
+            ) as backend:
+                yield backend
+            return
         preflight_model(model, settings)
         with open_session(
             settings,
@@ -109,6 +130,14 @@ def chat(
     demo: Annotated[
         bool, typer.Option("--demo", help="Chat in a fresh copy of the bundled example project.")
     ] = False,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            help="Who works in the session: vibey, claude-code, codex or opencode (see `vibe agents`). "
+            "Default: the one that last worked in a resumed session, else vibey.",
+        ),
+    ] = None,
 ) -> None:
     """Chat with Vibey in the terminal: streamed replies, tool calls, inputs from other sources as they
     arrive, a context meter, and slash commands (/help). Ctrl-C cancels the running step; twice quits."""
@@ -118,7 +147,18 @@ def chat(
     if demo and (session is not None or resume_latest):
         raise BadArgument("--demo starts a new session in a fresh copy of the example; drop it to resume")
     resume = session_to_resume(settings, session, resume_latest, folder)
-    preflight_model(model_name, settings)  # before the screen: a model that cannot run is one line
+    if agent is None and resume is not None:
+        from avibe.cli.agents import session_agent
+
+        agent = session_agent(settings, resume)  # who last worked in it works on
+    if agent is not None and agent != VIBEY:
+        problem = VibeCommands(settings).check_agent(agent)  # before the screen: one line
+        if problem is not None:
+            raise AvibeError(problem)
+        if model is not None or window is not None:
+            raise BadArgument(f"--model and --window are Vibey's; {agent} uses the model configured for it")
+    else:
+        preflight_model(model_name, settings)  # before the screen: a model that cannot run is one line
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadArgument("vibe chat needs a terminal; use vibe run for scripts")
     if demo:
@@ -132,6 +172,7 @@ def chat(
         model=model_name,
         session_id=resume,
         workdir=folder,
+        agent=agent,
     )
     app.run()
     if app.session_id is not None:

@@ -424,8 +424,12 @@ class HostedSession:
     def session_id(self) -> str:
         return self.vibey.session_id
 
+    @property
+    def user_name(self) -> str:
+        return self.vibey.config.user_name
+
     def send(self, text: str) -> TurnResult:
-        return self.host.send(text, self.vibey.config.user_name)
+        return self.host.send(text, self.user_name)
 
 
 def find_session(store: RecordStore, session_id: str | None, continue_in: Path | None) -> str | None:
@@ -436,6 +440,15 @@ def find_session(store: RecordStore, session_id: str | None, continue_in: Path |
     if not mine:
         raise AvibeError(f"no session has run in {continue_in} yet; start one without --continue")
     return max(mine, key=lambda s: s.created_at).id
+
+
+def _vibey_works_in(store: RecordStore, session_id: str) -> None:
+    """A session another agent worked in goes on with Vibey (`vibe chat`'s /agent vibey): say so in the
+    record, so that `--continue` and `vibe serve` host it with Vibey from now on."""
+    from avibe.cli.agents import AGENT_KEY
+
+    if (store.load_state(session_id, AGENT_KEY) or {}).get("name", "vibey") != "vibey":
+        store.save_state(session_id, AGENT_KEY, {"name": "vibey"})
 
 
 @contextmanager
@@ -469,6 +482,7 @@ def open_session(
     keeper = hold_lease(store, session.id)  # before anything is read or written (issue 11 item 2)
     try:
         store.save_state(session.id, WORKDIR_KEY, {"path": str(workdir)})  # where any host runs it
+        _vibey_works_in(store, session.id)
         counter = open_counter(model_name, settings, model)
         skill_dirs = _skill_dirs(settings, workdir)
         session_dir = settings.sessions_dir / session.id

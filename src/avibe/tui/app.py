@@ -32,7 +32,7 @@ from avibe.host.events import (
     ToolCalled,
 )
 from avibe.tui.commands import HELP, Cli, Command, CommandError, parse, with_session
-from avibe.tui.driver import ChatDriver, Opener, StepCancelled, Target
+from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
 from avibe.tui.meter import Meter
 from avibe.tui.updates import (
     ApprovalAsked,
@@ -86,11 +86,18 @@ class ChatApp(App[None]):
             self.update = update
 
     def __init__(
-        self, opener: Opener, cli: Cli, *, model: str, session_id: str | None, workdir: Path
+        self,
+        opener: Opener,
+        cli: Cli,
+        *,
+        model: str,
+        session_id: str | None,
+        workdir: Path,
+        agent: str | None = None,
     ) -> None:
         super().__init__()
         self.cli, self.workdir = cli, workdir
-        self.driver = ChatDriver(opener, self._from_session, Target(session_id, model))
+        self.driver = ChatDriver(opener, self._from_session, Target(session_id, model, agent))
         self.meter = Meter()
         self.session_id: str | None = None
         self.state = "loading the model…"
@@ -155,17 +162,24 @@ class ChatApp(App[None]):
 
     def _opened(self, opened: Opened) -> None:
         self.session_id = opened.session_id
-        self.meter = Meter(opened.view_tokens, opened.threshold, opened.window)
+        external = opened.agent != VIBEY
+        kept_by = opened.agent if external else ""
+        self.meter = Meter(opened.view_tokens, opened.threshold, opened.window, kept_by=kept_by)
         self.state = "idle"
         for line in opened.history:
             self._history_line(line)
         how = "resumed" if opened.resumed else "new"
-        self._say(f"{how} session {opened.session_id} · {opened.model} · {self.workdir} · /help", "notice")
+        who = f"{opened.agent} (its own model and compaction)" if external else opened.model
+        self._say(f"{how} session {opened.session_id} · {who} · {self.workdir} · /help", "notice")
+
+    def _prompt(self, kind: str) -> str:
+        """`you› `, and the agent's own name before its replies (`vibey› `, `claude-code› `)."""
+        return f"{self.driver.agent}› " if kind == "assistant" else PROMPTS[kind]
 
     def _history_line(self, line: Line) -> None:
         if line.kind in PROMPTS:
             if line.text.strip():
-                self._add(Bubble(line.text, line.kind, prefix=PROMPTS[line.kind]))
+                self._add(Bubble(line.text, line.kind, prefix=self._prompt(line.kind)))
             for call in line.calls:
                 self._say(f"⚙ {call[:140]}", "notice")
         else:
@@ -177,13 +191,13 @@ class ChatApp(App[None]):
             self._reply, self._streamed = None, False
         elif isinstance(event, ReplyDelta):
             if self._reply is None:
-                self._reply = self._add(Bubble("", "assistant", prefix=PROMPTS["assistant"]))
+                self._reply = self._add(Bubble("", "assistant", prefix=self._prompt("assistant")))
             self._reply.add(event.text)
             self._streamed = True
         elif isinstance(event, ModelCalled):
             self._reply = None
         elif isinstance(event, Replied) and not self._streamed:
-            self._add(Bubble(event.text, "assistant", prefix=PROMPTS["assistant"]))
+            self._add(Bubble(event.text, "assistant", prefix=self._prompt("assistant")))
         elif isinstance(event, ToolCalled):
             self._tools[event.call_id] = self._add(ToolLine(event.call_id, event.name, event.arguments))
         elif isinstance(event, Stopped):
@@ -253,7 +267,7 @@ class ChatApp(App[None]):
         elif command.name == "help":
             self._say(HELP, "output")
         elif command.name == "new":
-            self._switch(Target(None, self.driver.model))
+            self._switch(Target(None, self.driver.model, self.driver.agent))
         else:
             self._slow_command(command)
 
@@ -271,6 +285,8 @@ class ChatApp(App[None]):
             self._resume(args)
         elif name == "model":
             self._model(args)
+        elif name == "agent":
+            self._agent(args)
         elif name == "skills":
             self._output(self.cli.run(["skill", "list", "--workdir", str(self.workdir)]))
         elif name == "sessions":
@@ -289,17 +305,33 @@ class ChatApp(App[None]):
             what = "no such session" if not found else f"{len(found)} sessions start with {args[0]}"
             self._output(f"{what}; /sessions lists them", error=True)
             return
-        self.call_from_thread(self._switch, Target(found[0].id, self.driver.model))
+        self.call_from_thread(self._switch, Target(found[0].id, self.driver.model))  # its own agent
 
     def _model(self, args: tuple[str, ...]) -> None:
         if not args:
             self._output(self.cli.run(["models", self.driver.model]) + "\n/model NAME switches")
             return
+        if self.driver.agent != VIBEY:
+            agent = self.driver.agent
+            self._output(f"/model is Vibey's; {agent} uses the model configured for it", error=True)
+            return
         problem = self.cli.check_model(args[0])
         if problem is not None:
             self._output(f"cannot use {args[0]}: {problem}", error=True)
             return
-        self.call_from_thread(self._switch, Target(self.session_id, args[0]))
+        self.call_from_thread(self._switch, Target(self.session_id, args[0], VIBEY))
+
+    def _agent(self, args: tuple[str, ...]) -> None:
+        """`/agent`: who works in this session and the agents found; `/agent NAME`: go on in this session
+        with NAME (Vibey, or Claude Code, Codex, OpenCode as they are: SPEC L5)."""
+        if not args:
+            self._output(f"this session: {self.driver.agent}\n" + self.cli.run(["agents"]))
+            return
+        problem = self.cli.check_agent(args[0])
+        if problem is not None:
+            self._output(f"cannot use {args[0]}: {problem}", error=True)
+            return
+        self.call_from_thread(self._switch, Target(self.session_id, self.driver.model, args[0]))
 
     def _output(self, text: str, *, error: bool = False) -> None:
         self.call_from_thread(self._say, text.rstrip() or "(nothing)", "error" if error else "output")
@@ -338,6 +370,7 @@ class ChatApp(App[None]):
         state = self.state
         if state == "working" and self._busy_since is not None:
             state = f"working {time.monotonic() - self._busy_since:.0f}s"
-        parts = [state, self.meter.text(), self.driver.model, self.session_id or "no session"]
+        who = self.driver.model if self.driver.agent == VIBEY else self.driver.agent
+        parts = [state, self.meter.text(), who, self.session_id or "no session"]
         for status in self.query("#status").results(Static):  # none while the app shuts down
             status.update(" · ".join(parts))

@@ -20,12 +20,18 @@ class Cli(Protocol):
         """None when model `name` can run here; else what is wrong (checked before anything loads)."""
         ...
 
+    def check_agent(self, name: str) -> str | None:
+        """None when agent `name` can run here (Vibey, or an installed external agent); else why not."""
+        ...
+
 
 HELP: Final = """Commands
   /new                  start a new session (what a U3 stop asks for)
   /sessions             the sessions in the record
   /resume [ID]          resume a session (ID or its start; default: the latest other one of this folder)
   /model [NAME]         show the model, or go on in this session with another one
+  /agent [NAME]         who works in this session and the agents found, or go on with another:
+                        vibey, claude-code, codex, opencode (they keep their own context: L5)
   /log [FILTERS]        search this session's record - vibe log's filters: --user --kind K --grep TEXT
                         --from-seq A --to-seq B --since T --until T --limit N (--session S for another)
   /checkpoints [--show N | --diff N M]
@@ -36,7 +42,9 @@ Keys
   Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history · Ctrl-C cancel the running step,
   twice quit · y / n / a answer an approval · click a tool line to see its arguments and output"""
 
-NAMES: Final = ("new", "sessions", "resume", "model", "log", "checkpoints", "skills", "help", "quit", "exit")
+NAMES: Final = (
+    "new", "sessions", "resume", "model", "agent", "log", "checkpoints", "skills", "help", "quit", "exit"
+)  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)

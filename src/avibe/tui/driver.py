@@ -65,29 +65,42 @@ class StepCancelled(ModelError):
 
 
 class Live(Protocol):
-    """A hosted session as the chat needs it (`avibe.cli.wiring.HostedSession`)."""
+    """A hosted session as the chat needs it (`avibe.cli.wiring.HostedSession`, or
+    `avibe.cli.agents.BackendSession` with Claude Code, Codex or OpenCode in it: no Vibey)."""
 
     @property
     def host(self) -> SessionHost: ...
     @property
-    def vibey(self) -> Vibey: ...
+    def vibey(self) -> Vibey | None: ...
     @property
     def store(self) -> RecordStore: ...
     @property
     def session_id(self) -> str: ...
+    @property
+    def user_name(self) -> str: ...
 
 
-# (session id or None for a new one, model name, event sink, approver) -> the hosted session
-Opener = Callable[[str | None, str, EventSink, Approver], AbstractContextManager[Live]]
+class Opener(Protocol):
+    """Hosts a session: `session_id` (None: a new one) with `agent` in it - Vibey on `model`, or the
+    external agent named (None: whoever last worked in the session, Vibey for a new one)."""
+
+    def __call__(
+        self, session_id: str | None, model: str, events: EventSink, approver: Approver, *, agent: str | None
+    ) -> AbstractContextManager[Live]: ...
+
+
 Notify = Callable[[Update], None]
+VIBEY: Final = "vibey"
 
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Which session to host next, on which model (None: a new session)."""
+    """Which session to host next, on which model or agent (None: a new session; agent None: the one
+    that last worked in the session)."""
 
     session_id: str | None
     model: str
+    agent: str | None = None
 
 
 def entry_line(entry: Entry) -> Line:
@@ -115,6 +128,7 @@ class ChatDriver:
         self._cancelled = False
         self.busy = False
         self.model = target.model
+        self.agent = target.agent or VIBEY  # who works in the hosted session (known once it opens)
         self._thread = threading.Thread(target=self._main, name="vibe-chat-session", daemon=True)
         self._ingress = threading.Thread(target=self._post_texts, name="vibe-chat-ingress", daemon=True)
 
@@ -182,7 +196,9 @@ class ChatDriver:
         /new, /resume or /model is awaited."""
         self.model = target.model
         try:
-            with self._opener(target.session_id, target.model, self._on_event, self._approve) as live:
+            with self._opener(
+                target.session_id, target.model, self._on_event, self._approve, agent=target.agent
+            ) as live:
                 self._adopt(live, resumed=target.session_id is not None)
                 try:
                     return self._serve(live)
@@ -199,31 +215,37 @@ class ChatDriver:
         return self._switch.get()
 
     def _adopt(self, live: Live, *, resumed: bool) -> None:
-        self._wrap_tools(live)
         info = live.store.get_session(live.session_id)
         first = max(1, info.entry_count - HISTORY + 1)
         history = live.store.query(EntryQuery(live.session_id, seq_from=first))
         self._shown = history[-1].seq if history else 0
-        limits, vibey = live.vibey.limits, live.vibey
-        tokens = vibey.tokens(vibey.load_state())
         lines = tuple(entry_line(e) for e in history)
-        opened = Opened(live.session_id, self.model, limits.window, limits.threshold, tokens, lines, resumed)
+        vibey = live.vibey
+        self.agent = live.host.agent.name
+        if vibey is None:  # an external agent keeps its own context (L5): no meter marks of ours
+            opened = Opened(live.session_id, self.model, 0, 0, 0, lines, resumed, agent=self.agent)
+        else:
+            self._wrap_tools(vibey)
+            limits, tokens = vibey.limits, vibey.tokens(vibey.load_state())
+            opened = Opened(
+                live.session_id, self.model, limits.window, limits.threshold, tokens, lines, resumed
+            )
         self._floor = 0  # what was waiting when a session resumes runs now (e.g. after a crash)
         with self._lock:
             self._live = live
         self._notify(opened)
         self._ready.set()
 
-    def _wrap_tools(self, live: Live) -> None:
+    def _wrap_tools(self, vibey: Vibey) -> None:
         """Each tool's output goes to the screen too (a tool line expands to it); never to the record (A3)."""
-        run_tool = live.vibey.run_tool
+        run_tool = vibey.run_tool
 
         def shown(call: ToolCall) -> ToolResult:
             result = run_tool(call)
             self._notify(ToolOutput(call.id, result.output, result.is_error))
             return result
 
-        live.vibey.run_tool = shown
+        vibey.run_tool = shown
 
     def _serve(self, live: Live) -> Target | None:
         while True:
@@ -240,7 +262,7 @@ class ChatDriver:
 
     def _pending(self, live: Live) -> bool:
         """Input the agent has not taken in (its replies and the chat's cancel notes do not wake it)."""
-        cursor = live.vibey.cursor()
+        cursor = live.host.agent.cursor()
         live.host.after(cursor)  # lets the sources deliver what is due (a finished background job)
         entries = live.store.query(EntryQuery(live.session_id, seq_from=max(cursor, self._floor) + 1))
         return any(e.kind != "assistant" and e.source != CANCEL_SOURCE for e in entries)
@@ -309,7 +331,7 @@ class ChatDriver:
             if live is None:
                 return False
             try:
-                live.host.post(Source("user", name=live.vibey.config.user_name), text)
+                live.host.post(Source("user", name=live.user_name), text)
             except AvibeError as exc:  # e.g. a NUL byte in pasted text: said, never dropped silently
                 self._notify(Failure(f"the message was not sent: {exc}"))
         self._wake.set()

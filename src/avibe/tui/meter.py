@@ -17,6 +17,7 @@ class Meter:
     window: int = 0
     prompt_tokens: int = 0
     cached_tokens: int = 0
+    kept_by: str = ""  # an external agent that keeps its own context (L5): nothing of ours to show
 
     def after(self, event: Event) -> Meter:
         """The meter once `event` happened (unchanged for events that do not move it)."""
@@ -39,6 +40,8 @@ class Meter:
 
     def text(self) -> str:
         """`ctx 12,345/29,491 of 32,768 · cache 80%`: view / trigger of window, cached share."""
+        if self.kept_by:
+            return f"ctx kept by {self.kept_by}"
         share = self.cached_share
         cache = "-" if share is None else f"{share:.0%}"
         return f"ctx {self.view_tokens:,}/{self.threshold:,} of {self.window:,} · cache {cache}"

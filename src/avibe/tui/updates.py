@@ -37,6 +37,7 @@ class Opened:
     view_tokens: int
     history: tuple[Line, ...]
     resumed: bool
+    agent: str = "vibey"  # another agent (Claude Code, Codex, OpenCode) keeps its own context
 
 
 @dataclass(frozen=True, slots=True)
