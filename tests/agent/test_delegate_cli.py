@@ -118,3 +118,49 @@ def test_a_report_lost_with_its_state_is_delivered_once(sqlite_store: SqlStore) 
     sqlite_store.save_state(parent, "delegations", saved)  # as if the write after the delivery was lost
     Delegations(sqlite_store, parent, keyed, post_to=_post_to(sqlite_store), start=lambda c: None).poll()
     assert len(sqlite_store.query(EntryQuery(parent))) == 1
+
+
+def test_a_task_delegated_to_an_external_agent_names_it_for_every_host(sqlite_store: SqlStore) -> None:
+    """Issue 12 item 2: `delegate` may hand the task to Claude Code, Codex or OpenCode; the child's state
+    says so before the task is posted, so `vibe serve` (any host) runs that agent in it."""
+    from avibe.cli.agents import AGENT_KEY
+    from avibe.cli.wiring import _assign_agent
+
+    parent = sqlite_store.create_session().id
+    order: list[str] = []
+
+    def assign(child: str, worker: str) -> None:
+        order.append("assigned" if sqlite_store.get_session(child).entry_count == 0 else "too late")
+        _assign_agent(sqlite_store)(child, worker)
+
+    runs = Delegations(
+        sqlite_store, parent, lambda *a: None, post_to=_post_to(sqlite_store),  # type: ignore[arg-type,return-value]
+        start=lambda child: order.append("started"), assign=assign,
+    )  # fmt: skip
+    child = runs.start("Review the diff", "claude-code")
+    assert order == ["assigned", "started"]
+    assert sqlite_store.load_state(child, AGENT_KEY) == {"name": "claude-code"}
+    assert runs.scene_lines()[0][1] == "delegated run (claude-code): Review the diff"
+    plain = runs.start("Count the files")
+    assert sqlite_store.load_state(plain, AGENT_KEY) is None  # Vibey: nothing to say
+
+
+def test_the_delegate_tool_offers_only_the_agents_found_and_refuses_others() -> None:
+    from avibe.tools.sessions import Delegate
+
+    asked: list[tuple[str, str]] = []
+
+    def delegate(task: str, worker: str) -> str:
+        asked.append((task, worker))
+        return "s-20261202-child1"
+
+    alone = Delegate(delegate)
+    assert "agent" not in alone.spec.parameters["properties"]  # nothing else installed: no choice offered
+    both = Delegate(delegate, ("vibey", "codex"))
+    assert both.spec.parameters["properties"]["agent"]["enum"] == ["vibey", "codex"]
+    done = both.run({"task": "Port the tests", "agent": "codex"})
+    assert not done.is_error and "s-20261202-child1" in done.output
+    refused = both.run({"task": "x", "agent": "claude-code"})
+    assert refused.is_error and "must be one of vibey, codex" in refused.output  # the schema's enum
+    assert both.run({"task": "y"}).is_error is False
+    assert asked == [("Port the tests", "codex"), ("y", "vibey")]

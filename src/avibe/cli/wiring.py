@@ -442,6 +442,24 @@ def find_session(store: RecordStore, session_id: str | None, continue_in: Path |
     return max(mine, key=lambda s: s.created_at).id
 
 
+def _delegate_workers(settings: Settings) -> tuple[str, ...]:
+    """Who a delegated task may go to: Vibey, and each external agent whose program is found here."""
+    from avibe.backends import BACKENDS
+    from avibe.backends.install import locate
+
+    return ("vibey", *(b.name for b in BACKENDS if locate(b, settings.home) is not None))
+
+
+def _assign_agent(store: RecordStore) -> Callable[[str, str], None]:
+    """A delegated session's agent, in its state: whichever host runs it runs that agent (issue 12)."""
+    from avibe.cli.agents import AGENT_KEY
+
+    def assign(child: str, agent: str) -> None:
+        store.save_state(child, AGENT_KEY, {"name": agent})
+
+    return assign
+
+
 def _vibey_works_in(store: RecordStore, session_id: str) -> None:
     """A session another agent worked in goes on with Vibey (`vibe chat`'s /agent vibey): say so in the
     record, so that `--continue` and `vibe serve` host it with Vibey from now on."""
@@ -502,6 +520,7 @@ def open_session(
             post_keyed,
             post_to=post_to(store, clock),
             start=lambda child: _start_delegate(store, child, workdir, start_delegate),
+            assign=_assign_agent(store),
         )
         rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
         approval = ApprovalPolicy(settings.approval, rules, approver or terminal_approver())
@@ -518,6 +537,7 @@ def open_session(
             + session_tools(
                 send=lambda to, text: post_to(store, clock)(to, Source("agent", "vibey", session.id), text),
                 delegate=delegations.start,
+                workers=_delegate_workers(settings),
             )
         )
 

@@ -38,20 +38,23 @@ class Delegations:
         post_to: PostTo,
         start: Callable[[str], None],
         agent: str = "vibey",
+        assign: Callable[[str, str], None] = lambda child, worker: None,
     ) -> None:
         self._store, self._session, self._deliver = store, session_id, deliver
-        self._post_to, self._start, self._agent = post_to, start, agent
+        self._post_to, self._start, self._agent, self._assign = post_to, start, agent, assign
         saved = store.load_state(session_id, STATE_KEY) or {}
         self._runs: list[dict[str, Any]] = [dict(run) for run in saved.get("runs", [])]
 
-    def start(self, task: str) -> str:
-        """A new session working on `task`; returns its id."""
+    def start(self, task: str, worker: str = "vibey") -> str:
+        """A new session working on `task` with `worker` in it (Vibey, or an external agent the edge
+        has checked: `assign` records it for whichever host runs the session); returns its id."""
         title = f"delegated by {self._session}: {' '.join(task.split())[:TASK_SHOWN]}"
         child = self._store.create_session(title=title).id
+        if worker != "vibey":
+            self._assign(child, worker)  # before the task is posted: no host may run it with Vibey
         entry = self._post_to(child, Source("agent", name=self._agent, ref=self._session), task)
-        self._runs.append(
-            {"child": child, "task": task[:TASK_SHOWN], "from_seq": entry.seq, "reported": False}
-        )
+        run = {"child": child, "task": task[:TASK_SHOWN], "from_seq": entry.seq, "reported": False}
+        self._runs.append(run | {"worker": worker})
         self._save()
         self._start(child)
         return child
@@ -89,7 +92,7 @@ class Delegations:
         """(session id, what, "", "", kind) of each delegated run still out, for the scene's Waiting for
         (S3)."""
         return tuple(
-            (run["child"], f"delegated run: {run['task']}", "", "", "delegated run")
+            (run["child"], f"delegated run{_by(run)}: {run['task']}", "", "", "delegated run")
             for run in self._runs
             if not run["reported"]
         )
@@ -99,3 +102,8 @@ class Delegations:
 
     def _save(self) -> None:
         self._store.save_state(self._session, STATE_KEY, {"runs": self._runs})
+
+
+def _by(run: dict[str, Any]) -> str:
+    worker = str(run.get("worker", "vibey"))
+    return "" if worker == "vibey" else f" ({worker})"

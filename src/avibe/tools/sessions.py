@@ -8,7 +8,7 @@ actual delivery is passed in by the edge (adapters never call up into ingress, D
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from avibe.errors import AvibeError, ToolError
@@ -18,6 +18,7 @@ from avibe.record.messages import ToolSpec
 from avibe.tools.base import BaseTool, schema
 
 MAX_MESSAGE_CHARS: Final = 20_000
+VIBEY: Final = "vibey"
 
 
 def _text(args: dict[str, Any], key: str, tool: str) -> str:
@@ -54,8 +55,15 @@ class SendToSession(BaseTool):
 
 
 class Delegate(BaseTool):
-    def __init__(self, delegate: Callable[[str], str]) -> None:
-        self._delegate = delegate
+    def __init__(self, delegate: Callable[[str, str], str], workers: Sequence[str] = (VIBEY,)) -> None:
+        self._delegate, self._workers = delegate, tuple(workers)
+        parameters = schema({"task": ("string", "the whole task, self-contained")}, ["task"])
+        if len(self._workers) > 1:  # external agents installed: the model may pick one
+            parameters["properties"]["agent"] = {
+                "type": "string",
+                "enum": list(self._workers),
+                "description": f"who works on it (default {VIBEY}): " + ", ".join(self._workers),
+            }
         self._spec = ToolSpec(
             name="delegate",
             description=(
@@ -63,13 +71,16 @@ class Delegate(BaseTool):
                 "Its final reply comes back to you later as an input tagged with that session's id; "
                 "until then the scene lists it under Waiting for. Say everything it needs in the task."
             ),
-            parameters=schema({"task": ("string", "the whole task, self-contained")}, ["task"]),
+            parameters=parameters,
         )
 
     def _run(self, args: dict[str, Any]) -> ToolResult:
         task = _text(args, "task", "delegate")
+        worker = str(args.get("agent") or VIBEY)
+        if worker not in self._workers:
+            raise ToolError(f"delegate: no agent {worker!r} here; choose one of {', '.join(self._workers)}")
         try:
-            child = self._delegate(task)
+            child = self._delegate(task, worker)
         except AvibeError as exc:
             raise ToolError(f"delegate: {exc}") from exc
         return ToolResult(
@@ -78,5 +89,8 @@ class Delegate(BaseTool):
         )
 
 
-def session_tools(send: Callable[[str, str], Entry], delegate: Callable[[str], str]) -> list[Tool]:
-    return [SendToSession(send), Delegate(delegate)]
+def session_tools(
+    send: Callable[[str, str], Entry], delegate: Callable[[str, str], str], workers: Sequence[str] = (VIBEY,)
+) -> list[Tool]:
+    """`workers`: who a delegated task may go to - Vibey and the external agents installed here."""
+    return [SendToSession(send), Delegate(delegate, workers)]
