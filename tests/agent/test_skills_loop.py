@@ -111,3 +111,24 @@ def test_A1_a_skill_still_in_the_context_is_not_put_back_twice(tmp_path: Path) -
 def test_A1_a_skill_loaded_through_the_shell_is_recognised(command: str, name: str | None) -> None:
     assert shell_skill_load(ToolCall("c", "shell", {"command": command})) == name
     assert shell_skill_load(ToolCall("c", "read_file", {"command": command})) is None
+
+
+def test_A1_a_skill_loaded_through_the_shell_is_put_back_like_one_loaded_through_the_tool(
+    tmp_path: Path,
+) -> None:
+    """Issue 16 item 4, in the loop: `vibe skill load` run through the shell tool is tracked, so when that
+    output leaves the context the checkpoint carries the skill and its current text comes back."""
+    steps = [
+        tool_step("shell", command="vibe skill load release-notes"),
+        *BEFORE_STEPS,
+        tool_step("read_file", path="c.txt"),
+        *checkpoint_steps(5),
+        reply("c read"),
+    ]
+    vibey, model, skills = _vibey(tmp_path, steps)
+    _run(vibey, skills)
+    model.assert_consumed()
+    [stored] = vibey.store.list_checkpoints(vibey.session_id)
+    assert [s.name for s in stored.carry.skills] == ["release-notes"]
+    after = "\n".join(m.content for m in model.requests[-1].messages)
+    assert "RN-MARKER-2" in after  # put back at its current version

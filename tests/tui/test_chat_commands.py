@@ -135,8 +135,21 @@ def test_checkpoints_lists_shows_and_diffs_them(make_chat: Any, workdir: Path) -
                 assert part in whole
             assert "the minds are identical" in await _command(pilot, app, "/checkpoints --diff 1 1")
             assert "no checkpoint 2" in await _command(pilot, app, "/checkpoints --show 2")
+            _a_later_mind(app.session_id or "", "- [N9] Decided: ship on friday, not monday")
+            diff = await _command(pilot, app, "/checkpoints --diff 1 2")
+            assert "+- [N9] Decided: ship on friday, not monday" in diff, diff
 
     run(scenario)
+
+
+def _a_later_mind(session: str, line: str) -> None:
+    """A second checkpoint in the chat's record: the first one's parts, its mind with one line more."""
+    import os
+    from dataclasses import replace
+
+    with open_store(f"sqlite:///{Path(os.environ['AVIBE_HOME']) / 'avibe.db'}") as store:
+        first = store.list_checkpoints(session)[0]
+        store.save_checkpoint(replace(first, mind=first.mind.rstrip("\n") + "\n" + line + "\n"))
 
 
 def test_skills_lists_the_projects_skills(make_chat: Any, workdir: Path) -> None:

@@ -167,6 +167,29 @@ def test_ask_mode_asks_on_the_screen_and_yes_runs_the_action(make_chat: Any, wor
     assert (workdir / "out.txt").read_text() == "hello\n"
 
 
+def test_ask_mode_always_approves_that_file_for_the_rest_of_the_session(
+    make_chat: Any, workdir: Path
+) -> None:
+    first = tool_step("write_file", path="out.txt", content="hello\n")
+    second = tool_step("edit_file", path="out.txt", old="hello", new="hello again")
+    app, _ = make_chat([first, second, reply("Done.")], approval="ask")
+    asked: list[str] = []
+
+    async def scenario() -> None:
+        async with app.run_test() as pilot:
+            await pilot.press(*"Write both files", "enter")
+            await until(pilot, lambda: app.query(ApprovalBar), what="the first question")
+            asked.append(str(app.query_one(ApprovalBar).render()))
+            await pilot.pause(ApprovalBar.SETTLE_S)
+            await pilot.press("a")
+            await until(pilot, lambda: bubbles(app, "assistant") == ["vibey› Done."], what="the turn's end")
+            assert any("approval: always" in b for b in bubbles(app, "notice"))
+
+    run(scenario)
+    assert len(asked) == 1 and "out.txt" in asked[0]  # the edit of the same file was not asked about
+    assert (workdir / "out.txt").read_text() == "hello again\n"
+
+
 def test_ask_mode_no_refuses_the_action_and_the_model_is_told(make_chat: Any, workdir: Path) -> None:
     app, sessions = _approval_chat(make_chat)
 
