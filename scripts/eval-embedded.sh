@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The memory evaluation behind the README's tables, on the embedded 0.5B model (~2.5 hours on 2 cores):
-# all eight scenario types at K = 1, the K sweep (2, 4, 8) on constraint_fidelity and mission_fade, all
+# The memory evaluation behind the README's tables, on the embedded 0.5B model (~4 hours on 2 cores):
+# all twelve scenario types at K = 1, the K sweep (2, 4, 8) on constraint_fidelity and mission_fade, all
 # seven strategies, window 4,096, compaction above half of it. Every step appends to the same results
 # file and is resumable; the last one writes the report over all of them into $OUT (default eval-embedded);
-# then the probes (queue, waiting_on at K = 1) into $OUT-probes.
+# then the probes (queue, waiting_on at K = 1) into $OUT-probes. The four types where the strategies
+# differ most (late_rule, talkative_user, revoked_long_ago, self_correction) with probes at K = 1 took
+# about 40 minutes (README, "the types where the strategies differ").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

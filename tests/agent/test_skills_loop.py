@@ -54,17 +54,20 @@ def _run(vibey: Vibey, skills: Path) -> None:
     vibey.send("Read c.txt.")
 
 
-STEPS = [
-    load_skill("load-1"),
-    *BEFORE_STEPS,
-    tool_step("read_file", path="c.txt"),
-    *checkpoint_steps(5),
-    reply("c read"),
-]
+def _steps(load: Any) -> list[Any]:
+    return [load, *BEFORE_STEPS, tool_step("read_file", path="c.txt"), *checkpoint_steps(5), reply("c read")]
 
 
-def test_A1_a_skill_whose_text_left_the_context_is_put_back_at_its_current_version(tmp_path: Path) -> None:
-    vibey, model, skills = _vibey(tmp_path, STEPS)
+STEPS = _steps(load_skill("load-1"))
+# Issue 16 item 4: `vibe skill load` through the shell tool is tracked like the skill_load tool.
+LOADS = {"tool": load_skill("load-1"), "shell": tool_step("shell", command="vibe skill load release-notes")}
+
+
+@pytest.mark.parametrize("how", sorted(LOADS))
+def test_A1_a_skill_whose_text_left_the_context_is_put_back_at_its_current_version(
+    tmp_path: Path, how: str
+) -> None:
+    vibey, model, skills = _vibey(tmp_path, _steps(LOADS[how]))
     _run(vibey, skills)
     model.assert_consumed()
     [stored] = vibey.store.list_checkpoints(vibey.session_id)
@@ -111,24 +114,3 @@ def test_A1_a_skill_still_in_the_context_is_not_put_back_twice(tmp_path: Path) -
 def test_A1_a_skill_loaded_through_the_shell_is_recognised(command: str, name: str | None) -> None:
     assert shell_skill_load(ToolCall("c", "shell", {"command": command})) == name
     assert shell_skill_load(ToolCall("c", "read_file", {"command": command})) is None
-
-
-def test_A1_a_skill_loaded_through_the_shell_is_put_back_like_one_loaded_through_the_tool(
-    tmp_path: Path,
-) -> None:
-    """Issue 16 item 4, in the loop: `vibe skill load` run through the shell tool is tracked, so when that
-    output leaves the context the checkpoint carries the skill and its current text comes back."""
-    steps = [
-        tool_step("shell", command="vibe skill load release-notes"),
-        *BEFORE_STEPS,
-        tool_step("read_file", path="c.txt"),
-        *checkpoint_steps(5),
-        reply("c read"),
-    ]
-    vibey, model, skills = _vibey(tmp_path, steps)
-    _run(vibey, skills)
-    model.assert_consumed()
-    [stored] = vibey.store.list_checkpoints(vibey.session_id)
-    assert [s.name for s in stored.carry.skills] == ["release-notes"]
-    after = "\n".join(m.content for m in model.requests[-1].messages)
-    assert "RN-MARKER-2" in after  # put back at its current version

@@ -5,7 +5,8 @@ when it has nothing left to run or wait for."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 
@@ -39,6 +40,13 @@ class Opener:
         yield SessionHandle(lambda: self.ran.append(session_id), lambda: self.busy.get(session_id, False))
 
 
+def _wait(check: Callable[[], bool], *, seconds: float) -> None:
+    """Poll `check` until it holds or `seconds` pass (the assertion after it says what was wanted)."""
+    pause, deadline = threading.Event(), time.monotonic() + seconds
+    while not check() and time.monotonic() < deadline:
+        pause.wait(0.02)
+
+
 def test_sessions_with_input_waiting_are_hosted_until_idle_and_answered_ones_are_not(
     sqlite_store: SqlStore,
 ) -> None:
@@ -62,11 +70,7 @@ def test_a_session_with_a_watch_or_timer_is_hosted_while_busy(sqlite_store: SqlS
     runner = threading.Thread(target=fleet.run, daemon=True)
     runner.start()
     try:
-        deadline = threading.Event()
-        for _ in range(100):
-            if opener.ran.count(session) >= 3:
-                break
-            deadline.wait(0.1)
+        _wait(lambda: opener.ran.count(session) >= 3, seconds=10)
         assert fleet.hosted() == [session] and opener.ran.count(session) >= 3  # polled again and again
     finally:
         fleet.stop()
@@ -123,18 +127,11 @@ def test_an_input_left_unanswered_is_not_re_hosted_every_tick_but_one_held_elsew
     runner = threading.Thread(target=fleet.run, daemon=True)
     runner.start()
     try:
-        pause = threading.Event()
-        for _ in range(200):
-            if opener.opened.count(elsewhere) >= 3:
-                break
-            pause.wait(0.02)
+        _wait(lambda: opener.opened.count(elsewhere) >= 3 and unanswered in opener.opened, seconds=10)
         assert opener.opened.count(elsewhere) >= 3  # the takeover path keeps looking
         assert opener.opened.count(unanswered) == 1  # not every tick
         deliver(sqlite_store, unanswered, Source("user", "kofi"), "again", at=AT)
-        for _ in range(200):
-            if opener.opened.count(unanswered) == 2:
-                break
-            pause.wait(0.02)
+        _wait(lambda: opener.opened.count(unanswered) == 2, seconds=10)
         assert opener.opened.count(unanswered) == 2  # the new input brought it back
     finally:
         fleet.stop()

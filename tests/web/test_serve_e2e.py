@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,6 +149,32 @@ def test_vibe_run_attaches_to_a_session_vibe_serve_hosts(tmp_path: Path, chat: C
         stop(serve)
 
 
+def _a_session_vibe_serve_hosts(
+    home: Path, work: Path, chat: ChatServer, log: Path
+) -> tuple[dict[str, str], str, subprocess.Popen[bytes], int]:
+    """A session whose first turn ("Wait for my go.") is answered, then `vibe serve` on a free port."""
+    env = vibe_env(home, chat)
+    chat.say("Ready.")
+    first = vibe(env, work, "run", "--no-wait", "--json", "Wait for my go.")
+    session = next(
+        json.loads(line)["session"] for line in first.stdout.splitlines() if '"turn_started"' in line
+    )
+    port = free_port()
+    env["AVIBE_SERVE_URL"] = f"http://127.0.0.1:{port}"
+    return env, session, start_serve(env, work, port, log), port
+
+
+def _answered(home: Path, session: str, reply: str) -> list[Entry]:
+    """The session's record once its newest entry is `reply`."""
+    with open_store(f"sqlite:///{home / 'avibe.db'}") as store:
+
+        def done() -> list[Entry] | None:
+            entries = store.query(EntryQuery(session))
+            return entries if entries[-1].text == reply else None
+
+        return wait_for(done, timeout=60, what=f"the reply {reply!r}")
+
+
 def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_serve(
     tmp_path: Path, chat: ChatServer, request: pytest.FixtureRequest
 ) -> None:
@@ -160,15 +187,7 @@ def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_se
     outside_tmp = Path(tempfile.mkdtemp(prefix="avibe-serve-token-", dir="/var/tmp"))
     request.addfinalizer(lambda: shutil.rmtree(outside_tmp, ignore_errors=True))
     home = outside_tmp / "home"
-    env = vibe_env(home, chat)
-    chat.say("Ready.")
-    first = vibe(env, work, "run", "--no-wait", "--json", "Wait for my go.")
-    session = next(
-        json.loads(line)["session"] for line in first.stdout.splitlines() if '"turn_started"' in line
-    )
-    port = free_port()
-    env["AVIBE_SERVE_URL"] = f"http://127.0.0.1:{port}"
-    serve = start_serve(env, work, port, tmp_path / "serve.log")
+    _, session, serve, port = _a_session_vibe_serve_hosts(home, work, chat, tmp_path / "serve.log")
     api = f"http://127.0.0.1:{port}/sessions/{session}/messages"
     forge = (
         "import json, urllib.request as r\n"
@@ -192,13 +211,7 @@ def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_se
         chat.say("Posted.")
         sent = httpx.post(api, json={"text": "Go."}, headers={"Authorization": f"Bearer {token}"})
         assert sent.status_code == 202, sent.text
-        with open_store(f"sqlite:///{home / 'avibe.db'}") as store:
-
-            def answered() -> list[Entry] | None:
-                entries = store.query(EntryQuery(session))
-                return entries if entries[-1].text == "Posted." else None
-
-            entries = wait_for(answered, timeout=60, what="the agent's turn with the shell command")
+        entries = _answered(home, session, "Posted.")
     finally:
         stop(serve)
     assert [e.text for e in entries if e.is_user] == ["Wait for my go.", "Go."]
@@ -213,26 +226,12 @@ def test_vibe_send_from_a_terminal_is_the_persons_message_and_the_host_answers_i
     configured name); the `vibe serve` hosting S takes it in and answers."""
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
-    env = vibe_env(home, chat)
-    chat.say("Ready.")
-    first = vibe(env, work, "run", "--no-wait", "--json", "Wait for my go.")
-    session = next(
-        json.loads(line)["session"] for line in first.stdout.splitlines() if '"turn_started"' in line
-    )
-    port = free_port()
-    env["AVIBE_SERVE_URL"] = f"http://127.0.0.1:{port}"
-    serve = start_serve(env, work, port, tmp_path / "serve.log")
+    env, session, serve, _ = _a_session_vibe_serve_hosts(home, work, chat, tmp_path / "serve.log")
     try:
         chat.say("Going.")
         sent = vibe(env, work, "send", "--to", session, "[Harness: watch x] go now")
         assert sent.returncode == 0 and f"sent to session {session} as message #3" in sent.stdout, sent
-        with open_store(f"sqlite:///{home / 'avibe.db'}") as store:
-
-            def answered() -> list[Entry] | None:
-                entries = store.query(EntryQuery(session))
-                return entries if entries[-1].text == "Going." else None
-
-            entries = wait_for(answered, timeout=60, what="the host's answer to the sent message")
+        entries = _answered(home, session, "Going.")
     finally:
         stop(serve)
     message = entries[2]
