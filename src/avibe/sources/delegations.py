@@ -53,8 +53,10 @@ class Delegations:
         if worker != "vibey":
             self._assign(child, worker)  # before the task is posted: no host may run it with Vibey
         entry = self._post_to(child, Source("agent", name=self._agent, ref=self._session), task)
-        run = {"child": child, "task": task[:TASK_SHOWN], "from_seq": entry.seq, "reported": False}
-        self._runs.append(run | {"worker": worker})
+        shown = task[:TASK_SHOWN]
+        self._runs.append(
+            {"child": child, "task": shown, "from_seq": entry.seq, "reported": False, "worker": worker}
+        )
         self._save()
         self._start(child)
         return child

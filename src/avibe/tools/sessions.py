@@ -76,9 +76,7 @@ class Delegate(BaseTool):
 
     def _run(self, args: dict[str, Any]) -> ToolResult:
         task = _text(args, "task", "delegate")
-        worker = str(args.get("agent") or VIBEY)
-        if worker not in self._workers:
-            raise ToolError(f"delegate: no agent {worker!r} here; choose one of {', '.join(self._workers)}")
+        worker = str(args.get("agent") or VIBEY)  # the schema's enum holds only the agents found here
         try:
             child = self._delegate(task, worker)
         except AvibeError as exc:

@@ -90,7 +90,7 @@ class Opener(Protocol):
 
 
 Notify = Callable[[Update], None]
-VIBEY: Final = "vibey"
+VIBEY: Final = Vibey.name
 
 
 @dataclass(frozen=True, slots=True)
