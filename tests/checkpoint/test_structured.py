@@ -76,3 +76,83 @@ def test_M4_M6_whatever_notes_a_model_gives_no_section_passes_its_cap_and_the_mi
     for section in ("I am here", "Lessons"):
         assert counter.count(section_texts(strip_guidance(work.mind))[section]) <= budgets.mind_cap(section)
     assert mission_lines(work.mind) == mission_lines(start)
+
+
+WORKSTREAM_ITEM = st.fixed_dictionaries(
+    {
+        "id": st.sampled_from(["W1", "W2", "W3", "new", "M1"]),
+        "status": st.sampled_from(["active", "done", "blocked", "pending", "waiting", "dropped"]),
+        "text": st.sampled_from(["", "The AI", "Fix the flaky import test", "the queue"]),
+    }
+)
+
+
+@given(items=st.lists(WORKSTREAM_ITEM, max_size=6))
+@settings(max_examples=200, deadline=None)
+def test_M1_M3_whatever_workstream_answer_a_model_gives_the_harness_applies_it_without_a_failed_edit(
+    items: list[dict[str, str]],
+) -> None:
+    """The eval's late_rule run fell back twice on the harness's own edit: the 0.5B named W2 twice in one
+    answer, and the second status change looked for the line the first had already changed."""
+    import json
+
+    from core_doubles import CharCounter
+
+    from avibe.checkpoint.budgets import budgets_for
+    from avibe.checkpoint.mind import mission_lines
+    from avibe.checkpoint.structured import Work, apply_answer
+    from avibe.checkpoint.structured.work import workstream_lines
+
+    start = (
+        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Ship the queue.\n### Workstreams\n"
+        "- [W1] (active) the queue\n- [W2] (active) The AI\n\n## Key decisions\n\n## Lessons\n"
+    )
+    work = Work.start(start, (), budgets_for(8192, 4096), CharCounter())
+    apply_answer("workstreams", work, json.dumps({"workstreams": items}))
+    assert not work.all_problems()
+    assert mission_lines(work.mind) == mission_lines(start)
+    final = workstream_lines(work.mind)
+    valid = [i for i in items if i["status"] != "dropped"]  # not a status: ignored with a note
+    for wid in ("W1", "W2"):  # the last word on each existing workstream is the one that holds
+        named = [i for i in valid if i["id"] == wid]
+        if named:
+            assert final[wid][0].startswith(f"- [{wid}] ({named[-1]['status']})")
+
+
+@given(
+    changes=st.lists(
+        st.fixed_dictionaries(
+            {
+                "id": st.sampled_from(["M1", "M2", "W1"]),
+                "status": st.sampled_from(["active", "done", "withdrawn"]),
+            }
+        ),
+        max_size=5,
+    )
+)
+@settings(max_examples=100, deadline=None)
+def test_M4_mission_status_changes_naming_one_id_twice_apply_without_a_failed_edit(
+    changes: list[dict[str, str]],
+) -> None:
+    import json
+
+    from core_doubles import CharCounter
+
+    from avibe.checkpoint.budgets import budgets_for
+    from avibe.checkpoint.mind import mission_lines
+    from avibe.checkpoint.structured import Work, apply_answer
+
+    start = (
+        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Ship the queue.\n- [M2] (active) Keep CI green.\n"
+        "### Workstreams\n\n## Key decisions\n\n## Lessons\n"
+    )
+    work = Work.start(start, (), budgets_for(8192, 4096), CharCounter())
+    answer = {"user_changed_mission": True, "new": [], "status": changes}
+    apply_answer("mission", work, json.dumps(answer))
+    assert not work.all_problems()
+    lines = mission_lines(work.mind)
+    assert set(lines) == {"M1", "M2"}  # M4: never deleted
+    for mid in ("M1", "M2"):
+        named = [c for c in changes if c["id"] == mid]
+        if named:
+            assert f"({named[-1]['status']})" in lines[mid]

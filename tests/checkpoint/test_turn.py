@@ -296,7 +296,8 @@ def test_N7_callback_entry_ticked_by_hand_never_enters_the_memo() -> None:
     run = _run([reply(tool_calls=[forged]), reply(SCENE)])
     assert "Refused" in _tool_outputs(run)[0]
     assert isinstance(run.outcome, Accepted)
-    assert {item.seq for item in run.outcome.checkpoint.memo} == {2}
+    # the callback's #7 never enters; #5, left unticked, is a standing rule the harness keeps (N2)
+    assert {item.seq for item in run.outcome.checkpoint.memo} == {2, 5}
 
 
 # ---- structured mode --------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ API:
                     entries: Mapping[int, Entry] | None = None) -> list[Candidate]     (N1, N5, N6, N7)
         with a counter and per_message, a message too long to keep whole also gets one line per sentence
         that its cut would lose (at most MAX_SENTENCE_LINES, the last ones)
+    clean_labels(raw: Iterable[object]) -> frozenset[Label]   well-formed labels only, normalised
     render_checklist(candidates, preview_chars=80) -> str    "- [ ] #12 preview", "- [ ] #12.3 preview"
     read_ticks(original: str, edited: str) -> TickResult(ticked: frozenset[Label], problems: list[Problem])
     dismissed(candidates: Sequence[Candidate], kept: Collection[Label]) -> frozenset[int]
@@ -25,6 +26,10 @@ API:
                                            verbatim piece of the record + sentence_note (N4)
     memo_labels(items, entries) -> list[Label]      the checklist label of each memo item
     memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int
+    reads_as_rule(text: str) -> bool       worded as a standing rule, limit or permission ("never", "do not")
+    rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=()) -> tuple[Label, ...]
+        the lines the harness keeps besides the model's ticks: every rule-like sentence of a message moving
+        out now that no ticked line holds, newest first, while the memo budget allows (N2, N5, L3)
 
 Candidates are chosen by the stored kind ("user") only, never by text (N7). build_memo copies the text
 from the entries given, never from model output (N4), and re-checks the kind; a ticked seq that is not a
@@ -35,6 +40,14 @@ Long messages keep their rules (N5, L3): a message over the per-message budget i
 last sentence was lost with the cut ("Never modify anything under vendor/" in the demo). So such a message
 also gets a checklist line per sentence the cut loses; a ticked sentence is copied by the harness from the
 record, verbatim, with the pointer " (from #N)" to the whole message - the model still only ticks.
+
+And they keep them whatever the model ticks (N2 as a harness guarantee): a small model, offered every
+sentence, ticked others than the rules at the ends (the eval's late_rule: 0 of 3 kept on the 0.5B). So
+each sentence of a message moving out now that reads as a standing rule ("never", "do not", "only", "may"
+...) and that no ticked line holds is kept by the harness too - copied from the record like any tick,
+within the memo budget, the newest messages first. Choosing by text here only adds more of the user's own
+words: candidates are still user entries by stored kind (N7), and a rule kept earlier may still be let go
+at a later checkpoint, where it is a ticked line the model can untick (N3).
 """
 
 from __future__ import annotations
@@ -55,6 +68,15 @@ _CHECK_LINE = re.compile(r"^[-*][ \t]*\[([ xX])\][ \t]*#(\d+(?:\.\d+)?)(?:[ \t]+
 _SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+|[ \t]*(?:\r?\n)+[ \t]*")
 MAX_SENTENCE_LINES: Final = 12  # sentence lines per long message: the last ones (rules come at the end)
 SENTENCE_CUT: Final = " ..."  # a sentence itself over the per-message budget is cut, marked so
+
+# Wording of a standing rule, limit or permission (N2). It only ever adds the user's own sentences to the
+# memo, so a false positive costs budget, never a word of the user's.
+_RULE_WORDING: Final = re.compile(
+    r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
+    r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|under no circumstances|"
+    r"at most|at least|no more than|instead of)\b",
+    re.IGNORECASE,
+)
 
 Label = int | str
 _WORD_BREAK_SHARE: Final = 5  # cut at a space when one is within the last fifth of the prefix
@@ -85,6 +107,12 @@ def parse_label(label: object) -> tuple[int, int] | None:
         seq, _, part = label.partition(".")
         return int(seq), int(part or 0)
     return None
+
+
+def clean_labels(raw: Iterable[object]) -> frozenset[Label]:
+    """The well-formed labels among `raw`, normalised ("12" -> 12); junk and bools dropped (True == 1 in a
+    set, so a bool left in would hide message #1's label)."""
+    return frozenset(label_of(*parsed) for label in raw if (parsed := parse_label(label)))
 
 
 def _order(label: Label) -> tuple[int, int]:
@@ -433,6 +461,67 @@ def build_memo(
     if total > budgets.memo_total:
         problems.append(over_budget_problem(total, budgets.memo_total))
     return MemoOutcome(items=tuple(items), problems=problems)
+
+
+def reads_as_rule(text: str) -> bool:
+    """A sentence worded as a standing rule, limit or permission ("Never modify...", "Only Ana may...")."""
+    return _RULE_WORDING.search(text) is not None
+
+
+def _prefix_kept(entry: Entry, counter: TokenCounter, per_message: int) -> int:
+    """How many characters of the entry its whole-message memo item carries (all of them when uncut)."""
+    whole = cut_message(entry, counter, per_message)
+    return len(whole.text) - len(cut_note(entry.seq)) if whole.cut else len(entry.text)
+
+
+def _rule_lines(
+    entry: Entry, ticked: Collection[Label], counter: TokenCounter, per_message: int
+) -> list[Label]:
+    """The lines that would carry the rule-like sentences of `entry` that its ticked lines do not: the whole
+    message for a sentence inside what the whole item keeps (all of it when uncut), else the sentence's own
+    line ("12.7")."""
+    prefix = _prefix_kept(entry, counter, per_message)
+    parts = {p[1] for label in ticked if (p := parse_label(label)) and p[0] == entry.seq}
+    lines: list[Label] = []
+    for k, (a, b) in enumerate(sentences(entry.text), 1):
+        inside = b <= prefix
+        if k in parts or (inside and 0 in parts) or not reads_as_rule(entry.text[a:b]):
+            continue
+        lines.append(entry.seq if inside else label_of(entry.seq, k))
+    return list(dict.fromkeys(lines))
+
+
+def rules_kept(
+    candidates: Sequence[Candidate],
+    ticked: Collection[Label],
+    entries: Mapping[int, Entry],
+    counter: TokenCounter,
+    budgets: Budgets,
+    previous_memo: Sequence[MemoItem] = (),
+) -> tuple[Label, ...]:
+    """The lines the harness keeps besides the model's ticks (N2): every rule-like sentence of a user message
+    moving out now (not one kept before) that no ticked line holds; the newest messages first, each line
+    only while the memo stays within its total budget."""
+    per_message = budgets.memo_per_message
+    fresh = sorted({c.seq for c in candidates if not c.kept}, reverse=True)
+    ticked_labels = clean_labels(ticked)
+    total = memo_tokens(build_memo(ticked_labels, entries, counter, budgets, previous_memo).items, counter)
+    added: list[Label] = []
+    for seq in fresh:
+        entry = entries.get(seq)
+        if entry is None or not entry.is_user:
+            continue
+        for label in _rule_lines(entry, ticked_labels, counter, per_message):
+            if label in ticked_labels or label in added:
+                continue
+            copied = _copy(label, entries, {}, counter, budgets)
+            if isinstance(copied, Problem):
+                continue
+            cost = counter.count(copied.text)
+            if total + cost <= budgets.memo_total:
+                total += cost
+                added.append(label)
+    return tuple(added)
 
 
 def over_budget_problem(total: int, budget: int) -> Problem:

@@ -29,7 +29,16 @@ from avibe.checkpoint.effects import (
     TurnInputs,
 )
 from avibe.checkpoint.facts import with_facts
-from avibe.checkpoint.memo import Candidate, Label, build_memo, dismissed, memo_candidates, render_checklist
+from avibe.checkpoint.memo import (
+    Candidate,
+    Label,
+    build_memo,
+    clean_labels,
+    dismissed,
+    memo_candidates,
+    render_checklist,
+    rules_kept,
+)
 from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
 from avibe.checkpoint.validate import repair_request, validate
@@ -53,6 +62,7 @@ class TurnState:
     calls: int = 0
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
+    rules_kept: tuple[Label, ...] = ()  # lines the harness kept besides the model's ticks (memo.rules_kept)
 
     @property
     def previous_memo(self) -> tuple[MemoItem, ...]:
@@ -122,9 +132,13 @@ def _dedup(problems: Sequence[Problem]) -> tuple[Problem, ...]:
 
 
 def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoint, list[Problem]]:
-    """Memo copied from the record (N4), the harness's facts added to the scene (S3, S6), then every
-    problem at once (V1-V3)."""
+    """Memo copied from the record (N4) - the model's ticks plus the rules it left unticked (N2) - the
+    harness's facts added to the scene (S3, S6), then every problem at once (V1-V3)."""
     inputs = st.inputs
+    st.rules_kept = rules_kept(
+        st.candidates, ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo
+    )
+    ticked = clean_labels(ticked) | frozenset(st.rules_kept)
     memo = build_memo(ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
     proposed = Checkpoint(mind=st.mind, memo=memo.items, scene=scene)
@@ -145,8 +159,15 @@ def accept(st: TurnState, proposed: Checkpoint, first: Sequence[Problem], repair
         first_pass_problems=tuple(first),
         repaired=repaired,
         tool_rounds=st.rounds,
-        notes=tuple(st.notes),
+        notes=(*st.notes, *_rules_note(st)),
     )
+
+
+def _rules_note(st: TurnState) -> tuple[str, ...]:
+    if not st.rules_kept:
+        return ()
+    lines = ", ".join(f"#{label}" for label in st.rules_kept)
+    return (f"memo: kept {lines} besides the model's ticks (worded as a standing rule, N2)",)
 
 
 def fail(st: TurnState, problems: Sequence[Problem], first: Sequence[Problem] = ()) -> Failed:

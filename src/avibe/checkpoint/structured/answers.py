@@ -86,6 +86,7 @@ def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
             continue
         line = current[str(mid)]
         edit(work, "mission", line, _with_status(line, str(status)))
+        current = mission_lines(work.mind)  # the same id named again edits the line as it is now
     entries = [f"- [M{first_new + k}] (active) {text}" for k, text in enumerate(new)]
     append_under(work, "mission", MISSION_HEADING, entries)
 
@@ -137,6 +138,7 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
         elif wid in current:
             line, old_text = current[str(wid)]
             edit(work, "workstreams", line, f"- [{wid}] ({status}) {text or old_text}")
+            current = workstream_lines(work.mind)  # the same id named again edits the line as it is now
     append_under(work, "workstreams", WORKSTREAMS_HEADING, added)
     retire = data.get("retire")
     if isinstance(retire, list) and retire:

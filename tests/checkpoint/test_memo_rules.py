@@ -1,0 +1,238 @@
+"""The harness keeps the user's rules whatever the model ticks (N2 as a guarantee; issue 17, late_rule).
+
+On the embedded 0.5B the eval's late_rule lost all three rules: offered every sentence of three long
+messages, the model ticked other sentences than the rules at their ends. Now every sentence of a message
+moving out that reads as a standing rule, and that no ticked line holds, is copied from the record too -
+verbatim, within the memo budget, newest first - and a model that ticks nothing, or the wrong lines, or
+junk, cannot lose it. Candidates are still chosen by stored kind (N7): a watch's "never ..." stays out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import pytest
+from core_doubles import AT, CharCounter, drive, make_entry
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from avibe.checkpoint.budgets import budgets_for
+from avibe.checkpoint.memo import (
+    build_memo,
+    clean_labels,
+    memo_candidates,
+    memo_text_matches,
+    memo_tokens,
+    reads_as_rule,
+    rules_kept,
+    sentence_note,
+    sentences,
+)
+from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
+from avibe.evals.generators import BRIEF, CHATTER, REPORTING
+from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.record.entries import Entry
+from avibe.record.messages import ChatMessage, ModelReply
+
+COUNTER = CharCounter()
+SMALL = budgets_for(8_192, 6_000)  # 60 tokens a message, 240 in all: long messages are cut
+LARGE = budgets_for(192_000, 170_000)  # 300 a message, 3,000 in all
+
+RULES = (
+    "Never modify anything under vendor/.",
+    "Do not spend more than $90 on cloud compute for this work.",
+    "Only Ana may approve a change to the release scripts.",
+    "Ask me before adding any new dependency.",
+    "I take that back: do not delete anything in snap-12 without asking me first; legal may need it.",
+    "Correction: I meant the max_connections of the pool must be 48, not 16.",
+    "You may delete old snapshots in snap-12 without asking me.",
+)
+PLAIN = tuple(s for s in (*BRIEF, *REPORTING) if not reads_as_rule(s))
+LONG = " ".join(["Our goal: work through the 7 tickets in tickets/, oldest first.", *BRIEF[:5], RULES[0]])
+
+
+@pytest.mark.parametrize("text", RULES)
+def test_N2_rules_limits_and_permissions_read_as_rules(text: str) -> None:
+    assert reads_as_rule(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [t.format(path="src/app.py", func="load") for t in CHATTER]
+    + ["Run the tests after every change and fix what you broke before you move on."],
+)
+def test_N3_chatter_and_plain_instructions_do_not(text: str) -> None:
+    assert not reads_as_rule(text)
+
+
+def _fresh(entries: Sequence[Entry], budgets: Any = SMALL, previous: Sequence[MemoItem] = ()) -> list[Any]:
+    return memo_candidates(
+        entries,
+        previous,
+        frozenset(),
+        counter=COUNTER,
+        per_message=budgets.memo_per_message,
+        entries={e.seq: e for e in entries},
+    )
+
+
+def test_N2_the_rule_at_the_end_of_a_long_message_is_kept_when_the_model_ticked_another_sentence() -> None:
+    entry = make_entry(12, LONG)
+    candidates = _fresh([entry])
+    other = next(c.label for c in candidates if c.part and c.text != RULES[0])  # the late_rule failure
+    last = f"12.{len(sentences(LONG))}"
+    assert rules_kept(candidates, {other}, {12: entry}, COUNTER, SMALL) == (last,)
+    memo = build_memo({other, last}, {12: entry}, COUNTER, SMALL).items
+    assert MemoItem(12, RULES[0] + sentence_note(12), cut=True) in memo
+    # ticked by the model: nothing to add
+    assert rules_kept(candidates, {last}, {12: entry}, COUNTER, SMALL) == ()
+
+
+def test_N2_a_short_rule_left_unticked_is_kept_whole_and_chatter_is_not() -> None:
+    entries = [make_entry(5, RULES[3]), make_entry(6, "ok, continue"), make_entry(7, RULES[1])]
+    by_seq = {e.seq: e for e in entries}
+    assert rules_kept(_fresh(entries), set(), by_seq, COUNTER, SMALL) == (7, 5)  # newest first
+
+
+def test_N7_a_rule_from_a_watch_or_another_agent_is_never_kept() -> None:
+    entries = [make_entry(5, RULES[0], kind="watch"), make_entry(6, RULES[2], kind="agent")]
+    by_seq = {e.seq: e for e in entries}
+    assert rules_kept(_fresh(entries), set(), by_seq, COUNTER, SMALL) == ()
+
+
+def test_N3_a_rule_kept_at_an_earlier_checkpoint_can_still_be_let_go() -> None:
+    entry = make_entry(5, RULES[6])
+    previous = build_memo({5}, {5: entry}, COUNTER, SMALL).items
+    candidates = _fresh([], previous=previous)
+    assert [c.kept for c in candidates] == [True]
+    assert rules_kept(candidates, set(), {5: entry}, COUNTER, SMALL, previous) == ()  # unticked: let go
+
+
+def test_N5_the_harness_never_pushes_the_memo_over_its_budget_newest_rules_first() -> None:
+    entries = [make_entry(seq, f"{RULES[seq % len(RULES)]} (rule {seq})") for seq in range(1, 30)]
+    by_seq = {e.seq: e for e in entries}
+    added = rules_kept(_fresh(entries), set(), by_seq, COUNTER, SMALL)
+    assert added and len(added) < len(entries)  # 240 tokens hold some of them, not all
+    assert list(added) == sorted(added, key=int, reverse=True) and added[0] == 29
+    assert memo_tokens(build_memo(set(added), by_seq, COUNTER, SMALL).items, COUNTER) <= SMALL.memo_total
+
+
+MESSAGE = st.lists(st.sampled_from((*RULES, *PLAIN, "ok, continue", "Thanks.")), min_size=1, max_size=9)
+KINDS = st.sampled_from(["user", "user", "user", "watch", "agent"])
+JUNK = st.one_of(st.integers(-3, 40), st.text(alphabet="0123456789.x", max_size=5), st.booleans())
+
+
+@given(
+    messages=st.lists(st.tuples(MESSAGE.map(" ".join), KINDS), min_size=1, max_size=6),
+    picks=st.lists(st.integers(0, 200), max_size=12),
+    junk=st.lists(JUNK, max_size=4),
+    small=st.booleans(),
+)
+@settings(max_examples=300, deadline=None)
+def test_N2_N5_whatever_the_model_ticks_rules_are_kept_within_budget(
+    messages: list[tuple[str, Any]], picks: list[int], junk: list[Any], small: bool
+) -> None:
+    budgets = SMALL if small else LARGE
+    entries = [make_entry(seq, text, kind=kind) for seq, (text, kind) in enumerate(messages, 1)]
+    by_seq = {e.seq: e for e in entries}
+    candidates = _fresh(entries, budgets)
+    ticked = {candidates[i % len(candidates)].label for i in picks} if candidates else set()
+    ticked |= set(junk)
+    before = build_memo(ticked, by_seq, COUNTER, budgets)
+    added = rules_kept(candidates, ticked, by_seq, COUNTER, budgets)
+    after = build_memo(clean_labels(ticked) | set(added), by_seq, COUNTER, budgets)
+    assert all(
+        by_seq[item.seq].is_user and memo_text_matches(item, by_seq[item.seq].text) for item in after.items
+    )
+    assert all(by_seq[int(str(label).split(".")[0])].is_user for label in added)  # N7
+    if memo_tokens(before.items, COUNTER) <= budgets.memo_total:
+        assert memo_tokens(after.items, COUNTER) <= budgets.memo_total
+    else:
+        assert added == ()
+    if not small:  # room for everything: every rule of the user's is carried, byte for byte
+        for entry in entries:
+            rules = [entry.text[a:b] for a, b in sentences(entry.text) if reads_as_rule(entry.text[a:b])]
+            held = [item.text for item in after.items if item.seq == entry.seq]
+            for rule in rules if entry.is_user else ():
+                assert any(rule in text for text in held), (rule, held)
+
+
+# ---- through the structured turn, with a model that ticks badly on purpose -----------------------------
+
+
+def _mind() -> str:
+    return (
+        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Work through the ticket queue.\n"
+        "### Workstreams\n\n## Key decisions\n\n## Lessons\n"
+    )
+
+
+def _scene() -> str:
+    return (
+        "<checkpoint>\nCurrent step: ticket 003 of the queue in workstream W1, the ticket queue\n"
+        "Progress: done: 001, 002; in progress: 003\nWaiting for: none\n"
+        'Next step: ticket 004, as the user asked: "oldest first"\nPitfalls: none\n'
+        "Exact references: tickets/, CHANGELOG.md\n</checkpoint>\n"
+    )
+
+
+def _model(keep: Callable[[list[Any]], list[Any]]) -> Callable[[ModelRequest], ModelReply]:
+    def answer(request: ModelRequest) -> ModelReply:
+        props = request.json_schema["properties"] if request.json_schema else {}
+        if "keep" in props:
+            return reply(json.dumps({"keep": keep(props["keep"]["items"]["enum"])}))
+        if "new" in props:
+            return reply(json.dumps({"user_changed_mission": False, "new": [], "status": []}))
+        if "workstreams" in props:
+            return reply(json.dumps({"workstreams": []}))
+        if "lessons" in props:
+            return reply(json.dumps({"i_am_here": [], "decisions": [], "lessons": []}))
+        scene = {
+            "current_step": "ticket 003 of the queue in workstream W1, the ticket queue",
+            "progress": "done: 001, 002; in progress: 003",
+            "waiting_for": "none",
+            "next_step": 'ticket 004 next, as the user asked: "oldest first"',
+            "pitfalls": "none",
+            "exact_references": "tickets/, CHANGELOG.md",
+        }
+        return reply(json.dumps(scene))
+
+    return answer
+
+
+def _turn(entries: Sequence[Entry], keep: Callable[[list[Any]], list[Any]]) -> Any:
+    inputs = TurnInputs(
+        mode="structured",
+        live_messages=(ChatMessage("system", "You are Vibey."), ChatMessage("user", "go on", kind="user")),
+        previous=Checkpoint(mind=_mind(), memo=(), scene=_scene()),
+        moved_entries=tuple(entries),
+        budgets=SMALL,
+        counter=COUNTER,
+        at=AT,
+        upto_seq=max(e.seq for e in entries) + 1,
+    )
+    with ScriptedModel([_model(keep)] * 5) as model:
+        return drive(checkpoint_turn(inputs), model).outcome
+
+
+@pytest.mark.parametrize(
+    "keep",
+    [
+        lambda enum: [],  # ticks nothing
+        lambda enum: [label for label in enum if isinstance(label, str)][:1],  # the wrong sentence
+        lambda enum: [enum[-1]],  # only the chatter at the end
+    ],
+    ids=["nothing", "wrong-sentence", "chatter"],
+)
+def test_N2_the_structured_turn_keeps_the_late_rule_whatever_the_model_ticks(
+    keep: Callable[[list[Any]], list[Any]],
+) -> None:
+    entries = (make_entry(12, LONG), make_entry(13, "ok, continue"))
+    outcome = _turn(entries, keep)
+    assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+    assert MemoItem(12, RULES[0] + sentence_note(12), cut=True) in outcome.checkpoint.memo
+    assert 12 not in outcome.dismissed_seqs  # N6: a message with a line kept is offered again, ticked
+    assert any("standing rule" in note for note in outcome.notes)  # the harness says what it added
