@@ -143,8 +143,8 @@ def test_M4_mission_status_changes_naming_one_id_twice_apply_without_a_failed_ed
     from avibe.checkpoint.structured import Work, apply_answer
 
     start = (
-        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Ship the queue.\n- [M2] (active) Keep CI green.\n"
-        "### Workstreams\n\n## Key decisions\n\n## Lessons\n"
+        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Ship the queue.\n"
+        "- [M2] (active) Keep CI green.\n### Workstreams\n\n## Key decisions\n\n## Lessons\n"
     )
     work = Work.start(start, (), budgets_for(8192, 4096), CharCounter())
     answer = {"user_changed_mission": True, "new": [], "status": changes}
