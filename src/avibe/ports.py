@@ -70,8 +70,10 @@ class ModelClient(Protocol):
     """One chat model. Errors are raised as avibe.errors.ModelError subclasses.
 
     `on_text`, when given, is called with each piece of the reply's visible text as it is generated
-    (never tool-call markup); the reply returned is the same complete ModelReply as without it. Calls
-    with a `json_schema` do not stream."""
+    (never tool-call markup), and with "" while the model generates what is not shown (a tool call's
+    arguments): a heartbeat, so a caller can stop the call by raising from `on_text` however long a tool
+    call takes (Ctrl-C in the chat). The reply returned is the same complete ModelReply as without it.
+    Calls with a `json_schema` do not stream."""
 
     @property
     def facts(self) -> ModelFacts: ...

@@ -94,10 +94,10 @@ def test_the_elapsed_time_stops_at_the_first_delta() -> None:
     assert printer._ticker is None and ticker._done.is_set()
 
 
-def test_json_lines_print_every_delta(capsys: pytest.CaptureFixture[str]) -> None:
+def test_json_lines_print_every_delta_but_heartbeats(capsys: pytest.CaptureFixture[str]) -> None:
     printer = EventPrinter(json_lines=True)
-    for event in (ReplyDelta("Ship "), ReplyDelta("it."), Replied("Ship it.")):
-        printer(event)
+    for event in (ReplyDelta("Ship "), ReplyDelta(""), ReplyDelta("it."), Replied("Ship it.")):
+        printer(event)  # "" is a heartbeat (a tool call being written): nothing to print
     assert capsys.readouterr().out.splitlines() == [
         '{"kind": "reply_delta", "text": "Ship "}',
         '{"kind": "reply_delta", "text": "it."}',

@@ -142,6 +142,6 @@ def test_run_streams_the_reply_and_shows_it_once(tmp_path: Path, work: Path, cha
     assert as_json.returncode == 0, as_json.stderr
     events = [json.loads(line) for line in as_json.stdout.splitlines()]
     deltas = [e["text"] for e in events if e["kind"] == "reply_delta"]
-    assert len(deltas) > 1 and "".join(deltas) == reply
+    assert len(deltas) > 1 and "".join(deltas) == reply and all(deltas)  # no heartbeat printed
     kinds = [e["kind"] for e in events]
     assert kinds.index("model_started") < kinds.index("reply_delta") < kinds.index("model_call")

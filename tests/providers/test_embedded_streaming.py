@@ -104,7 +104,8 @@ def test_the_feed_passes_on_the_shown_growth_and_the_rest_at_the_end() -> None:
     prompt = [7, 8, 9]  # the prompt's tokens come first and are never shown
     for generated in range(len(_Tokens.PIECES) + 1):
         assert feed.watch(np.array(prompt + list(range(generated)), dtype=np.intc), None) is False
-    assert pieces == ["你", "好 wor", "ld ", "<|im! ok"]  # 你 once both its bytes are there
+    assert [p for p in pieces if p] == ["你", "好 wor", "ld ", "<|im! ok"]  # 你 once both its bytes are there
+    assert pieces[0] == "" and pieces.count("") == 2  # a token that shows nothing beats: "" (ports.Model)
     feed.show("你好 world <|im! ok")  # the reply as parsed: nothing new to pass on
     assert "".join(pieces) == "你好 world <|im! ok"
 
@@ -147,7 +148,37 @@ def test_a_streamed_reply_is_the_unstreamed_one(
         plain.usage.completion_tokens,
     )
     assert "".join(pieces) == streamed.text
-    if shape == "call":
-        assert streamed.tool_calls and pieces == []
+    if shape == "call":  # nothing shown, but a heartbeat per generated token
+        assert streamed.tool_calls and set(pieces) == {""}
+        assert len(pieces) == streamed.usage.completion_tokens
     else:  # the 0.5B model answers these at temperature 0; the text came in pieces as it was generated
         assert not streamed.tool_calls and len(pieces) > 1
+
+
+class _Stop(Exception):
+    pass
+
+
+@pytest.mark.embedded
+def test_a_tool_call_can_be_stopped_while_it_is_written_and_the_model_works_on(
+    embedded_model: EmbeddedModel,
+) -> None:
+    """Ctrl-C in the chat raises from `on_text`; a tool call shows nothing, so without its heartbeat the
+    step could stop only when the whole call was generated (106 s in benchmarks/chat_latency.py)."""
+    messages = [SYSTEM, ChatMessage("user", "Read the file setup.py for me.")]
+    plain = embedded_model.complete(messages, (READ,), max_tokens=48, temperature=0.0)
+    assert plain.tool_calls and plain.usage.completion_tokens > 3
+    beats: list[str] = []
+
+    def stop_at_third(piece: str) -> None:
+        beats.append(piece)
+        if len(beats) == 3:
+            raise _Stop
+
+    with pytest.raises(_Stop):
+        embedded_model.complete(messages, (READ,), max_tokens=48, temperature=0.0, on_text=stop_at_third)
+    assert beats == ["", "", ""]  # stopped three tokens in, long before the call was complete
+    again = embedded_model.complete(messages, (READ,), max_tokens=48, temperature=0.0)
+    assert [(c.name, c.arguments) for c in again.tool_calls] == [
+        (c.name, c.arguments) for c in plain.tool_calls
+    ]

@@ -61,7 +61,7 @@ def test_streamed_tool_calls_are_the_same_and_never_shown(chat: ChatServer) -> N
     chat.call("read", path="docs/a very long file name.md")
     pieces: list[str] = []
     streamed = model.complete(ASK, [READ], on_text=pieces.append)
-    assert streamed == plain and pieces == []
+    assert streamed == plain and set(pieces) == {""}  # nothing shown; a heartbeat per chunk (ports.Model)
     assert [(c.name, c.arguments) for c in streamed.tool_calls] == [
         ("read", {"path": "docs/a very long file name.md"})
     ]

@@ -33,8 +33,9 @@ from avibe.tui.widgets import Bubble, InputBubble
 
 
 class GatedModel:
-    """The scripted model, streaming each reply in pieces; while `gate` is clear, every piece after the
-    first waits for it (so a test sees a reply half-written on the screen, or cancels it there)."""
+    """The scripted model, streaming each reply in pieces, and three "" heartbeats per tool call (as the
+    embedded model beats per token of a call it does not show); while `gate` is clear, every piece after
+    the first waits for it (so a test sees a reply half-written on the screen, or cancels it there)."""
 
     def __init__(self, steps: Sequence[Step], **facts: Any) -> None:
         self.inner = ScriptedModel.of(steps, **facts)
@@ -60,7 +61,8 @@ class GatedModel:
             messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
         )
         if on_text is not None and json_schema is None:
-            for number, piece in enumerate(pieces(reply.text, 4)):
+            beats = [""] * (3 * len(reply.tool_calls))
+            for number, piece in enumerate([*pieces(reply.text, 4), *beats]):
                 if number and not self.gate.is_set():
                     self.waiting.set()
                     self.gate.wait(30)

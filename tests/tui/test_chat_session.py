@@ -88,6 +88,37 @@ def test_ctrl_c_cancels_the_running_step_and_the_record_says_so(make_chat: Any) 
     assert note.startswith("[Harness:") and "chat" in note.split("\n", 1)[0]  # tagged, not the user's words
 
 
+def test_ctrl_c_stops_a_tool_call_while_it_is_written_and_the_tool_never_runs(make_chat: Any) -> None:
+    """A tool call shows nothing, but the model beats ("") per token (ports.Model): Ctrl-C stops the step
+    there, before the call is complete, instead of when it returns (106 s on the 0.5B in the benchmark)."""
+    model = GatedModel(
+        [tool_step("write_file", path="notes.txt", content="never written"), reply("Stopped.")],
+        window=8_000,
+        max_output=1_000,
+    )
+    model.gate.clear()
+    app, sessions = make_chat(model)
+
+    async def scenario() -> None:
+        async with app.run_test() as pilot:
+            await pilot.press(*"Write the notes", "enter")
+            await until(pilot, model.waiting.is_set, what="the tool call to be half-written")
+            await pilot.press("ctrl+c")
+            model.gate.set()
+            await until(pilot, lambda: any("step cancelled" in b for b in bubbles(app, "notice")))
+            await until(pilot, lambda: "idle" in status(app))
+            assert bubbles(app, "assistant") == [] and not app.query(ToolLine)  # no empty bubble, no tool
+            app._last_interrupt = 0.0
+            await pilot.press(*"ok", "enter")
+            await until(pilot, lambda: bubbles(app, "assistant")[-1:] == ["vibey› Stopped."])
+
+    run(scenario)
+    assert not (sessions.workdir / "notes.txt").exists()
+    with open_store(sessions.url) as store:
+        kinds = [e.kind for e in store.query(EntryQuery(app.session_id))]
+    assert kinds == ["user", "harness", "user", "assistant"]
+
+
 def test_a_watch_input_arrives_while_idle_under_its_tag_and_starts_a_turn_T1(make_chat: Any) -> None:
     app, sessions = make_chat([reply("Hello."), reply("I see the build failed; looking into it.")])
 

@@ -113,7 +113,8 @@ class EventPrinter:
 
     def __call__(self, event: Event) -> None:
         if self.json_lines:
-            typer.echo(json.dumps(event_to_dict(event), ensure_ascii=False, default=str))
+            if not (isinstance(event, ReplyDelta) and not event.text):  # a heartbeat shows nothing
+                typer.echo(json.dumps(event_to_dict(event), ensure_ascii=False, default=str))
             return
         self._tick(event)
         if isinstance(event, ReplyDelta):

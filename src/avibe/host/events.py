@@ -118,7 +118,8 @@ class CheckpointFallback:
 @dataclass(frozen=True, slots=True)
 class ReplyDelta:
     """A piece of the reply's visible text as the model generates it (a turn's normal model calls only,
-    never a checkpoint's); a `Replied` (or the next step's events) follows."""
+    never a checkpoint's); a `Replied` (or the next step's events) follows. An empty piece is a heartbeat
+    while the model writes what is not shown (a tool call): nothing to show, a point to cancel at."""
 
     text: str
     kind: Literal["reply_delta"] = "reply_delta"

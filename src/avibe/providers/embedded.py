@@ -539,22 +539,26 @@ class _TextFeed:
         self.sent = ""
 
     def watch(self, input_ids: Any, _logits: Any) -> bool:
-        """A stopping criterion that never stops: `input_ids` are the prompt and the tokens so far."""
+        """A stopping criterion that never stops: `input_ids` are the prompt and the tokens so far. A token
+        that shows nothing (a tool call's JSON) is still passed on, as "": the caller's chance to stop."""
         new = [int(token) for token in input_ids[self._prompt + self._seen :]]
         if new:
             self._seen += len(new)
             self._bytes += self._llama.detokenize(new)
             raw = self._bytes.decode("utf-8", errors="ignore")
-            self.show(shown_text(raw, answer_json=self._answer_json, stops=self._stops))
+            if not self.show(shown_text(raw, answer_json=self._answer_json, stops=self._stops)):
+                self._on_text("")
         return False
 
-    def show(self, text: str) -> None:
-        """Pass on what `text` adds to what was sent (nothing when it does not extend it)."""
+    def show(self, text: str) -> bool:
+        """Pass on what `text` adds to what was sent; False when it adds nothing."""
         if len(text) > len(self.sent) and text.startswith(self.sent):
             piece, self.sent = text[len(self.sent) :], text
             self._on_text(piece)
-        elif not text.startswith(self.sent):
+            return True
+        if not text.startswith(self.sent):
             log.warning("streamed text %r is not a prefix of the reply %r", self.sent[:80], text[:80])
+        return False
 
 
 def _stopping_list(feed: _TextFeed) -> Any:

@@ -201,9 +201,7 @@ class HostedModel:
             except Exception as exc:  # an error event or a dropped connection mid-stream
                 raise map_error(exc, name) from exc
             chunks.append(chunk)
-            text = _delta_text(chunk)
-            if text:
-                on_text(text)
+            on_text(_delta_text(chunk))  # "" for a chunk of a tool call: a heartbeat (ports.Model)
         try:
             response = litellm.stream_chunk_builder(chunks, messages=request["messages"])
         except Exception as exc:

@@ -4,7 +4,8 @@ Each call consumes the next step of the script: a ModelReply (returned), a calla
 request, returns the reply - it may also assert on the request), or an exception (raised). A call beyond
 the script, or a script left unconsumed at `assert_consumed()` / the end of a `with` block, raises
 ScriptError. It is never a fallback for a missing real model. Given `on_text` (and no json_schema), it
-streams the reply's text in a few pieces before returning the reply, as a real provider would.
+streams the reply's text in a few pieces before returning the reply, and a "" heartbeat per tool call, as a
+real provider would (ports.Model).
 """
 
 from __future__ import annotations
@@ -99,6 +100,8 @@ class ScriptedModel:
         if stream is not None:
             for piece in pieces(played.text):
                 stream(piece)
+            for _ in played.tool_calls:  # a tool call shows nothing; it beats, as a real provider's does
+                stream("")
         return played
 
     def _play(self, step: Step, request: ModelRequest) -> ModelReply:

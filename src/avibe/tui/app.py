@@ -189,7 +189,7 @@ class ChatApp(App[None]):
         self.meter = self.meter.after(event)  # a checkpoint only moves the meter (U1)
         if isinstance(event, ModelStarted):
             self._reply, self._streamed = None, False
-        elif isinstance(event, ReplyDelta):
+        elif isinstance(event, ReplyDelta) and event.text:  # "" is a heartbeat (a tool call being written)
             if self._reply is None:
                 self._reply = self._add(Bubble("", "assistant", prefix=self._prompt("assistant")))
             self._reply.add(event.text)

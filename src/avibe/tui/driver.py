@@ -5,7 +5,8 @@ for it: the person's messages go into the record from a small ingress thread, so
 turn reaches that turn at its next step (the host's inbox), or starts the next turn.
 
 Ctrl-C (`cancel`) stops the running step at the next point the loop can stop cleanly: before the model
-call, while the reply streams, or when the call returns (the model's unfinished reply is dropped). A tool
+call, while the reply streams - a tool call too, which shows nothing but beats at every token - or when
+the call returns (the model's unfinished reply is dropped). A tool
 that is running finishes first. The cancel is recorded as a harness note in the session's record, which
 the agent sees with its next input; the note itself does not start a turn.
 """
@@ -299,6 +300,8 @@ class ChatDriver:
             self._cancel.clear()
             self._cancelled = True
             raise StepCancelled()
+        if isinstance(event, ReplyDelta) and not event.text:
+            return  # a heartbeat while a tool call is written: only a point to cancel at
         if isinstance(event, TurnEnded):
             self._cancel.clear()
         live = self._live
