@@ -6,11 +6,15 @@ from `conftest` breaks when several test folders run together, each with a conft
 - drive: performs a checkpoint turn's effects in memory. Model calls go to an object with `complete(...)`
   (the strict ScriptedModel, or a test's own chaos model); a ModelError becomes the ModelFailure value the
   real driver sends. Files read come from a dict.
+- TICKET_MIND, TICKET_SCENE: a valid mind and scene of a ticket-queue session.
+- structured_answers(keep): a scripted model's step that answers every structured question validly, the
+  memo question with `keep(enum of candidate labels)` - a test's way to tick well or badly on purpose.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping, Sequence
+import json
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -26,8 +30,47 @@ from avibe.checkpoint.turn import (
     WriteWorkFiles,
 )
 from avibe.errors import ModelError
+from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.entries import Entry, Kind, Source
-from avibe.record.messages import ChatMessage
+from avibe.record.messages import ChatMessage, ModelReply
+
+TICKET_MIND = (
+    "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Work through the ticket queue.\n"
+    "### Workstreams\n\n## Key decisions\n\n## Lessons\n"
+)
+TICKET_SCENE = (
+    "<checkpoint>\nCurrent step: ticket 003 of the queue in workstream W1, the ticket queue\n"
+    "Progress: done: 001, 002; in progress: 003\nWaiting for: none\n"
+    'Next step: ticket 004, as the user asked: "oldest first"\nPitfalls: none\n'
+    "Exact references: tickets/, CHANGELOG.md\n</checkpoint>\n"
+)
+_SCENE_ANSWER = {
+    "current_step": "ticket 003 of the queue in workstream W1, the ticket queue",
+    "progress": "done: 001, 002; in progress: 003",
+    "waiting_for": "none",
+    "next_step": 'ticket 004 next, as the user asked: "oldest first"',
+    "pitfalls": "none",
+    "exact_references": "tickets/, CHANGELOG.md",
+}
+
+
+def structured_answers(keep: Callable[[list[Any]], list[Any]]) -> Callable[[ModelRequest], ModelReply]:
+    """Valid answers to the structured questions; the memo question's ticks are `keep(enum)`."""
+
+    def answer(request: ModelRequest) -> ModelReply:
+        props = request.json_schema["properties"] if request.json_schema else {}
+        if "keep" in props:
+            return reply(json.dumps({"keep": keep(props["keep"]["items"]["enum"])}))
+        if "new" in props:
+            return reply(json.dumps({"user_changed_mission": False, "new": [], "status": []}))
+        if "workstreams" in props:
+            return reply(json.dumps({"workstreams": []}))
+        if "lessons" in props:
+            return reply(json.dumps({"i_am_here": [], "decisions": [], "lessons": []}))
+        return reply(json.dumps(_SCENE_ANSWER))
+
+    return answer
+
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,12 +9,11 @@ junk, cannot lose it. Candidates are still chosen by stored kind (N7): a watch's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from core_doubles import AT, CharCounter, drive, make_entry
+from core_doubles import AT, TICKET_MIND, TICKET_SCENE, CharCounter, drive, make_entry, structured_answers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -33,9 +32,9 @@ from avibe.checkpoint.memo import (
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
 from avibe.evals.generators import BRIEF, CHATTER, REPORTING
-from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.providers.scripted import ScriptedModel
 from avibe.record.entries import Entry
-from avibe.record.messages import ChatMessage, ModelReply
+from avibe.record.messages import ChatMessage
 
 COUNTER = CharCounter()
 SMALL = budgets_for(8_192, 6_000)  # 60 tokens a message, 240 in all: long messages are cut
@@ -163,58 +162,18 @@ def test_N2_N5_whatever_the_model_ticks_rules_are_kept_within_budget(
 # ---- through the structured turn, with a model that ticks badly on purpose -----------------------------
 
 
-def _mind() -> str:
-    return (
-        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Work through the ticket queue.\n"
-        "### Workstreams\n\n## Key decisions\n\n## Lessons\n"
-    )
-
-
-def _scene() -> str:
-    return (
-        "<checkpoint>\nCurrent step: ticket 003 of the queue in workstream W1, the ticket queue\n"
-        "Progress: done: 001, 002; in progress: 003\nWaiting for: none\n"
-        'Next step: ticket 004, as the user asked: "oldest first"\nPitfalls: none\n'
-        "Exact references: tickets/, CHANGELOG.md\n</checkpoint>\n"
-    )
-
-
-def _model(keep: Callable[[list[Any]], list[Any]]) -> Callable[[ModelRequest], ModelReply]:
-    def answer(request: ModelRequest) -> ModelReply:
-        props = request.json_schema["properties"] if request.json_schema else {}
-        if "keep" in props:
-            return reply(json.dumps({"keep": keep(props["keep"]["items"]["enum"])}))
-        if "new" in props:
-            return reply(json.dumps({"user_changed_mission": False, "new": [], "status": []}))
-        if "workstreams" in props:
-            return reply(json.dumps({"workstreams": []}))
-        if "lessons" in props:
-            return reply(json.dumps({"i_am_here": [], "decisions": [], "lessons": []}))
-        scene = {
-            "current_step": "ticket 003 of the queue in workstream W1, the ticket queue",
-            "progress": "done: 001, 002; in progress: 003",
-            "waiting_for": "none",
-            "next_step": 'ticket 004 next, as the user asked: "oldest first"',
-            "pitfalls": "none",
-            "exact_references": "tickets/, CHANGELOG.md",
-        }
-        return reply(json.dumps(scene))
-
-    return answer
-
-
 def _turn(entries: Sequence[Entry], keep: Callable[[list[Any]], list[Any]]) -> Any:
     inputs = TurnInputs(
         mode="structured",
         live_messages=(ChatMessage("system", "You are Vibey."), ChatMessage("user", "go on", kind="user")),
-        previous=Checkpoint(mind=_mind(), memo=(), scene=_scene()),
+        previous=Checkpoint(mind=TICKET_MIND, memo=(), scene=TICKET_SCENE),
         moved_entries=tuple(entries),
         budgets=SMALL,
         counter=COUNTER,
         at=AT,
         upto_seq=max(e.seq for e in entries) + 1,
     )
-    with ScriptedModel([_model(keep)] * 5) as model:
+    with ScriptedModel([structured_answers(keep)] * 5) as model:
         return drive(checkpoint_turn(inputs), model).outcome
 
 

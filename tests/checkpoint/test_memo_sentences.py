@@ -5,12 +5,11 @@ its pointer "(from #N)", so a rule at the end of a long message survives - and t
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-from core_doubles import AT, CharCounter, drive, make_entry
+from core_doubles import AT, TICKET_MIND, TICKET_SCENE, CharCounter, drive, make_entry, structured_answers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -30,9 +29,9 @@ from avibe.checkpoint.memo import (
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
 from avibe.checkpoint.validate import validate
-from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.providers.scripted import ScriptedModel
 from avibe.record.entries import Entry
-from avibe.record.messages import ChatMessage, ModelReply
+from avibe.record.messages import ChatMessage
 
 COUNTER = CharCounter()
 BUDGETS = budgets_for(8_192, 6_000)  # 60 tokens a message at this window: a long message is cut
@@ -171,49 +170,19 @@ def test_N4_sentences_are_verbatim_slices_in_order(text: str) -> None:
 
 
 def _mind() -> str:
-    return (
-        "## I am here\n\n## Goals\n### Mission\n- [M1] (active) Work through the ticket queue.\n"
-        "### Workstreams\n\n## Key decisions\n\n## Lessons\n"
-    )
+    return TICKET_MIND
 
 
 def _scene() -> str:
-    return (
-        "<checkpoint>\nCurrent step: ticket 003 of the queue in workstream W1, the ticket queue\n"
-        "Progress: done: 001, 002; in progress: 003\nWaiting for: none\n"
-        'Next step: ticket 004, as the user asked: "oldest first"\nPitfalls: none\n'
-        "Exact references: tickets/, CHANGELOG.md\n</checkpoint>\n"
-    )
+    return TICKET_SCENE
 
 
 def _answer_picking(label_of_rule: list[Any]) -> Any:
-    def answer(request: ModelRequest) -> ModelReply:
-        props = request.json_schema["properties"] if request.json_schema else {}
-        if "keep" in props:
-            enum = props["keep"]["items"]["enum"]
-            rule = [label for label in enum if isinstance(label, str)][-1]
-            label_of_rule.extend(enum)
-            return reply(json.dumps({"keep": [12, rule]}))
-        if "new" in props:
-            return reply(json.dumps({"user_changed_mission": False, "new": [], "status": []}))
-        if "workstreams" in props:
-            return reply(json.dumps({"workstreams": []}))
-        if "lessons" in props:
-            return reply(json.dumps({"i_am_here": [], "decisions": [], "lessons": []}))
-        return reply(
-            json.dumps(
-                {
-                    "current_step": "ticket 003 of the queue in workstream W1, the ticket queue",
-                    "progress": "done: 001, 002; in progress: 003",
-                    "waiting_for": "none",
-                    "next_step": 'ticket 004 next, as the user asked: "oldest first"',
-                    "pitfalls": "none",
-                    "exact_references": "tickets/, CHANGELOG.md",
-                }
-            )
-        )
+    def keep(enum: list[Any]) -> list[Any]:
+        label_of_rule.extend(enum)
+        return [12, [label for label in enum if isinstance(label, str)][-1]]
 
-    return answer
+    return structured_answers(keep)
 
 
 def test_N5_structured_turn_offers_sentence_labels_and_keeps_the_late_rule() -> None:

@@ -50,14 +50,18 @@ def test_the_meter_drops_after_a_checkpoint_and_nothing_else_shows_U1(make_chat:
     assert not any("checkpoint" in line.lower() for line in bubbles(app)), bubbles(app)  # U1: silent
 
 
-def test_ctrl_c_cancels_the_running_step_and_the_record_says_so(make_chat: Any) -> None:
-    model = GatedModel(
-        [reply("Let me think about this for a long while first."), reply("Fine, stopping.")],
-        window=8_000,
-        max_output=1_000,
-    )
+def _gated(make_chat: Any, steps: list[Any]) -> tuple[GatedModel, Any, Any]:
+    """A chat on a model whose replies wait, half-written, until the test opens the gate."""
+    model = GatedModel(steps, window=8_000, max_output=1_000)
     model.gate.clear()
     app, sessions = make_chat(model)
+    return model, app, sessions
+
+
+def test_ctrl_c_cancels_the_running_step_and_the_record_says_so(make_chat: Any) -> None:
+    model, app, sessions = _gated(
+        make_chat, [reply("Let me think about this for a long while first."), reply("Fine, stopping.")]
+    )
 
     async def scenario() -> None:
         async with app.run_test() as pilot:
@@ -91,13 +95,9 @@ def test_ctrl_c_cancels_the_running_step_and_the_record_says_so(make_chat: Any) 
 def test_ctrl_c_stops_a_tool_call_while_it_is_written_and_the_tool_never_runs(make_chat: Any) -> None:
     """A tool call shows nothing, but the model beats ("") per token (ports.Model): Ctrl-C stops the step
     there, before the call is complete, instead of when it returns (106 s on the 0.5B in the benchmark)."""
-    model = GatedModel(
-        [tool_step("write_file", path="notes.txt", content="never written"), reply("Stopped.")],
-        window=8_000,
-        max_output=1_000,
+    model, app, sessions = _gated(
+        make_chat, [tool_step("write_file", path="notes.txt", content="never written"), reply("Stopped.")]
     )
-    model.gate.clear()
-    app, sessions = make_chat(model)
 
     async def scenario() -> None:
         async with app.run_test() as pilot:
