@@ -102,12 +102,32 @@ def test_N7_a_rule_from_a_watch_or_another_agent_is_never_kept() -> None:
     assert rules_kept(_fresh(entries), set(), by_seq, COUNTER, SMALL) == ()
 
 
-def test_N3_a_rule_kept_at_an_earlier_checkpoint_can_still_be_let_go() -> None:
-    entry = make_entry(5, RULES[6])
+def test_N2_a_rule_kept_before_that_the_model_lets_go_is_kept_again() -> None:
+    """The 0.5B kept late_rule's rules at the first checkpoint (by the harness) and dropped two of them at
+    the second, where they were ticked lines it could untick."""
+    entry, chatter = make_entry(5, RULES[6]), make_entry(6, "Thanks.")
     previous = build_memo({5}, {5: entry}, COUNTER, SMALL).items
-    candidates = _fresh([], previous=previous)
-    assert [c.kept for c in candidates] == [True]
-    assert rules_kept(candidates, set(), {5: entry}, COUNTER, SMALL, previous) == ()  # unticked: let go
+    entries = {5: entry, 6: chatter}
+    candidates = _fresh([chatter], previous=previous)
+    assert [(c.seq, c.kept) for c in candidates] == [(5, True), (6, False)]
+    assert rules_kept(candidates, set(), entries, COUNTER, SMALL, previous) == (5,)
+    assert (
+        rules_kept(candidates, {5}, entries, COUNTER, SMALL, previous) == ()
+    )  # still ticked: nothing to add
+    kept_alone = build_memo({"5.1"}, {5: entry}, COUNTER, budgets_for(2_048, 1_000)).items  # a sentence item
+    assert rules_kept(_fresh([], previous=kept_alone), set(), {}, COUNTER, SMALL, kept_alone) == ("5.1",)
+
+
+def test_N5_newer_rules_push_older_ones_out_when_the_memo_is_full() -> None:
+    old = [make_entry(seq, f"{RULES[0]} Rule {seq} of the old ones, kept before.") for seq in range(1, 12)]
+    previous = build_memo({e.seq for e in old}, {e.seq: e for e in old}, COUNTER, LARGE).items
+    new = [make_entry(seq, f"{RULES[1]} Rule {seq}, new.") for seq in range(20, 26)]
+    entries = {e.seq: e for e in (*old, *new)}
+    candidates = _fresh(new, previous=previous)
+    added = rules_kept(candidates, set(), entries, COUNTER, SMALL, previous)
+    assert set(range(20, 26)) <= set(added)  # every new one first
+    assert added[:6] == (25, 24, 23, 22, 21, 20) and set(added) != set(entries)  # old ones as room allows
+    assert memo_tokens(build_memo(set(added), entries, COUNTER, SMALL, previous).items, COUNTER) <= 240
 
 
 def test_N5_the_harness_never_pushes_the_memo_over_its_budget_newest_rules_first() -> None:
@@ -195,3 +215,35 @@ def test_N2_the_structured_turn_keeps_the_late_rule_whatever_the_model_ticks(
     assert MemoItem(12, RULES[0] + sentence_note(12), cut=True) in outcome.checkpoint.memo
     assert 12 not in outcome.dismissed_seqs  # N6: a message with a line kept is offered again, ticked
     assert any("standing rule" in note for note in outcome.notes)  # the harness says what it added
+
+
+def _checkpoint(
+    moved: Sequence[Entry], previous: Sequence[MemoItem], picks: list[int]
+) -> tuple[MemoItem, ...]:
+    """One checkpoint's memo as the harness builds it from a model's (random) ticks."""
+    entries = {e.seq: e for e in moved}
+    candidates = memo_candidates(
+        moved, previous, frozenset(), counter=COUNTER, per_message=LARGE.memo_per_message, entries=entries
+    )
+    ticked = {candidates[i % len(candidates)].label for i in picks} if candidates else set()
+    added = rules_kept(candidates, ticked, entries, COUNTER, LARGE, previous)
+    return build_memo(clean_labels(ticked) | set(added), entries, COUNTER, LARGE, previous).items
+
+
+@given(
+    first=st.lists(st.tuples(MESSAGE.map(" ".join), KINDS), min_size=1, max_size=4),
+    second=st.lists(st.tuples(MESSAGE.map(" ".join), KINDS), min_size=1, max_size=4),
+    picks=st.tuples(st.lists(st.integers(0, 99), max_size=6), st.lists(st.integers(0, 99), max_size=6)),
+)
+@settings(max_examples=200, deadline=None)
+def test_N2_through_two_checkpoints_every_rule_of_the_users_stays_whatever_the_model_ticks(
+    first: list[tuple[str, Any]], second: list[tuple[str, Any]], picks: tuple[list[int], list[int]]
+) -> None:
+    messages = [*first, *second]
+    entries = [make_entry(seq, text, kind=kind) for seq, (text, kind) in enumerate(messages, 1)]
+    memo = _checkpoint(entries[: len(first)], (), picks[0])
+    memo = _checkpoint(entries[len(first) :], memo, picks[1])
+    for entry in entries:
+        rules = [entry.text[a:b] for a, b in sentences(entry.text) if reads_as_rule(entry.text[a:b])]
+        held = [item.text for item in memo if item.seq == entry.seq]
+        assert all(any(rule in text for text in held) for rule in rules) if entry.is_user else not held

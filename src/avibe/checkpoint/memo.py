@@ -28,8 +28,8 @@ API:
     memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int
     reads_as_rule(text: str) -> bool       worded as a standing rule, limit or permission ("never", "do not")
     rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=()) -> tuple[Label, ...]
-        the lines the harness keeps besides the model's ticks: every rule-like sentence of a message moving
-        out now that no ticked line holds, newest first, while the memo budget allows (N2, N5, L3)
+        the lines the harness keeps besides the model's ticks: every rule-worded sentence of a message moving
+        out now, or memo item kept before, that the ticks leave out; newest first, within the memo budget
 
 Candidates are chosen by the stored kind ("user") only, never by text (N7). build_memo copies the text
 from the entries given, never from model output (N4), and re-checks the kind; a ticked seq that is not a
@@ -45,9 +45,11 @@ And they keep them whatever the model ticks (N2 as a harness guarantee): a small
 sentence, ticked others than the rules at the ends (the eval's late_rule: 0 of 3 kept on the 0.5B). So
 each sentence of a message moving out now that reads as a standing rule ("never", "do not", "only", "may"
 ...) and that no ticked line holds is kept by the harness too - copied from the record like any tick,
-within the memo budget, the newest messages first. Choosing by text here only adds more of the user's own
-words: candidates are still user entries by stored kind (N7), and a rule kept earlier may still be let go
-at a later checkpoint, where it is a ticked line the model can untick (N3).
+within the memo budget, the newest messages first; and so is a rule-worded memo item kept before that the
+model now lets go (the 0.5B dropped them at the next checkpoint). Choosing by text here only adds more of
+the user's own words: candidates are still user entries by stored kind (N7). What ends a rule's stay is
+the budget: newer rules push out older ones. A revoked rule so stays beside its revocation, in order (N3's
+"let go" is then the model's to do in the mind, and the revocation's to say in the memo).
 """
 
 from __future__ import annotations
@@ -491,6 +493,28 @@ def _rule_lines(
     return list(dict.fromkeys(lines))
 
 
+def _unticked_rules(
+    candidates: Sequence[Candidate],
+    ticked: Collection[Label],
+    entries: Mapping[int, Entry],
+    counter: TokenCounter,
+    per_message: int,
+) -> list[Label]:
+    """Every line that would carry a rule-worded sentence the ticks leave out: of a message moving out now
+    (its sentences, see _rule_lines), or a memo item kept before (its line); newest first."""
+    lines: list[Label] = []
+    for seq in sorted({c.seq for c in candidates}, reverse=True):
+        entry = entries.get(seq)
+        mine = [c for c in candidates if c.seq == seq]
+        if any(not c.kept for c in mine) and entry is not None and entry.is_user:
+            lines += reversed(_rule_lines(entry, ticked, counter, per_message))
+        for c in sorted((c for c in mine if c.kept), key=lambda c: c.part, reverse=True):
+            body = c.text.removesuffix(sentence_note(seq)).removesuffix(cut_note(seq))
+            if c.label not in ticked and reads_as_rule(body):
+                lines.append(c.label)
+    return lines
+
+
 def rules_kept(
     candidates: Sequence[Candidate],
     ticked: Collection[Label],
@@ -499,28 +523,24 @@ def rules_kept(
     budgets: Budgets,
     previous_memo: Sequence[MemoItem] = (),
 ) -> tuple[Label, ...]:
-    """The lines the harness keeps besides the model's ticks (N2): every rule-like sentence of a user message
-    moving out now (not one kept before) that no ticked line holds; the newest messages first, each line
-    only while the memo stays within its total budget."""
-    per_message = budgets.memo_per_message
-    fresh = sorted({c.seq for c in candidates if not c.kept}, reverse=True)
+    """The lines the harness keeps besides the model's ticks (N2): every rule-worded sentence of a user
+    message moving out now that no ticked line holds, and every rule-worded memo item kept before that the
+    model let go - newest first, each only while the memo stays within its total budget (so newer rules
+    push out older ones, never the other way round)."""
     ticked_labels = clean_labels(ticked)
+    previous = dict(zip(memo_labels(previous_memo, entries), previous_memo, strict=True))
     total = memo_tokens(build_memo(ticked_labels, entries, counter, budgets, previous_memo).items, counter)
     added: list[Label] = []
-    for seq in fresh:
-        entry = entries.get(seq)
-        if entry is None or not entry.is_user:
+    for label in _unticked_rules(candidates, ticked_labels, entries, counter, budgets.memo_per_message):
+        if label in ticked_labels or label in added:
             continue
-        for label in _rule_lines(entry, ticked_labels, counter, per_message):
-            if label in ticked_labels or label in added:
-                continue
-            copied = _copy(label, entries, {}, counter, budgets)
-            if isinstance(copied, Problem):
-                continue
-            cost = counter.count(copied.text)
-            if total + cost <= budgets.memo_total:
-                total += cost
-                added.append(label)
+        copied = _copy(label, entries, previous, counter, budgets)
+        if isinstance(copied, Problem):
+            continue
+        cost = counter.count(copied.text)
+        if total + cost <= budgets.memo_total:
+            total += cost
+            added.append(label)
     return tuple(added)
 
 
