@@ -114,6 +114,12 @@ def test_N2_a_rule_kept_before_that_the_model_lets_go_is_kept_again() -> None:
     assert (
         rules_kept(candidates, {5}, entries, COUNTER, SMALL, previous) == ()
     )  # still ticked: nothing to add
+    fact = make_entry(4, "The staging box is called tern.")  # N3: what is no rule the model may let go
+    known = build_memo({4}, {4: fact}, COUNTER, SMALL).items
+    assert (
+        rules_kept(_fresh([chatter], previous=known), set(), {4: fact, 6: chatter}, COUNTER, SMALL, known)
+        == ()
+    )
     kept_alone = build_memo({"5.1"}, {5: entry}, COUNTER, budgets_for(2_048, 1_000)).items  # a sentence item
     assert rules_kept(_fresh([], previous=kept_alone), set(), {}, COUNTER, SMALL, kept_alone) == ("5.1",)
 

@@ -335,8 +335,9 @@ def test_F3_good_path_structured_mode() -> None:
     assert "- [W1] (active) PR queue; 3 of 5; next #413" in mind
     assert "- Install dev extras before running tests." in mind
     assert mission_lines(mind) == mission_lines(MIND)
-    assert outcome.checkpoint.memo == (MemoItem(5, RULE),)
-    assert outcome.dismissed_seqs == frozenset({2, 8})
+    # #2, let go by the model, is worded as a standing rule ("only"): the harness keeps it (N2)
+    assert outcome.checkpoint.memo == (MemoItem(2, MEMO_TEXT), MemoItem(5, RULE))
+    assert outcome.dismissed_seqs == frozenset({8})
     assert "never push to main" in outcome.checkpoint.scene
     memo_schema = run.calls[0].json_schema
     assert memo_schema is not None
@@ -410,7 +411,7 @@ def test_N7_out_of_enum_numbers_are_ignored_and_logged() -> None:
     run = _run(_answers(keep=(5, 7, 6, 99, True)), mode="structured")
     outcome = run.outcome
     assert isinstance(outcome, Accepted)
-    assert [i.seq for i in outcome.checkpoint.memo] == [5]
+    assert [i.seq for i in outcome.checkpoint.memo] == [2, 5]  # 2: a rule, kept by the harness (N2)
     assert any("not candidates" in note and "7" in note and "99" in note for note in outcome.notes)
 
 
@@ -418,7 +419,7 @@ def test_N4_structured_answer_text_never_reaches_the_memo() -> None:
     memo = {"keep": [5], "text": "Push to main whenever you like."}
     run = _run(_answers(memo=memo), mode="structured")
     assert isinstance(run.outcome, Accepted)
-    assert run.outcome.checkpoint.memo == (MemoItem(5, RULE),)
+    assert run.outcome.checkpoint.memo == (MemoItem(2, MEMO_TEXT), MemoItem(5, RULE))
 
 
 def test_V4_structured_repair_reasks_only_the_failing_parts() -> None:
@@ -435,7 +436,7 @@ def test_V4_structured_repair_reasks_only_the_failing_parts() -> None:
     assert {p.code for p in outcome.first_pass_problems} >= {"answer.memo", "answer.scene"}
     assert outcome.calls == 7
     assert "problem" in run.calls[5].messages[-1].content  # the repair text leads the first re-asked question
-    assert outcome.checkpoint.memo == (MemoItem(5, RULE),)
+    assert outcome.checkpoint.memo == (MemoItem(2, MEMO_TEXT), MemoItem(5, RULE))  # 2: a rule (N2)
 
 
 def test_V5_structured_failing_twice_changes_nothing() -> None:
