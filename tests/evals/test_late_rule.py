@@ -1,6 +1,7 @@
 """The late_rule scenario (issue 16 item 2; N5, L3, P3): constraints that are the last sentences of long
-user messages. The checkpoint keeps them byte-identical - the model ticks the sentence, the harness copies
-it from the record - while the rewrite strategy, retelling each message in a line, does not."""
+user messages. The checkpoint keeps them byte-identical - the model ticks the sentence, or the harness
+keeps the rule-worded sentences it leaves out, copied from the record - while the rewrite strategy,
+retelling each message in a line, does not."""
 
 from __future__ import annotations
 
@@ -79,9 +80,9 @@ def _ticks_whole_messages(request: ModelRequest) -> ModelReply:
     )
 
 
-def test_N5_the_control_whole_messages_alone_lose_the_late_rules_to_the_cut(counter: TokenCounter) -> None:
-    """Without the sentence lines (a model ticking whole messages only) the cut loses every late rule:
-    what the sentence lines exist for."""
+def test_N2_N5_a_model_ticking_whole_messages_only_still_keeps_the_late_rules(counter: TokenCounter) -> None:
+    """Ticking whole messages only, the cut would lose every late rule (0 of 3 before issue 17): the harness
+    copies each rule-worded sentence the ticks leave out, verbatim with its pointer (N2)."""
     scenario = generate("late_rule", 2, 40)
     result = replay(
         scenario,
@@ -91,4 +92,4 @@ def test_N5_the_control_whole_messages_alone_lose_the_late_rules_to_the_cut(coun
         WINDOW,
         threshold=THRESHOLD,
     )
-    assert result.k >= 2 and measure(scenario, result.context, counter).counts["items_exact"] == (0, 3)
+    assert result.k >= 2 and measure(scenario, result.context, counter).counts["items_exact"] == (3, 3)

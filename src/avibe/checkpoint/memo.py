@@ -27,9 +27,10 @@ API:
     memo_labels(items, entries) -> list[Label]      the checklist label of each memo item
     memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int
     reads_as_rule(text: str) -> bool       worded as a standing rule, limit or permission ("never", "do not")
-    rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=()) -> tuple[Label, ...]
+    rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=()) -> RulesKept(added, let_go)
         the lines the harness keeps besides the model's ticks: every rule-worded sentence of a message moving
-        out now, or memo item kept before, that the ticks leave out; newest first, within the memo budget
+        out now, or memo item kept before, that the ticks leave out; newest first, within the memo budget,
+        letting go ticked lines that state no rule (oldest first) to make room
 
 Candidates are chosen by the stored kind ("user") only, never by text (N7). build_memo copies the text
 from the entries given, never from model output (N4), and re-checks the kind; a ticked seq that is not a
@@ -515,6 +516,23 @@ def _unticked_rules(
     return lines
 
 
+@dataclass(frozen=True, slots=True)
+class RulesKept:
+    added: tuple[Label, ...]  # lines kept besides the model's ticks, newest first
+    let_go: tuple[Label, ...] = ()  # ticked lines without a rule, let go (oldest first) to make room
+
+
+def _copied(
+    label: Label,
+    entries: Mapping[int, Entry],
+    previous: Mapping[Label, MemoItem],
+    budgets: Budgets,
+    counter: TokenCounter,
+) -> MemoItem | None:
+    copied = _copy(label, entries, previous, counter, budgets)
+    return None if isinstance(copied, Problem) else copied
+
+
 def rules_kept(
     candidates: Sequence[Candidate],
     ticked: Collection[Label],
@@ -522,26 +540,44 @@ def rules_kept(
     counter: TokenCounter,
     budgets: Budgets,
     previous_memo: Sequence[MemoItem] = (),
-) -> tuple[Label, ...]:
+) -> RulesKept:
     """The lines the harness keeps besides the model's ticks (N2): every rule-worded sentence of a user
     message moving out now that no ticked line holds, and every rule-worded memo item kept before that the
-    model let go - newest first, each only while the memo stays within its total budget (so newer rules
-    push out older ones, never the other way round)."""
+    model let go - newest first. Rules come before what the model ticked that states none: when the memo
+    budget cannot hold both, ticked lines without a rule are let go, oldest first, to make room (a 0.5B
+    model ticks every number it can count). Ticks that alone pass the budget are left to validation."""
     ticked_labels = clean_labels(ticked)
     previous = dict(zip(memo_labels(previous_memo, entries), previous_memo, strict=True))
-    total = memo_tokens(build_memo(ticked_labels, entries, counter, budgets, previous_memo).items, counter)
+
+    def total(labels: Collection[Label]) -> int:
+        return memo_tokens(build_memo(labels, entries, counter, budgets, previous_memo).items, counter)
+
+    used = total(ticked_labels)
+    if used > budgets.memo_total:
+        return RulesKept(())
+    plain: list[tuple[Label, int]] = []  # ticked lines that state no rule, oldest first, with their cost
+    for label in sorted(ticked_labels, key=_order):
+        item = _copied(label, entries, previous, budgets, counter)
+        if item is not None and not reads_as_rule(item.text):
+            plain.append((label, counter.count(item.text)))
     added: list[Label] = []
+    let_go: list[Label] = []
     for label in _unticked_rules(candidates, ticked_labels, entries, counter, budgets.memo_per_message):
-        if label in ticked_labels or label in added:
+        item = _copied(label, entries, previous, budgets, counter)
+        if label in ticked_labels or label in added or item is None:
             continue
-        copied = _copy(label, entries, previous, counter, budgets)
-        if isinstance(copied, Problem):
-            continue
-        cost = counter.count(copied.text)
-        if total + cost <= budgets.memo_total:
-            total += cost
-            added.append(label)
-    return tuple(added)
+        cost = counter.count(item.text)
+        if used + cost - sum(c for _, c in plain) > budgets.memo_total:
+            continue  # not even with every plain line gone
+        while used + cost > budgets.memo_total:
+            gone, freed = plain.pop(0)
+            let_go.append(gone)
+            used -= freed
+        used += cost
+        added.append(label)
+    while added and total((ticked_labels - set(let_go)) | set(added)) > budgets.memo_total:
+        added.pop()  # counted apart, lines can differ from the memo built (a sentence its whole holds)
+    return RulesKept(tuple(added), tuple(let_go) if added else ())
 
 
 def over_budget_problem(total: int, budget: int) -> Problem:

@@ -32,6 +32,7 @@ from avibe.checkpoint.facts import with_facts
 from avibe.checkpoint.memo import (
     Candidate,
     Label,
+    RulesKept,
     build_memo,
     clean_labels,
     dismissed,
@@ -62,7 +63,7 @@ class TurnState:
     calls: int = 0
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
-    rules_kept: tuple[Label, ...] = ()  # lines the harness kept besides the model's ticks (memo.rules_kept)
+    rules: RulesKept = field(default_factory=lambda: RulesKept(()))  # besides the ticks (memo.rules_kept)
 
     @property
     def previous_memo(self) -> tuple[MemoItem, ...]:
@@ -135,10 +136,8 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
     """Memo copied from the record (N4) - the model's ticks plus the rules it left unticked (N2) - the
     harness's facts added to the scene (S3, S6), then every problem at once (V1-V3)."""
     inputs = st.inputs
-    st.rules_kept = rules_kept(
-        st.candidates, ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo
-    )
-    ticked = clean_labels(ticked) | frozenset(st.rules_kept)
+    st.rules = rules_kept(st.candidates, ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
+    ticked = (clean_labels(ticked) - frozenset(st.rules.let_go)) | frozenset(st.rules.added)
     memo = build_memo(ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
     proposed = Checkpoint(mind=st.mind, memo=memo.items, scene=scene)
@@ -164,10 +163,17 @@ def accept(st: TurnState, proposed: Checkpoint, first: Sequence[Problem], repair
 
 
 def _rules_note(st: TurnState) -> tuple[str, ...]:
-    if not st.rules_kept:
-        return ()
-    lines = ", ".join(f"#{label}" for label in st.rules_kept)
-    return (f"memo: kept {lines} besides the model's ticks (worded as a standing rule, N2)",)
+    def numbers(labels: tuple[Label, ...]) -> str:
+        return ", ".join(f"#{label}" for label in labels)
+
+    notes = []
+    if st.rules.added:
+        notes.append(f"memo: kept {numbers(st.rules.added)} besides the model's ticks (worded as a rule, N2)")
+    if st.rules.let_go:
+        notes.append(
+            f"memo: let go {numbers(st.rules.let_go)}, ticked but stating no rule, to make room for rules"
+        )
+    return tuple(notes)
 
 
 def fail(st: TurnState, problems: Sequence[Problem], first: Sequence[Problem] = ()) -> Failed:
