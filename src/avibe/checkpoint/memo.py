@@ -30,7 +30,7 @@ API:
     rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=()) -> RulesKept(added, let_go)
         the lines the harness keeps besides the model's ticks: every rule-worded sentence of a message moving
         out now, or memo item kept before, that the ticks leave out; newest first, within the memo budget,
-        letting go ticked lines that state no rule (oldest first) to make room
+        letting go ticked lines that state no rule (oldest first) to make room, and fitting over-ticking
 
 Candidates are chosen by the stored kind ("user") only, never by text (N7). build_memo copies the text
 from the entries given, never from model output (N4), and re-checks the kind; a ticked seq that is not a
@@ -541,27 +541,32 @@ def rules_kept(
     budgets: Budgets,
     previous_memo: Sequence[MemoItem] = (),
 ) -> RulesKept:
-    """The lines the harness keeps besides the model's ticks (N2): every rule-worded sentence of a user
-    message moving out now that no ticked line holds, and every rule-worded memo item kept before that the
-    model let go - newest first. Rules come before what the model ticked that states none: when the memo
-    budget cannot hold both, ticked lines without a rule are let go, oldest first, to make room (a 0.5B
-    model ticks every number it can count). Ticks that alone pass the budget are left to validation."""
+    """The memo's lines as the harness settles them around the model's ticks (N2, N5): every rule-worded
+    sentence of a user message moving out now that no ticked line holds, and every rule-worded memo item
+    kept before that the model let go, is added - newest first. Rules come before what the model ticked
+    that states none, and the total stays within the budget: ticked lines without a rule are let go,
+    oldest first, to make room - and when the ticks alone pass the budget (a 0.5B model ticks every number
+    it can count, and a repair round rarely fixes it), those first, then the oldest ticked rules."""
     ticked_labels = clean_labels(ticked)
     previous = dict(zip(memo_labels(previous_memo, entries), previous_memo, strict=True))
 
     def total(labels: Collection[Label]) -> int:
         return memo_tokens(build_memo(labels, entries, counter, budgets, previous_memo).items, counter)
 
-    used = total(ticked_labels)
-    if used > budgets.memo_total:
-        return RulesKept(())
     plain: list[tuple[Label, int]] = []  # ticked lines that state no rule, oldest first, with their cost
+    ruled: list[Label] = []
     for label in sorted(ticked_labels, key=_order):
         item = _copied(label, entries, previous, budgets, counter)
-        if item is not None and not reads_as_rule(item.text):
+        if item is not None and reads_as_rule(item.text):
+            ruled.append(label)
+        elif item is not None:
             plain.append((label, counter.count(item.text)))
-    added: list[Label] = []
     let_go: list[Label] = []
+    used = total(ticked_labels)
+    while used > budgets.memo_total and (plain or ruled):  # over-ticked: fit the budget, rules last
+        let_go.append(plain.pop(0)[0] if plain else ruled.pop(0))
+        used = total(ticked_labels - set(let_go))
+    added: list[Label] = []
     for label in _unticked_rules(candidates, ticked_labels, entries, counter, budgets.memo_per_message):
         item = _copied(label, entries, previous, budgets, counter)
         if label in ticked_labels or label in added or item is None:
@@ -577,7 +582,7 @@ def rules_kept(
         added.append(label)
     while added and total((ticked_labels - set(let_go)) | set(added)) > budgets.memo_total:
         added.pop()  # counted apart, lines can differ from the memo built (a sentence its whole holds)
-    return RulesKept(tuple(added), tuple(let_go) if added else ())
+    return RulesKept(tuple(added), tuple(let_go))
 
 
 def over_budget_problem(total: int, budget: int) -> Problem:

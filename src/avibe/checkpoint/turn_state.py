@@ -171,7 +171,7 @@ def _rules_note(st: TurnState) -> tuple[str, ...]:
         notes.append(f"memo: kept {numbers(st.rules.added)} besides the model's ticks (worded as a rule, N2)")
     if st.rules.let_go:
         notes.append(
-            f"memo: let go {numbers(st.rules.let_go)}, ticked but stating no rule, to make room for rules"
+            f"memo: let go {numbers(st.rules.let_go)}, ticked, to fit the budget (plain lines first)"
         )
     return tuple(notes)
 
