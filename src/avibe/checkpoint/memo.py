@@ -519,18 +519,7 @@ def _unticked_rules(
 @dataclass(frozen=True, slots=True)
 class RulesKept:
     added: tuple[Label, ...]  # lines kept besides the model's ticks, newest first
-    let_go: tuple[Label, ...] = ()  # ticked lines without a rule, let go (oldest first) to make room
-
-
-def _copied(
-    label: Label,
-    entries: Mapping[int, Entry],
-    previous: Mapping[Label, MemoItem],
-    budgets: Budgets,
-    counter: TokenCounter,
-) -> MemoItem | None:
-    copied = _copy(label, entries, previous, counter, budgets)
-    return None if isinstance(copied, Problem) else copied
+    let_go: tuple[Label, ...] = ()  # ticked lines let go to fit the budget: those stating no rule first
 
 
 def rules_kept(
@@ -556,10 +545,10 @@ def rules_kept(
     plain: list[tuple[Label, int]] = []  # ticked lines that state no rule, oldest first, with their cost
     ruled: list[Label] = []
     for label in sorted(ticked_labels, key=_order):
-        item = _copied(label, entries, previous, budgets, counter)
-        if item is not None and reads_as_rule(item.text):
+        item = _copy(label, entries, previous, counter, budgets)
+        if isinstance(item, MemoItem) and reads_as_rule(item.text):
             ruled.append(label)
-        elif item is not None:
+        elif isinstance(item, MemoItem):
             plain.append((label, counter.count(item.text)))
     let_go: list[Label] = []
     used = total(ticked_labels)
@@ -568,8 +557,8 @@ def rules_kept(
         used = total(ticked_labels - set(let_go))
     added: list[Label] = []
     for label in _unticked_rules(candidates, ticked_labels, entries, counter, budgets.memo_per_message):
-        item = _copied(label, entries, previous, budgets, counter)
-        if label in ticked_labels or label in added or item is None:
+        item = _copy(label, entries, previous, counter, budgets)
+        if label in ticked_labels or label in added or isinstance(item, Problem):
             continue
         cost = counter.count(item.text)
         if used + cost - sum(c for _, c in plain) > budgets.memo_total:
