@@ -164,3 +164,29 @@ def test_the_delegate_tool_offers_only_the_agents_found_and_refuses_others() -> 
     assert refused.is_error and "must be one of vibey, codex" in refused.output  # the schema's enum
     assert both.run({"task": "y"}).is_error is False
     assert asked == [("Port the tests", "codex"), ("y", "vibey")]
+
+
+def test_on_a_local_model_vibey_delegates_only_to_external_agents(tmp_path: Path) -> None:
+    """A delegated Vibey on a local model is a second model on the same cores: the demo (1.5B, 2 cores)
+    slowed from 5 s a step to 230 s while Vibey delegated its own tickets to itself."""
+    from avibe.backends import BACKENDS
+    from avibe.backends.install import locate
+    from avibe.cli.wiring import _delegate_workers
+    from avibe.config import load_settings
+    from avibe.tools.sessions import session_tools
+
+    settings = load_settings({"AVIBE_HOME": str(tmp_path / "home")}, user_config=tmp_path / "none.toml")
+    found = tuple(b.name for b in BACKENDS if locate(b, settings.home))  # on PATH, if anywhere
+    assert _delegate_workers(settings, "embedded") == found
+    assert _delegate_workers(settings, "embedded-1.5b") == found
+    assert _delegate_workers(settings, "openai/gpt-4o") == ("vibey", *found)
+    names = [
+        t.spec.name for t in session_tools(send=lambda to, text: None, delegate=lambda t, w: "s", workers=())
+    ]
+    assert names == ["send_to_session"]  # nobody to delegate to: no delegate tool
+    with_codex = [
+        t
+        for t in session_tools(lambda to, text: None, lambda t, w: w, ("codex",))
+        if t.spec.name == "delegate"
+    ]
+    assert "codex" in with_codex[0].run({"task": "Port the tests"}).output  # the only worker is the default

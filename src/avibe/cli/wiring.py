@@ -443,12 +443,17 @@ def find_session(store: RecordStore, session_id: str | None, continue_in: Path |
     return max(mine, key=lambda s: s.created_at).id
 
 
-def _delegate_workers(settings: Settings) -> tuple[str, ...]:
-    """Who a delegated task may go to: Vibey, and each external agent whose program is found here."""
+def _delegate_workers(settings: Settings, model_name: str) -> tuple[str, ...]:
+    """Who a delegated task may go to: each external agent whose program is found here, and Vibey - but
+    not on a local model: a delegated Vibey runs in a process of its own with a model of its own on the
+    same cores, and the demo on 2 cores slowed thirtyfold (a model step from 5 s to 230 s) while a 1.5B
+    Vibey delegated its own tickets to itself, again and again."""
     from avibe.backends import BACKENDS
     from avibe.backends.install import locate
+    from avibe.providers import is_local
 
-    return ("vibey", *(b.name for b in BACKENDS if locate(b, settings.home) is not None))
+    vibey = () if is_local(model_name) else ("vibey",)
+    return (*vibey, *(b.name for b in BACKENDS if locate(b, settings.home) is not None))
 
 
 def _assign_agent(store: RecordStore) -> Callable[[str, str], None]:
@@ -538,7 +543,7 @@ def open_session(
             + session_tools(
                 send=lambda to, text: post_to(store, clock)(to, Source("agent", "vibey", session.id), text),
                 delegate=delegations.start,
-                workers=_delegate_workers(settings),
+                workers=_delegate_workers(settings, model_name),
             )
         )
 

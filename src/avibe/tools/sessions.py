@@ -56,13 +56,15 @@ class SendToSession(BaseTool):
 
 class Delegate(BaseTool):
     def __init__(self, delegate: Callable[[str, str], str], workers: Sequence[str] = (VIBEY,)) -> None:
+        if not workers:
+            raise ValueError("delegate needs at least one worker")
         self._delegate, self._workers = delegate, tuple(workers)
         parameters = schema({"task": ("string", "the whole task, self-contained")}, ["task"])
         if len(self._workers) > 1:  # external agents installed: the model may pick one
             parameters["properties"]["agent"] = {
                 "type": "string",
                 "enum": list(self._workers),
-                "description": f"who works on it (default {VIBEY}): " + ", ".join(self._workers),
+                "description": f"who works on it (default {self._workers[0]}): " + ", ".join(self._workers),
             }
         self._spec = ToolSpec(
             name="delegate",
@@ -76,7 +78,7 @@ class Delegate(BaseTool):
 
     def _run(self, args: dict[str, Any]) -> ToolResult:
         task = _text(args, "task", "delegate")
-        worker = str(args.get("agent") or VIBEY)  # the schema's enum holds only the agents found here
+        worker = str(args.get("agent") or self._workers[0])  # the schema's enum: only the agents found here
         try:
             child = self._delegate(task, worker)
         except AvibeError as exc:
@@ -90,5 +92,6 @@ class Delegate(BaseTool):
 def session_tools(
     send: Callable[[str, str], Entry], delegate: Callable[[str, str], str], workers: Sequence[str] = (VIBEY,)
 ) -> list[Tool]:
-    """`workers`: who a delegated task may go to - Vibey and the external agents installed here."""
-    return [SendToSession(send), Delegate(delegate, workers)]
+    """`workers`: who a delegated task may go to - Vibey and the external agents installed here; with none,
+    no `delegate` tool is offered."""
+    return [SendToSession(send), *([Delegate(delegate, workers)] if workers else [])]
