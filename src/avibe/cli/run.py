@@ -303,7 +303,11 @@ def demo(
             live.host.run_until_idle()
             stored = live.store.list_checkpoints(live.session_id)
             typer.echo(f"\n=== {len(stored)} checkpoints; what the last one kept ===")
-            typer.echo(fresh_checkpoint_for_display(stored[-1] if stored else None))
+            typer.echo(  # no placeholder scene when there was none: it read like a failed checkpoint
+                fresh_checkpoint_for_display(stored[-1])
+                if stored
+                else "(none: the context stayed below the trigger)"
+            )
             typer.echo("\n" + "\n".join(demo_report(target, protected_before)))
             minutes = (time.monotonic() - started) / 60
             typer.echo(f"\n{len(stored)} checkpoints in {minutes:.1f} minutes.")
