@@ -153,7 +153,7 @@ def _sentence_candidates(entry: Entry, counter: TokenCounter, per_message: int) 
     """A message too long to keep whole: one line per sentence its cut would lose (the last ones)."""
     if per_message <= 0 or counter.count(entry.text) <= per_message:
         return []
-    kept = len(cut_message(entry, counter, per_message).text) - len(cut_note(entry.seq))
+    kept = _prefix_kept(entry, counter, per_message)
     lost = [
         Candidate(entry.seq, entry.text[a:b], part=k)
         for k, (a, b) in enumerate(sentences(entry.text), 1)

@@ -6,9 +6,9 @@ turn reaches that turn at its next step (the host's inbox), or starts the next t
 
 Ctrl-C (`cancel`) stops the running step at the next point the loop can stop cleanly: before the model
 call, while the reply streams - a tool call too, which shows nothing but beats at every token - or when
-the call returns (the model's unfinished reply is dropped). A tool
-that is running finishes first. The cancel is recorded as a harness note in the session's record, which
-the agent sees with its next input; the note itself does not start a turn.
+the call returns (the model's unfinished reply is dropped). A tool that is running finishes first. The
+cancel is recorded as a harness note in the session's record, which the agent sees with its next input;
+the note itself does not start a turn.
 """
 
 from __future__ import annotations
