@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from avibe.errors import BadResponse
-from avibe.providers.embedded import parse_tool_choice, tool_choice_schema
+from avibe.providers.embedded import parse_tool_choice, prompt_schema, schema_instruction, tool_choice_schema
 from avibe.record.messages import ToolSpec
 
 READ = ToolSpec(
@@ -64,3 +64,34 @@ def test_any_model_output_is_a_reply_or_a_bad_response(raw: str) -> None:
         return
     assert all(c.name == "read" and isinstance(c.arguments, dict) for c in calls)
     assert bool(calls) != bool(text) or (not calls and text == "")
+
+
+def _keywords(value: object) -> set[str]:
+    if isinstance(value, dict):
+        return set(value) | {k for v in value.values() for k in _keywords(v)}
+    if isinstance(value, list):
+        return {k for v in value for k in _keywords(v)}
+    return set()
+
+
+def test_the_prompt_shows_the_schema_without_what_only_the_grammar_needs() -> None:
+    """Issue 17: "required" and "additionalProperties" are the grammar's business (it writes every key and
+    no other); the prompt, read uncached on every structured call, leaves them out at every depth - and
+    keeps every key, enum and length the model should see. The schema itself is not changed."""
+    from avibe.checkpoint.structured.schemas import array, object_schema, text
+
+    item = object_schema({"id": {"type": "string", "enum": ["W1", "new"]}, "text": text(54)})
+    schema = object_schema({"workstreams": array(item, 3), "retire": {"type": "array", "maxItems": 0}})
+    before = json.dumps(schema)
+    instruction = schema_instruction(schema)
+    shown = json.loads(instruction.split(": ", 1)[1])
+    assert json.dumps(schema) == before
+    assert {"required", "additionalProperties"} <= _keywords(schema)
+    assert not {"required", "additionalProperties"} & _keywords(shown)
+    assert shown == prompt_schema(schema)
+    assert shown["properties"]["workstreams"]["items"]["properties"] == {
+        "id": {"type": "string", "enum": ["W1", "new"]},
+        "text": {"type": "string", "maxLength": 54},
+    }
+    assert shown["properties"]["workstreams"]["maxItems"] == 3
+    assert len(instruction) < len("Reply with one JSON object that matches this JSON schema: " + before)

@@ -291,9 +291,26 @@ def schema_tail(json_schema: Mapping[str, Any] | None) -> str | None:
 
 
 def schema_instruction(schema: Mapping[str, Any]) -> str:
+    """The schema as the prompt shows it, without what only the grammar needs: "required" (it repeats
+    every key; the grammar writes them all) and "additionalProperties" (the grammar allows no others).
+    Every structured call reads this uncached, at ~11 ms a token for the 0.5B on two cores (issue 17).
+    A sketch with placeholders ("<54 chars>") was tried: the 0.5B copied the placeholders into its
+    answers, so the prompt keeps the schema's own words."""
     return "Reply with one JSON object that matches this JSON schema: " + json.dumps(
-        schema, ensure_ascii=False
+        prompt_schema(schema), ensure_ascii=False
     )
+
+
+_GRAMMAR_ONLY: Final = frozenset({"required", "additionalProperties"})
+
+
+def prompt_schema(schema: Any) -> Any:
+    """`schema` without the keywords only the grammar needs, at every depth."""
+    if isinstance(schema, Mapping):
+        return {k: prompt_schema(v) for k, v in schema.items() if k not in _GRAMMAR_ONLY}
+    if isinstance(schema, list):
+        return [prompt_schema(v) for v in schema]
+    return schema
 
 
 def tool_choice_schema(tools: Sequence[ToolSpec], *, strict_arguments: bool = True) -> dict[str, Any]:
