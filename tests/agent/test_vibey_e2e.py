@@ -32,15 +32,15 @@ from avibe.record.messages import ToolCall
 RULE = "Please read the files I name, one by one. Never touch vendor/ - it belongs to another team."
 SECOND = "Now read b.txt."
 THIRD = "Now read c.txt, then tell me what you saw."
-SHORT_SCENE = {k: "x" for k in SCENE_ANSWER}
+NOT_A_SCENE = "The scene is the same as before."  # not JSON (a short scene would be completed, V1)
 
 
 def failing_checkpoint() -> list[Any]:
-    """A checkpoint turn that fails: a scene too short (V1), then a repair answer that is not JSON at all
-    (a still-short scene would be completed by the harness from the record on the repair round)."""
+    """A checkpoint turn that fails: a scene answer that is not JSON, then a repair answer that is not
+    JSON either (a scene that is only too short would be completed by the harness from the record)."""
     return [
         *checkpoint_steps(4),
-        lambda r: answer(r, scene=SHORT_SCENE),
+        reply(NOT_A_SCENE),
         reply("The scene is fine as it is."),
     ]
 
@@ -106,7 +106,7 @@ def test_V4_invalid_scene_is_repaired_with_one_request(make_harness: Any) -> Non
         *BEFORE,
         tool_step("read_file", path="c.txt"),
         *checkpoint_steps(4),
-        lambda r: answer(r, scene=SHORT_SCENE),
+        reply(NOT_A_SCENE),
         lambda r: answer(r),  # the single repair request re-asks the scene
         reply("c read"),
     ]

@@ -33,6 +33,7 @@ from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure_after
 from avibe.checkpoint.plan import CheckpointRunState
 from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
+from avibe.checkpoint.structured import SCENE_COMPLETED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import recollection
@@ -377,9 +378,12 @@ def _accepted(
 ) -> Compacted:
     assert new.stored is not None
     made = new.stored.provenance
+    completed = any(note.startswith(SCENE_COMPLETED) for note in made.notes)
     meta = {
-        # V1-V3 on the first answer: the model-free move-out (V7) had no answer to validate
-        "first_pass_valid": result.fallback != "model-free" and not made.problems,
+        # V1-V3 on the first answer: the model-free move-out (V7) had no answer to validate; a scene the
+        # harness had to complete is counted apart, not as the model's valid answer
+        "first_pass_valid": result.fallback != "model-free" and not made.problems and not completed,
+        "scene_completed": completed,
         "repaired": made.repair_used,
         "fallback": result.fallback,
         **memo_audit(new.stored.memo, state.record),

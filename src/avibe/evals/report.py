@@ -291,8 +291,8 @@ def _checkpoint(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[s
                 for f in ("memo_verbatim", "memo_non_user")
             ]
             validation = [
-                wilson(sum(m[f] for m in metas), n).format()
-                for f in ("first_pass_valid", "repaired", "fallback")
+                wilson(sum(m.get(f, 0) for m in metas), n).format()
+                for f in ("first_pass_valid", "scene_completed", "repaired", "fallback")
             ]
             body.append([s, str(k), *memo, str(entries), *validation, str(n)])
     header = [
@@ -302,6 +302,7 @@ def _checkpoint(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[s
         "memo entries not from the user (lower is better)",
         "memo entries",
         "first-pass valid",
+        "scene completed by the harness",
         "repaired",
         "fallback",
         "checkpoints",

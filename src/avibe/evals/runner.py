@@ -105,6 +105,7 @@ def _checkpoint_meta(result: ReplayResult) -> dict[str, int]:
         "first_pass_valid": sum(bool(m.get("first_pass_valid")) for m in metas),
         "repaired": sum(bool(m.get("repaired")) for m in metas),
         "fallback": sum(m.get("fallback") is not None for m in metas),
+        "scene_completed": sum(bool(m.get("scene_completed")) for m in metas),
         # N4, N7 audited on every checkpoint's memo against the record (avibe.evals.checkpoint.memo_audit)
         **{key: sum(int(m.get(key, 0)) for m in metas) for key in MEMO_AUDIT},
     }

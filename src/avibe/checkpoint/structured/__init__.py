@@ -22,6 +22,8 @@ API (used by structured_mode.py):
     parts_to_reask(problems, work) -> tuple[str, ...]
     ticked_checklist(candidates, ticked) -> str
     scene_limits(window) -> dict[str, int]                        SCENE_CHARS shrunk to SCENE_FLOOR_CHARS
+    SCENE_COMPLETED                                               a note's start: the harness completed a
+                                                  scene part the model left too short (S1, S2, S4)
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from dataclasses import replace
 
 from avibe.checkpoint.memo import Candidate, Label, render_checklist
 from avibe.checkpoint.model import Problem
-from avibe.checkpoint.structured.answers import APPLY, ensure_mission
+from avibe.checkpoint.structured.answers import APPLY, SCENE_COMPLETED, ensure_mission
 from avibe.checkpoint.structured.edits import fit_caps
 from avibe.checkpoint.structured.questions import QUESTIONS
 from avibe.checkpoint.structured.schemas import scene_limits
@@ -51,6 +53,7 @@ __all__ = [
     "MIND_PARTS",
     "PARTS",
     "SCENE_CHARS",
+    "SCENE_COMPLETED",
     "SCENE_FLOOR_CHARS",
     "SCENE_MIN_CHARS_PER_PART",
     "Question",

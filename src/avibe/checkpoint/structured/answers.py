@@ -22,6 +22,7 @@ from avibe.checkpoint.structured.work import (
     MAX_NEW,
     MAX_NEW_MISSION,
     MIN_ENTRY_CHARS,
+    MODEL_SCENE_PARTS,
     SCENE_MIN_CHARS_PER_PART,
     WORKSTREAM_STATUSES,
     Work,
@@ -179,21 +180,30 @@ def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
 
 # ---- scene (S1-S6) ----------------------------------------------------------------------------------
 
+SCENE_COMPLETED: Final = "scene too short"  # the note's start when the harness completed a scene part
+
 
 def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
     limits = scene_limits(work.budgets.window)
-    values = {name: clean(work, data.get(name, ""), limit) for name, limit in limits.items()}
-    work.scene = render_scene(SceneParts(**values))
-    if "scene" in work.asked_again and len(scene_blocks(work.scene)[0].strip()) < SCENE_MIN_CHARS:
-        work.scene = render_scene(SceneParts(**_completed_scene(work, values, limits)))
+    values = {
+        name: clean(work, data.get(name, "") if name in MODEL_SCENE_PARTS else "", limit)
+        for name, limit in limits.items()
+    }  # the other parts are the harness's (S3, S6)
+    scene = render_scene(SceneParts(**values))
+    said_nothing = any(not values[part] for part in SCENE_MIN_CHARS_PER_PART)
+    if said_nothing or len(scene_blocks(scene)[0].strip()) < SCENE_MIN_CHARS:  # V1
+        scene = render_scene(SceneParts(**_completed_scene(work, values, limits)))
+    work.scene = scene
 
 
 def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, int]) -> dict[str, str]:
-    """A scene still too short for V1 when asked again - most often a small model's echo, dropped by
-    `clean` - completed from what the harness holds, never invented, rather than failing the whole
-    checkpoint: the mind's workstream (or mission) lines as current step and progress (S1, S2), and the
-    latest user message moving out, quoted, as the next step (S4). Each addition says where it came
-    from, and is noted. The first answer is never completed, so the first-pass rate measures the model."""
+    """Scene parts the model left empty - most often a small model's echo or key names, dropped by
+    `clean` - or a scene too short for V1, completed from what the harness holds, never invented: the
+    mind's workstream (or mission) lines as current step and progress (S1, S2), and the latest user
+    message moving out, quoted, as the next step (S4). Each addition says where it came from and is
+    noted (SCENE_COMPLETED; the eval counts such checkpoints apart from first-pass valid ones). Done on
+    the first answer: asking again cost the 0.5B a repair call (~12 s) that echoed the same key names
+    (issue 17)."""
     streams = [line.strip("-* ").strip() for line, _ in workstream_lines(work.mind).values()]
     missions = [line.strip("-* ").strip() for line in mission_lines(work.mind).values()]
     newest = sorted(work.candidates, key=lambda c: c.seq, reverse=True)
@@ -213,7 +223,7 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
             completed[part] = one_line(
                 f"{completed[part]}; {text}" if completed[part] else text, limits[part]
             )
-            work.notes.append(f"scene too short: {part} completed {origin}")
+            work.notes.append(f"{SCENE_COMPLETED}: {part} completed {origin}")
     return completed
 
 

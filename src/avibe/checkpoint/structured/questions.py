@@ -25,6 +25,7 @@ from avibe.checkpoint.structured.work import (
     MAX_NEW,
     MAX_NEW_MISSION,
     MIN_ENTRY_CHARS,
+    MODEL_SCENE_PARTS,
     NOTES_MAX_NEW,
     PREVIEW_CHARS,
     SCENE_MIN_CHARS_PER_PART,
@@ -181,8 +182,10 @@ def _room_question(work: Work) -> Question | None:
 
 
 def _scene_question(work: Work) -> Question:
-    """S1-S6: the six scene parts, each sized to the window (V1's minimum through minLength)."""
-    parts = {name: text(limit) for name, limit in scene_limits(work.budgets.window).items()}
+    """S1, S2, S4, S5: the model's scene parts, each sized to the window (V1's minimum through minLength);
+    S3 and S6 come from the harness's own state (MODEL_SCENE_PARTS)."""
+    limits = scene_limits(work.budgets.window)
+    parts = {name: text(limits[name]) for name in MODEL_SCENE_PARTS}
     for name, least in SCENE_MIN_CHARS_PER_PART.items():
         parts[name]["minLength"] = least
     schema = object_schema(parts)

@@ -52,6 +52,11 @@ SCENE_CHARS: Final[dict[str, int]] = {
 # at small windows the model's own parts stay short (issue 17: a grammar-bound token costs ~2x a free one,
 # and a 0.5B model fills whatever length the grammar allows, often by repeating itself).
 SCENE_REFERENCE_WINDOW: Final = 32_768
+# The parts the model is asked for. "Waiting for" and "exact references" are the harness's: it holds the
+# jobs, watches, timers and delegated runs, the files read and written and the failing call's error line
+# (`checkpoint/facts.py`), and a small model asked for them wrote the key names or repeated its other parts
+# (benchmarks/checkpoint_cost.py --answers) - ~60 output tokens of a checkpoint's ~270 (issue 17).
+MODEL_SCENE_PARTS: Final = ("current_step", "progress", "next_step", "pitfalls")
 SCENE_FLOOR_CHARS: Final[dict[str, int]] = {
     "current_step": 100,
     "progress": 100,
@@ -74,8 +79,12 @@ LOOSE_MATCH_WORDS: Final = 4  # a repeat cut mid-word is only recognised on line
 FILLER: Final = frozenset(
     {"", "none", "n a", "na", "null", "nothing", "todo", "tbd", "text", "id", "status", "new", "keep"}
     | {"i am here", "decisions", "decision", "reason", "lessons", "workstreams", "user changed mission"}
+    | {"merge", "retire", "ids"}
     | {" ".join(name.split("_")) for name in SCENE_CHARS}
 )
+# A list of filler is filler too: the 0.5B answered every scene part with the key names, "current_step,
+# progress, waiting_for, next_step, pitfalls, exact_references".
+_LIST_SEPARATOR = re.compile(r"[,;/|]|\band\b")
 _WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\][ \t]*(?:\([^)\n]*\))?[ \t]*(.*)$")
 
 
@@ -147,7 +156,12 @@ def one_line(value: str, limit: int = ENTRY_CHARS) -> str:
     """Model text made safe for one Markdown line: no line breaks, no comment markers, bounded. A weak
     model's filler - an echoed key name, "...", "none" - becomes "" so it never lands in the mind."""
     text = " ".join(value.replace("<!--", "").replace("-->", "").split())[:limit]
-    return "" if norm(text) in FILLER else text
+    return "" if is_filler(text) else text
+
+
+def is_filler(text: str) -> bool:
+    """Whether a text says nothing: a placeholder, a key name, or a list of them."""
+    return all(norm(piece) in FILLER for piece in _LIST_SEPARATOR.split(text))
 
 
 def clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
