@@ -729,6 +729,33 @@ def test_V1_scene_copied_from_the_request_text_is_dropped() -> None:
     assert "(from the record) the user's message #5:" in outcome.checkpoint.scene  # completed instead
 
 
+def test_M3_entries_that_say_nothing_or_repeat_within_one_answer_are_left_out() -> None:
+    """What the 0.5B wrote in checkpoint_cost: the same new workstream three times in one answer, and
+    one- or two-word entries ("The AI", "Oakhaven"). None lands in the mind (each noted); a real new
+    workstream and a real lesson do, once."""
+    workstreams = {
+        "workstreams": [
+            {"id": "new", "status": "active", "text": "Our 9"},
+            {"id": "new", "status": "active", "text": "Review the billing exports"},
+            {"id": "new", "status": "active", "text": "Review the billing exports"},
+        ]
+    }
+    notes = {
+        "i_am_here": ["Oakhaven", "Oakhaven"],
+        "decisions": [{"decision": "The AI", "reason": "The AI"}],
+        "lessons": ["Run make lint before each push."],
+    }
+    run = _run(_answers(workstreams=workstreams, notes=notes), mode="structured")
+    outcome = run.outcome
+    assert isinstance(outcome, Accepted) and not outcome.repaired
+    mind = outcome.checkpoint.mind
+    assert mind.count("Review the billing exports") == 1
+    assert "Our 9" not in mind and "Oakhaven" not in mind and "The AI" not in mind
+    assert "Run make lint before each push." in mind
+    assert sum("too short to say anything" in n for n in outcome.notes) >= 3
+    assert any("repeats an existing one" in n for n in outcome.notes)
+
+
 def test_M3_repeated_or_cut_short_entries_are_left_out() -> None:
     """A small model repeats an entry, often cut shorter; memory converges instead of growing."""
     notes = {

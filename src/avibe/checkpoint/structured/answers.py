@@ -27,6 +27,7 @@ from avibe.checkpoint.structured.work import (
     WORKSTREAM_STATUSES,
     Work,
     clean,
+    entry_text,
     next_id,
     norm,
     one_line,
@@ -120,6 +121,7 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
     current = workstream_lines(work.mind)
     next_number = next_id(list(current))
     added: list[str] = []
+    texts: list[str] = []  # the new entries' texts: the 0.5B wrote the same new one three times
     for item in items:
         wid, status = (item.get("id"), item.get("status")) if isinstance(item, dict) else (None, None)
         if (
@@ -129,12 +131,13 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
         ):
             work.notes.append(f"workstream change ignored (unknown id or status): {item!r}")
             continue
-        text = clean(work, item.get("text", ""))
-        if wid == "new" and norm(text) in {norm(t) for _, t in current.values()}:
+        text = entry_text(work, item.get("text", ""))
+        if wid == "new" and norm(text) in {norm(t) for t in [*(t for _, t in current.values()), *texts]}:
             work.notes.append(f"new workstream repeats an existing one, ignored: {text!r}")
             continue
         if wid == "new" and text and len(added) < MAX_NEW:
             added.append(f"- [W{next_number}] ({status}) {text}")
+            texts.append(text)
             next_number += 1
         elif wid in current:
             line, old_text = current[str(wid)]
@@ -165,7 +168,8 @@ def _decisions(work: Work, value: Any) -> list[str]:
     lines = []
     for item in value[:MAX_NEW] if isinstance(value, list) else []:
         if isinstance(item, dict) and isinstance(item.get("decision"), str):
-            decision, reason = clean(work, item["decision"], 160), clean(work, item.get("reason", ""), 160)
+            decision = entry_text(work, item["decision"], 160)
+            reason = clean(work, item.get("reason", ""), 160)
             if decision:
                 lines.append(f"- {decision}" + (f" - because {reason}" if reason else ""))
     return lines

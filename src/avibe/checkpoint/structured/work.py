@@ -74,6 +74,7 @@ SCENE_MIN_CHARS_PER_PART: Final[dict[str, int]] = {"current_step": 60, "progress
 LINE_TOKENS: Final = 4
 CHARS_PER_TOKEN: Final = 3
 MIN_ENTRY_CHARS: Final = 24
+MIN_ENTRY_WORDS: Final = 3  # a new mind entry in fewer words says nothing (see `entry_text`)
 LOOSE_MATCH_WORDS: Final = 4  # a repeat cut mid-word is only recognised on lines this long
 # What a small model writes when it has nothing to say: placeholders and the schema's own key names.
 FILLER: Final = frozenset(
@@ -177,7 +178,18 @@ def clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
 def strings(work: Work, value: Any, limit: int = ENTRY_CHARS) -> list[str]:
     if not isinstance(value, list):
         return []
-    return [line for v in value[:MAX_NEW] if isinstance(v, str) and (line := clean(work, v, limit))]
+    return [line for v in value[:MAX_NEW] if isinstance(v, str) and (line := entry_text(work, v, limit))]
+
+
+def entry_text(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
+    """`clean`, and "" for a new entry of fewer than MIN_ENTRY_WORDS words: the 0.5B filled its lists with
+    "1", "The AI", "Oakhaven" (benchmarks/checkpoint_cost.py --answers), which then filled the section
+    and brought the room question - a call - to make space for them."""
+    text = clean(work, value, limit)
+    if text and len(text.split()) < MIN_ENTRY_WORDS:
+        work.notes.append(f"entry too short to say anything, ignored: {text!r}")
+        return ""
+    return text
 
 
 def parse(work: Work, part: str, text: str) -> dict[str, Any] | None:
