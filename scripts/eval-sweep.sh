@@ -6,8 +6,9 @@
 #   stage 1  all twelve types, K = 1, seed 1, probes on, the 0.5B default  (~2 hours; the README's table)
 #   stage 2  K = 2, 4, 8 on all twelve types, seed 1                        (~12 hours)
 #   stage 3  seeds 2 and 3 on the cheap types (K = 1, 2)                    (~4 hours)
-#   stage 4  the 1.5B tier on constraint_fidelity, queue, waiting_on and the four new types, K = 1, 2
-#            (~8 hours; `vibe models install embedded-1.5b` first)
+#   stage 4  the 1.5B tier on the four new types, constraint_fidelity, queue and waiting_on, K = 1: the
+#            checkpoint, the handoff, the rewrite and the full context (~3 hours; installs the 1.5B first)
+#   stage 5  the 1.5B tier's other strategies at K = 1, and K = 2 for all                (~8 hours)
 #
 # Usage: bash scripts/eval-sweep.sh [STAGE...]   (default: 1)   Results under eval-sweep/ (gitignored).
 # Types are ordered so the ones where the strategies differ most come first: a stage cut short has them.
@@ -31,9 +32,13 @@ stage() {
          --out "$OUT/0.5b" --origin "bash scripts/eval-sweep.sh 1 2" ;;
     3) .venv/bin/vibe eval $(types "${CHEAP[@]}") --seed 2 --seed 3 --k 1 --k 2 --model embedded \
          "${common[@]}" --out "$OUT/0.5b" --origin "bash scripts/eval-sweep.sh 1 2 3" ;;
-    4) .venv/bin/vibe eval $(types "${TIER[@]}") --k 1 --k 2 --model embedded-1.5b "${common[@]}" \
-         --out "$OUT/1.5b" --origin "bash scripts/eval-sweep.sh 4" ;;
-    *) echo "eval-sweep: no stage $1 (1-4)" >&2; exit 2 ;;
+    4) .venv/bin/vibe models install embedded-1.5b
+       .venv/bin/vibe eval $(types "${TIER[@]}") --k 1 -s avibe-checkpoint -s handoff -s rewrite -s full \
+         --model embedded-1.5b "${common[@]}" --out "$OUT/1.5b" --origin "bash scripts/eval-sweep.sh 4" ;;
+    5) .venv/bin/vibe models install embedded-1.5b
+       .venv/bin/vibe eval $(types "${TIER[@]}") --k 1 --k 2 --model embedded-1.5b "${common[@]}" \
+         --out "$OUT/1.5b" --origin "bash scripts/eval-sweep.sh 4 5" ;;
+    *) echo "eval-sweep: no stage $1 (1-5)" >&2; exit 2 ;;
   esac
 }
 

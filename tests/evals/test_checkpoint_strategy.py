@@ -3,6 +3,7 @@ The guarantees the report must show at 100% are asserted here on the strict scri
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import pytest
@@ -139,3 +140,28 @@ def test_S3_S6_the_replay_harness_knows_its_jobs_and_errors_whatever_the_model_w
     recollection = next(m.content for m in result.context if m.kind == "checkpoint")
     error = scenario.truth.references[0].value
     assert f"-> {error}" in recollection and "last failing call: shell `" in recollection  # S5, S6
+
+
+def _key_names_scene(request: ModelRequest) -> ModelReply:
+    """The 0.5B's scene answer in benchmarks/checkpoint_cost.py: every part the list of key names."""
+    assert request.json_schema is not None
+    props = request.json_schema["properties"]
+    if "current_step" in props:
+        return reply(json.dumps({name: ", ".join(props) for name in props}))
+    return checkpoint_answer(request)
+
+
+def test_V1_a_scene_the_harness_completed_is_counted_apart_from_first_pass_valid(
+    counter: TokenCounter,
+) -> None:
+    """Issue 17: a scene of key names is completed from the mind and the record on the first answer (no
+    repair call); the eval counts it as scene_completed, never as the model's first-pass valid answer."""
+    scenario = generate("constraint_fidelity", 2, 40)
+    model = ScriptedModel([_key_names_scene] * 400)
+    result = replay(scenario, STRATEGY, model, counter, WINDOW, threshold=THRESHOLD)
+    metas = [c.meta for c in result.compactions]
+    assert metas and all(m["scene_completed"] and not m["first_pass_valid"] for m in metas)
+    assert not any(m["repaired"] or m["fallback"] for m in metas)
+    measured = measure(scenario, result.context, counter)
+    assert measured.counts["mission_exact"] == (1, 1)
+    assert "progress, next_step, pitfalls" not in "\n".join(str(m.content) for m in result.context)
