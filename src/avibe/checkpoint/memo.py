@@ -27,7 +27,10 @@ API:
     memo_labels(items, entries) -> list[Label]      the checklist label of each memo item
     memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int
     reads_as_rule(text: str) -> bool       worded as a standing rule, limit or permission ("never", "do not")
-    rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=()) -> RulesKept(added, let_go)
+    mission_sources(missions, candidates, entries, counter, per_message) -> list[Label]
+        for each mission text (the model's words, M4), the line with the user's sentence that says most of it
+    rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=(), first=())
+        -> RulesKept(added, let_go)
         the lines the harness keeps besides the model's ticks: every rule-worded sentence of a message moving
         out now, or memo item kept before, that the ticks leave out; newest first, within the memo budget,
         letting go ticked lines that state no rule (oldest first) to make room, and fitting over-ticking
@@ -516,6 +519,101 @@ def _unticked_rules(
     return lines
 
 
+# A mission entry is the model's words (M4); its source sentence in the user's words is what the eval's
+# "mission byte-identical" looks for, and what drifts: the 1.5B wrote the mission well and ticked other
+# messages, so the user's own statement of it left the context. Matched by content words, not wording.
+_WORDS = re.compile(r"[^\W_]+(?:[/.'_-][^\W_]+)*")
+_COMMON: Final = frozenset(
+    {
+        "the",
+        "and",
+        "for",
+        "this",
+        "that",
+        "with",
+        "you",
+        "your",
+        "our",
+        "all",
+        "are",
+        "from",
+        "into",
+        "have",
+        "will",
+        "what",
+        "when",
+        "then",
+        "them",
+        "they",
+        "its",
+        "was",
+        "were",
+        "has",
+        "had",
+        "but",
+        "not",
+        "can",
+        "any",
+        "each",
+        "one",
+        "out",
+        "per",
+        "via",
+        "also",
+        "just",
+        "let",
+        "lets",
+        "please",
+        "should",
+        "would",
+        "could",
+    }
+)
+MISSION_MATCH_WORDS: Final = 3  # at least this many of the mission's content words in the sentence ...
+MISSION_MATCH_SHARE: Final = 0.5  # ... and at least this share of them
+
+
+def _content_words(text: str) -> set[str]:
+    """Words that carry meaning, a plural "s" dropped ("tickets" and "ticket" are one word here)."""
+    words = (w.casefold() for w in _WORDS.findall(text))
+    kept = (w for w in words if (len(w) >= 3 or w.isdigit()) and w not in _COMMON)
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in kept}
+
+
+def mission_sources(
+    missions: Iterable[str],
+    candidates: Sequence[Candidate],
+    entries: Mapping[int, Entry],
+    counter: TokenCounter,
+    per_message: int,
+) -> list[Label]:
+    """For each mission text, the line carrying the user's sentence that says most of it (at least
+    MISSION_MATCH_WORDS of its content words and MISSION_MATCH_SHARE of them): the whole message when its
+    memo item holds that sentence, else the sentence's own line. Candidates only (user entries by stored
+    kind, N7); none for a mission whose text already holds the sentence (a mission quoted from the record)."""
+    lines: list[Label] = []
+    seqs = sorted({c.seq for c in candidates})
+    for mission in missions:
+        wanted = _content_words(mission)
+        best: tuple[int, Label] | None = None
+        for seq in seqs:
+            entry = entries.get(seq)
+            if entry is None or not entry.is_user:
+                continue
+            prefix = _prefix_kept(entry, counter, per_message)
+            for k, (a, b) in enumerate(sentences(entry.text), 1):
+                shared = len(wanted & _content_words(entry.text[a:b]))
+                if entry.text[a:b] in mission or shared < max(
+                    MISSION_MATCH_WORDS, len(wanted) * MISSION_MATCH_SHARE
+                ):
+                    continue
+                if best is None or shared > best[0]:
+                    best = (shared, seq if b <= prefix else label_of(seq, k))
+        if best is not None and best[1] not in lines:
+            lines.append(best[1])
+    return lines
+
+
 @dataclass(frozen=True, slots=True)
 class RulesKept:
     added: tuple[Label, ...]  # lines kept besides the model's ticks, newest first
@@ -529,13 +627,16 @@ def rules_kept(
     counter: TokenCounter,
     budgets: Budgets,
     previous_memo: Sequence[MemoItem] = (),
+    first: Sequence[Label] = (),
 ) -> RulesKept:
-    """The memo's lines as the harness settles them around the model's ticks (N2, N5): every rule-worded
-    sentence of a user message moving out now that no ticked line holds, and every rule-worded memo item
-    kept before that the model let go, is added - newest first. Rules come before what the model ticked
-    that states none, and the total stays within the budget: ticked lines without a rule are let go,
-    oldest first, to make room - and when the ticks alone pass the budget (a 0.5B model ticks every number
-    it can count, and a repair round rarely fixes it), those first, then the oldest ticked rules."""
+    """The memo's lines as the harness settles them around the model's ticks (N2, N5): `first` (the
+    mission's source, `mission_sources`) before everything, kept and never let go like a rule; every
+    rule-worded sentence of a user message moving out now that no ticked line holds, and every
+    rule-worded memo item kept before that the model let go, is added - newest first. Rules come before
+    what the model ticked that states none, and the total stays within the budget: ticked lines without a
+    rule are let go, oldest first, to make room - and when the ticks alone pass the budget (a 0.5B model
+    ticks every number it can count, and a repair round rarely fixes it), those first, then the oldest
+    ticked rules."""
     ticked_labels = clean_labels(ticked)
     previous = dict(zip(memo_labels(previous_memo, entries), previous_memo, strict=True))
 
@@ -546,7 +647,7 @@ def rules_kept(
     ruled: list[Label] = []
     for label in sorted(ticked_labels, key=_order):
         item = _copy(label, entries, previous, counter, budgets)
-        if isinstance(item, MemoItem) and reads_as_rule(item.text):
+        if isinstance(item, MemoItem) and (label in first or reads_as_rule(item.text)):
             ruled.append(label)
         elif isinstance(item, MemoItem):
             plain.append((label, counter.count(item.text)))
@@ -556,7 +657,8 @@ def rules_kept(
         let_go.append(plain.pop(0)[0] if plain else ruled.pop(0))
         used = total(ticked_labels - set(let_go))
     added: list[Label] = []
-    for label in _unticked_rules(candidates, ticked_labels, entries, counter, budgets.memo_per_message):
+    wanted = [*first, *_unticked_rules(candidates, ticked_labels, entries, counter, budgets.memo_per_message)]
+    for label in wanted:
         item = _copy(label, entries, previous, counter, budgets)
         if label in ticked_labels or label in added or isinstance(item, Problem):
             continue

@@ -15,6 +15,7 @@ API:
     section_texts(text: str) -> dict[str, str]              body of each heading found (tolerant)
     mission_ids(text: str) -> tuple[str, ...]               distinct "M<n>" ids of mission lines, in order
     mission_lines(text: str) -> dict[str, str]              id -> the mission line as written
+    active_missions(text: str) -> list[str]                 the text of each active mission entry (M4)
     strip_guidance(text: str) -> str                        the text without <!-- --> guidance comments
     apply_edit(document: str, old: str, new: str) -> EditOutcome   (M2, M3)
     EditOutcome(applied: bool, document: str, problem: Problem | None);  .message -> str
@@ -49,6 +50,7 @@ _COMMENT = re.compile(r"<!--.*?(-->|\Z)", re.DOTALL)
 _LIST_ITEM = re.compile(r"^[-*+][ \t]")
 _MISSION_LINE = re.compile(r"^[-*+][ \t]+\[(M\d+)\][ \t]*\(([^)\n]*)\)[ \t]*(.*)$")
 _MISSION_ID = re.compile(r"^[-*+][ \t]+\[(M\d+)\]")
+_MISSION_ENTRY = re.compile(r"^[-*+][ \t]+\[M\d+\][ \t]*\(([^)\n]*)\)[ \t]*(.*)$")
 _WORKSTREAM_LINE = re.compile(r"^[-*+][ \t]+(?:\[(W\d+)\][ \t]*)?\(([^)\n]+)\)[ \t]*(.*)$")
 _REPLACED = re.compile(r"^replaced by (m\d+)$", re.IGNORECASE)
 
@@ -410,6 +412,17 @@ def apply_edit(document: str, old: str, new: str) -> EditOutcome:
     if after != before and not _headings_complete(result):
         return _refuse("edit.heading_changed", document, _heading_change_message(before, after))
     return EditOutcome(applied=True, document=result)
+
+
+def active_missions(text: str) -> list[str]:
+    """The text of each active mission entry, without its id and status ("- [M1] (active) Ship v2" ->
+    "Ship v2")."""
+    texts = []
+    for line in mission_lines(text).values():
+        match = _MISSION_ENTRY.match(line)
+        if match and match.group(1).strip().casefold() == "active":
+            texts.append(match.group(2).strip())
+    return texts
 
 
 def mission_lines(text: str) -> dict[str, str]:

@@ -37,10 +37,11 @@ from avibe.checkpoint.memo import (
     clean_labels,
     dismissed,
     memo_candidates,
+    mission_sources,
     render_checklist,
     rules_kept,
 )
-from avibe.checkpoint.mind import EMPTY_MIND
+from avibe.checkpoint.mind import EMPTY_MIND, active_missions
 from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
 from avibe.checkpoint.validate import repair_request, validate
 from avibe.prompts import render
@@ -64,6 +65,7 @@ class TurnState:
     rounds: int = 0
     notes: list[str] = field(default_factory=list)
     rules: RulesKept = field(default_factory=lambda: RulesKept(()))  # besides the ticks (memo.rules_kept)
+    mission_sources: tuple[Label, ...] = ()  # of rules.added: the mission's source (memo.mission_sources)
 
     @property
     def previous_memo(self) -> tuple[MemoItem, ...]:
@@ -133,10 +135,18 @@ def _dedup(problems: Sequence[Problem]) -> tuple[Problem, ...]:
 
 
 def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoint, list[Problem]]:
-    """Memo copied from the record (N4) - the model's ticks plus the rules it left unticked (N2) - the
+    """Memo copied from the record (N4) - the model's ticks plus the mission's source in the user's words
+    (M4, N1) and the rules it left unticked (N2) - the
     harness's facts added to the scene (S3, S6), then every problem at once (V1-V3)."""
     inputs = st.inputs
-    st.rules = rules_kept(st.candidates, ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
+    per_message = inputs.budgets.memo_per_message
+    sources = mission_sources(
+        active_missions(st.mind), st.candidates, st.entries, inputs.counter, per_message
+    )
+    st.rules = rules_kept(
+        st.candidates, ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo, first=sources
+    )
+    st.mission_sources = tuple(label for label in sources if label in st.rules.added)
     ticked = (clean_labels(ticked) - frozenset(st.rules.let_go)) | frozenset(st.rules.added)
     memo = build_memo(ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
@@ -167,8 +177,12 @@ def _rules_note(st: TurnState) -> tuple[str, ...]:
         return ", ".join(f"#{label}" for label in labels)
 
     notes = []
-    if st.rules.added:
-        notes.append(f"memo: kept {numbers(st.rules.added)} besides the model's ticks (worded as a rule, N2)")
+    if st.mission_sources:
+        notes.append(
+            f"memo: kept {numbers(st.mission_sources)} besides the model's ticks (the mission's source, M4)"
+        )
+    if rules := tuple(label for label in st.rules.added if label not in st.mission_sources):
+        notes.append(f"memo: kept {numbers(rules)} besides the model's ticks (worded as a rule, N2)")
     if st.rules.let_go:
         notes.append(
             f"memo: let go {numbers(st.rules.let_go)}, ticked, to fit the budget (plain lines first)"
