@@ -108,7 +108,6 @@ class Work:
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     echo: str = ""  # the question being answered, normalised (see `clean`)
-    asked_again: frozenset[str] = frozenset()  # parts being asked a second time (the repair round)
     intro: str = ""  # the turn's request text, normalised: a small model copies it into answers too
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
     pending: dict[str, list[str]] = field(default_factory=dict)  # new lines a full section left out
@@ -132,7 +131,6 @@ class Work:
 
     def reset(self, parts: Sequence[str], previous_mind: str) -> None:
         """Undo the parts about to be asked again (mind parts restart from the previous mind together)."""
-        self.asked_again = self.asked_again | frozenset(parts)
         for part in parts:
             self.problems.pop(part, None)
         if any(p in MIND_PARTS for p in parts):
