@@ -7,7 +7,7 @@
 #   stage 2  K = 2, 4, 8 on all twelve types, seed 1                        (~12 hours)
 #   stage 3  seeds 2 and 3 on the cheap types (K = 1, 2)                    (~4 hours)
 #   stage 4  the 1.5B tier on the four new types, constraint_fidelity, queue and waiting_on, K = 1: the
-#            checkpoint, the handoff, the rewrite and the full context (~3 hours; installs the 1.5B first)
+#            checkpoint, the handoff, the rewrite and the full context (~1 hour; installs the 1.5B first)
 #   stage 5  the 1.5B tier's other strategies at K = 1, and K = 2 for all                (~8 hours)
 #
 # Usage: bash scripts/eval-sweep.sh [STAGE...]   (default: 1)   Results under eval-sweep/ (gitignored).
