@@ -73,6 +73,38 @@ def test_M4_a_mission_in_a_long_message_points_at_its_sentence_when_the_cut_lose
     assert source == "7." + str(len(BRIEF[:6]) + 1)
 
 
+def test_M4_a_mission_written_from_several_sentences_finds_the_one_that_set_the_goal() -> None:
+    """The 1.5B's mission in the eval's late_rule (the run that still lost "mission byte-identical"): it
+    says the goal and the per-ticket process together, so it shares only a third of its words with the
+    goal sentence, and more with the process sentence after it. The earliest sentence that says enough
+    of it - the goal, stated first - is the source."""
+    message = " ".join(
+        [
+            GOAL,
+            "When a ticket is unclear, make the smallest change that satisfies it and say what you assumed.",
+            "For each ticket, read it first, make the change it asks for, and add one line to CHANGELOG.md.",
+            "Never modify anything under third_party/.",
+        ]
+    )
+    mission = (
+        "The user is working through the 9 tickets in the Oakhaven repository, reading each ticket "
+        "first, making the changes required, and adding a line to the CHANGELOG.md after each ticket. "
+        "The user is also"
+    )
+    entries = [make_entry(1, message)]
+    [source] = _sources([mission], entries)
+    by_seq = {e.seq: e for e in entries}
+    memo = build_memo({source}, by_seq, COUNTER, SMALL).items
+    assert any(GOAL in item.text for item in memo)
+
+
+def test_M4_a_second_mission_finds_its_own_source_not_the_firsts() -> None:
+    change = "New goal: before the tickets, migrate the Oakhaven CI to the new runners this week."
+    entries = [make_entry(4, GOAL), make_entry(9, change)]
+    second = "Migrate the Oakhaven CI to the new runners"
+    assert _sources([PARAPHRASE, second], entries) == [4, 9]
+
+
 @pytest.mark.parametrize(
     "mission",
     [

@@ -60,7 +60,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -587,31 +587,40 @@ def mission_sources(
     counter: TokenCounter,
     per_message: int,
 ) -> list[Label]:
-    """For each mission text, the line carrying the user's sentence that says most of it (at least
-    MISSION_MATCH_WORDS of its content words and MISSION_MATCH_SHARE of them): the whole message when its
-    memo item holds that sentence, else the sentence's own line. Candidates only (user entries by stored
-    kind, N7); none for a mission whose text already holds the sentence (a mission quoted from the record)."""
+    """For each mission text, the line carrying the earliest user sentence it says: one sharing at least
+    MISSION_MATCH_WORDS content words with it, and MISSION_MATCH_SHARE of the shorter's (a mission the
+    model wrote from several sentences still finds the one that set the goal; the earliest, because the
+    user states the purpose before the details, and not one already the source of an earlier mission).
+    The whole message when its memo item holds that sentence, else the sentence's own line. Candidates
+    only (user entries by stored kind, N7); none for a mission that already holds the sentence (quoted
+    from the record)."""
     lines: list[Label] = []
     seqs = sorted({c.seq for c in candidates})
     for mission in missions:
         wanted = _content_words(mission)
-        best: tuple[int, Label] | None = None
-        for seq in seqs:
-            entry = entries.get(seq)
-            if entry is None or not entry.is_user:
-                continue
-            prefix = _prefix_kept(entry, counter, per_message)
-            for k, (a, b) in enumerate(sentences(entry.text), 1):
-                shared = len(wanted & _content_words(entry.text[a:b]))
-                if entry.text[a:b] in mission or shared < max(
-                    MISSION_MATCH_WORDS, len(wanted) * MISSION_MATCH_SHARE
-                ):
-                    continue
-                if best is None or shared > best[0]:
-                    best = (shared, seq if b <= prefix else label_of(seq, k))
-        if best is not None and best[1] not in lines:
-            lines.append(best[1])
+        for seq, k, label in _sentence_lines(seqs, entries, counter, per_message):
+            entry = entries[seq]
+            a, b = sentences(entry.text)[k - 1]
+            said = _content_words(entry.text[a:b])
+            shared = len(wanted & said)
+            least = max(MISSION_MATCH_WORDS, min(len(wanted), len(said)) * MISSION_MATCH_SHARE)
+            if label not in lines and shared >= least and entry.text[a:b] not in mission:
+                lines.append(label)
+                break
     return lines
+
+
+def _sentence_lines(
+    seqs: Sequence[int], entries: Mapping[int, Entry], counter: TokenCounter, per_message: int
+) -> Iterator[tuple[int, int, Label]]:
+    """(seq, k, the line carrying sentence k) for each sentence of the user entries, in order."""
+    for seq in seqs:
+        entry = entries.get(seq)
+        if entry is None or not entry.is_user:
+            continue
+        prefix = _prefix_kept(entry, counter, per_message)
+        for k, (_, b) in enumerate(sentences(entry.text), 1):
+            yield seq, k, seq if b <= prefix else label_of(seq, k)
 
 
 @dataclass(frozen=True, slots=True)
