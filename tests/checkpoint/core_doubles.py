@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.turn import (
     CallModel,
     Effect,
@@ -131,3 +132,29 @@ def drive(
         except StopIteration as stop:
             run.outcome = stop.value
             return run
+
+
+def structured_turn_outcome(
+    entries: Sequence[Entry],
+    keep: Callable[[list[Any]], list[Any]],
+    mind: str,
+    budgets: Budgets,
+) -> TurnOutcome | None:
+    """A structured checkpoint turn moving `entries` out, from `mind` and TICKET_SCENE, answered validly by
+    a strict scripted model whose memo ticks are `keep(enum)`."""
+    from avibe.checkpoint.model import Checkpoint
+    from avibe.checkpoint.turn import TurnInputs, checkpoint_turn
+    from avibe.providers.scripted import ScriptedModel
+
+    inputs = TurnInputs(
+        mode="structured",
+        live_messages=(ChatMessage("system", "You are Vibey."), ChatMessage("user", "go on", kind="user")),
+        previous=Checkpoint(mind=mind, memo=(), scene=TICKET_SCENE),
+        moved_entries=tuple(entries),
+        budgets=budgets,
+        counter=CharCounter(),
+        at=AT,
+        upto_seq=max(e.seq for e in entries) + 1,
+    )
+    with ScriptedModel([structured_answers(keep)] * 5) as model:
+        return drive(checkpoint_turn(inputs), model).outcome

@@ -14,7 +14,11 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from core_doubles import AT, TICKET_SCENE, CharCounter, drive, make_entry, structured_answers
+from core_doubles import (
+    CharCounter,
+    make_entry,
+    structured_turn_outcome,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,12 +31,10 @@ from avibe.checkpoint.memo import (
     rules_kept,
 )
 from avibe.checkpoint.mind import active_missions
-from avibe.checkpoint.model import Checkpoint, MemoItem
-from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
+from avibe.checkpoint.model import MemoItem
+from avibe.checkpoint.turn import Accepted
 from avibe.evals.generators import BRIEF, CHATTER
-from avibe.providers.scripted import ScriptedModel
 from avibe.record.entries import Entry
-from avibe.record.messages import ChatMessage
 
 COUNTER = CharCounter()
 SMALL = budgets_for(8_192, 6_000)  # 60 tokens a message, 240 in all
@@ -123,18 +125,7 @@ def test_N7_a_watch_saying_the_goal_is_never_the_source() -> None:
 
 
 def _turn(entries: Sequence[Entry], keep: Callable[[list[Any]], list[Any]]) -> Any:
-    inputs = TurnInputs(
-        mode="structured",
-        live_messages=(ChatMessage("system", "You are Vibey."), ChatMessage("user", "go on", kind="user")),
-        previous=Checkpoint(mind=MIND, memo=(), scene=TICKET_SCENE),
-        moved_entries=tuple(entries),
-        budgets=SMALL,
-        counter=COUNTER,
-        at=AT,
-        upto_seq=max(e.seq for e in entries) + 1,
-    )
-    with ScriptedModel([structured_answers(keep)] * 5) as model:
-        return drive(checkpoint_turn(inputs), model).outcome
+    return structured_turn_outcome(entries, keep, MIND, SMALL)
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from core_doubles import AT, TICKET_MIND, TICKET_SCENE, CharCounter, drive, make_entry, structured_answers
+from core_doubles import (
+    TICKET_MIND,
+    CharCounter,
+    make_entry,
+    structured_turn_outcome,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -29,12 +34,10 @@ from avibe.checkpoint.memo import (
     sentence_note,
     sentences,
 )
-from avibe.checkpoint.model import Checkpoint, MemoItem
-from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
+from avibe.checkpoint.model import MemoItem
+from avibe.checkpoint.turn import Accepted
 from avibe.evals.generators import BRIEF, CHATTER, REPORTING
-from avibe.providers.scripted import ScriptedModel
 from avibe.record.entries import Entry
-from avibe.record.messages import ChatMessage
 
 COUNTER = CharCounter()
 SMALL = budgets_for(8_192, 6_000)  # 60 tokens a message, 240 in all: long messages are cut
@@ -195,18 +198,7 @@ def test_N2_N5_whatever_the_model_ticks_rules_are_kept_within_budget(
 
 
 def _turn(entries: Sequence[Entry], keep: Callable[[list[Any]], list[Any]]) -> Any:
-    inputs = TurnInputs(
-        mode="structured",
-        live_messages=(ChatMessage("system", "You are Vibey."), ChatMessage("user", "go on", kind="user")),
-        previous=Checkpoint(mind=TICKET_MIND, memo=(), scene=TICKET_SCENE),
-        moved_entries=tuple(entries),
-        budgets=SMALL,
-        counter=COUNTER,
-        at=AT,
-        upto_seq=max(e.seq for e in entries) + 1,
-    )
-    with ScriptedModel([structured_answers(keep)] * 5) as model:
-        return drive(checkpoint_turn(inputs), model).outcome
+    return structured_turn_outcome(entries, keep, TICKET_MIND, SMALL)
 
 
 @pytest.mark.parametrize(
