@@ -581,7 +581,7 @@ def _content_words(text: str) -> set[str]:
 
 
 def mission_sources(
-    missions: Iterable[str],
+    missions: Sequence[str],
     candidates: Sequence[Candidate],
     entries: Mapping[int, Entry],
     counter: TokenCounter,
@@ -594,33 +594,34 @@ def mission_sources(
     The whole message when its memo item holds that sentence, else the sentence's own line. Candidates
     only (user entries by stored kind, N7); none for a mission that already holds the sentence (quoted
     from the record)."""
+    wanted_each = [_content_words(mission) for mission in missions]
+    if not wanted_each:
+        return []
+    said = [
+        (text, _content_words(text), label)
+        for text, label in _sentence_lines(candidates, entries, counter, per_message)
+    ]
     lines: list[Label] = []
-    seqs = sorted({c.seq for c in candidates})
-    for mission in missions:
-        wanted = _content_words(mission)
-        for seq, k, label in _sentence_lines(seqs, entries, counter, per_message):
-            entry = entries[seq]
-            a, b = sentences(entry.text)[k - 1]
-            said = _content_words(entry.text[a:b])
-            shared = len(wanted & said)
-            least = max(MISSION_MATCH_WORDS, min(len(wanted), len(said)) * MISSION_MATCH_SHARE)
-            if label not in lines and shared >= least and entry.text[a:b] not in mission:
+    for mission, wanted in zip(missions, wanted_each, strict=True):
+        for text, words, label in said:
+            least = max(MISSION_MATCH_WORDS, min(len(wanted), len(words)) * MISSION_MATCH_SHARE)
+            if label not in lines and len(wanted & words) >= least and text not in mission:
                 lines.append(label)
                 break
     return lines
 
 
 def _sentence_lines(
-    seqs: Sequence[int], entries: Mapping[int, Entry], counter: TokenCounter, per_message: int
-) -> Iterator[tuple[int, int, Label]]:
-    """(seq, k, the line carrying sentence k) for each sentence of the user entries, in order."""
-    for seq in seqs:
+    candidates: Sequence[Candidate], entries: Mapping[int, Entry], counter: TokenCounter, per_message: int
+) -> Iterator[tuple[str, Label]]:
+    """(sentence, the line carrying it) for each sentence of the candidates' user entries, in order."""
+    for seq in sorted({c.seq for c in candidates}):
         entry = entries.get(seq)
         if entry is None or not entry.is_user:
             continue
         prefix = _prefix_kept(entry, counter, per_message)
-        for k, (_, b) in enumerate(sentences(entry.text), 1):
-            yield seq, k, seq if b <= prefix else label_of(seq, k)
+        for k, (a, b) in enumerate(sentences(entry.text), 1):
+            yield entry.text[a:b], seq if b <= prefix else label_of(seq, k)
 
 
 @dataclass(frozen=True, slots=True)

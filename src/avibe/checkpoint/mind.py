@@ -50,7 +50,6 @@ _COMMENT = re.compile(r"<!--.*?(-->|\Z)", re.DOTALL)
 _LIST_ITEM = re.compile(r"^[-*+][ \t]")
 _MISSION_LINE = re.compile(r"^[-*+][ \t]+\[(M\d+)\][ \t]*\(([^)\n]*)\)[ \t]*(.*)$")
 _MISSION_ID = re.compile(r"^[-*+][ \t]+\[(M\d+)\]")
-_MISSION_ENTRY = re.compile(r"^[-*+][ \t]+\[M\d+\][ \t]*\(([^)\n]*)\)[ \t]*(.*)$")
 _WORKSTREAM_LINE = re.compile(r"^[-*+][ \t]+(?:\[(W\d+)\][ \t]*)?\(([^)\n]+)\)[ \t]*(.*)$")
 _REPLACED = re.compile(r"^replaced by (m\d+)$", re.IGNORECASE)
 
@@ -419,9 +418,9 @@ def active_missions(text: str) -> list[str]:
     "Ship v2")."""
     texts = []
     for line in mission_lines(text).values():
-        match = _MISSION_ENTRY.match(line)
-        if match and match.group(1).strip().casefold() == "active":
-            texts.append(match.group(2).strip())
+        match = _MISSION_LINE.match(line)
+        if match and match.group(2).strip().casefold() == "active":
+            texts.append(match.group(3).strip())
     return texts
 
 

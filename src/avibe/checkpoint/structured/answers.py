@@ -121,7 +121,7 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
     current = workstream_lines(work.mind)
     next_number = next_id(list(current))
     added: list[str] = []
-    texts: list[str] = []  # the new entries' texts: the 0.5B wrote the same new one three times
+    new_texts: set[str] = set()  # normalised: the 0.5B wrote the same new one three times
     for item in items:
         wid, status = (item.get("id"), item.get("status")) if isinstance(item, dict) else (None, None)
         if (
@@ -132,12 +132,12 @@ def _apply_workstreams(work: Work, data: Mapping[str, Any]) -> None:
             work.notes.append(f"workstream change ignored (unknown id or status): {item!r}")
             continue
         text = entry_text(work, item.get("text", ""))
-        if wid == "new" and norm(text) in {norm(t) for t in [*(t for _, t in current.values()), *texts]}:
+        if wid == "new" and norm(text) in new_texts | {norm(t) for _, t in current.values()}:
             work.notes.append(f"new workstream repeats an existing one, ignored: {text!r}")
             continue
         if wid == "new" and text and len(added) < MAX_NEW:
             added.append(f"- [W{next_number}] ({status}) {text}")
-            texts.append(text)
+            new_texts.add(norm(text))
             next_number += 1
         elif wid in current:
             line, old_text = current[str(wid)]
