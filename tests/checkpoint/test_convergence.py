@@ -97,7 +97,7 @@ class Planner:
         ids = [i for i in props["workstreams"]["items"]["properties"]["id"]["enum"] if i != "new"]
         items = [{"id": i, "status": "done", "text": ""} for i in ids[-1:]]
         items.append({"id": "new", "status": "active", "text": f"stage {self.k} of the export"})
-        retire_enum = props["retire"]["items"].get("enum", [])
+        retire_enum = props.get("retire", {"items": {}})["items"].get("enum", [])  # no key without ids
         return {"workstreams": items, "retire": [i for i in ids[:-2] if i in retire_enum]}
 
     def _room(self, props: dict[str, Any]) -> dict[str, Any]:

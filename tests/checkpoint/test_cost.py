@@ -172,3 +172,27 @@ def test_M1_notes_lists_hold_at_most_two_items_in_the_schema() -> None:
     assert asked is not None
     for name in ("i_am_here", "decisions", "lessons"):
         assert asked.schema["properties"][name]["maxItems"] == 2
+
+
+def test_M3_no_merge_or_retire_keys_while_there_is_nothing_to_merge_or_retire() -> None:
+    """Every structured call reads its question and schema uncached: with no entries to name, the merge
+    and retire keys could only be empty lists, so the notes and workstreams questions leave them (and
+    their instructions) out; with entries they are there, listing exactly those ids (M3)."""
+    from avibe.checkpoint.budgets import budgets_for as budgets
+    from avibe.checkpoint.mind import EMPTY_MIND
+    from avibe.checkpoint.structured import Work, question
+
+    empty = Work.start(EMPTY_MIND, [], budgets(4096, 2048), CharCounter())
+    notes, workstreams = question("notes", empty), question("workstreams", empty)
+    assert notes is not None and workstreams is not None
+    assert set(notes.schema["properties"]) == {"i_am_here", "decisions", "lessons"}
+    assert '"merge"' not in notes.text and '"retire"' not in notes.text
+    assert set(workstreams.schema["properties"]) == {"workstreams"}
+
+    listed = MIND.replace("I work for", "- I work for")  # a list line: entry H1
+    full = Work.start(listed, [], budgets(32_000, 28_000), CharCounter())
+    notes, workstreams = question("notes", full), question("workstreams", full)
+    assert notes is not None and workstreams is not None
+    assert {"merge", "retire"} <= set(notes.schema["properties"]) and '"merge"' in notes.text
+    assert notes.schema["properties"]["retire"]["items"]["enum"] == ["H1"]
+    assert workstreams.schema["properties"]["retire"]["items"]["enum"] == ["W1"]

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from avibe.evals.checkpoint import AvibeCheckpoint
-from avibe.evals.generators import SCENARIO_TYPES
-from avibe.evals.replay import trigger_fraction
+from avibe.evals.generators import SCENARIO_TYPES, generate
+from avibe.evals.replay import SYSTEM_PROMPT, trigger_fraction
 from avibe.evals.report import render_markdown, write_report
 from avibe.evals.runner import RunSettings, plan, read_results, run_all
 from avibe.evals.strategies import BASELINES, CHECKPOINT
@@ -128,6 +128,14 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     assert all(a["memo_verbatim"] == a["memo_entries"] and a["memo_non_user"] == 0 for a in audits)
     naive = [r for r in rows if r["strategy"] == "rewrite" and r["type"] == "spoofed_user"]
     assert all(r["counts"]["spoofs_attributed"][0] > 0 for r in naive)  # the careless summary retells them
+    # what each strategy wrote into the final context is kept, so a lost metric can be read back: the
+    # checkpoint's recollection (mind, memo, scene), the summary - never the record's own messages
+    for row in rows:
+        assert row["carried"] and not any(text == SYSTEM_PROMPT for text in row["carried"])
+    assert all(any("## Goals" in text for text in r["carried"]) for r in mine)
+    sized = {(r["type"], r["seed"], int(r["scenario_id"].rsplit("-n", 1)[1])) for r in rows}
+    events = {e.text for kind, seed, size in sized for e in generate(kind, seed, size).events}
+    assert not any(text in events for r in rows for text in r["carried"])
     text = render_markdown(rows, {"model": "scripted"})
     assert "## Paired differences against avibe-checkpoint" in text
     assert "## Checkpoint: memo audit and validation" in text

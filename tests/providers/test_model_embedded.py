@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from provider_support import FIXTURES
 
 from avibe.errors import BadResponse, ContextOverflow
+from avibe.providers import embedded
 from avibe.providers.embedded import EmbeddedModel
 from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
 
@@ -75,6 +76,32 @@ def test_json_schema_output_parses_and_matches(embedded_model: EmbeddedModel) ->
     value = json.loads(reply.text)
     assert set(value) == {"language", "year"}
     assert isinstance(value["year"], int)
+
+
+def test_a_structured_answer_does_not_loop_to_its_length_limit(
+    embedded_model: EmbeddedModel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 17: at temperature 0 the 0.5B repeats "none," until a string's maxLength (the scene's filler);
+    the frequency penalty on structured calls lets the closing quote win. Penalty off, the same call loops."""
+    schema = {
+        "type": "object",
+        "properties": {"steps": {"type": "string", "maxLength": 300}},
+        "required": ["steps"],
+        "additionalProperties": False,
+    }
+    ask = [
+        ChatMessage("system", "You track work."),
+        ChatMessage(
+            "user",
+            "Nothing is done yet. For each of the twenty steps write its state, separated by commas "
+            '("none" when not started). Answer with JSON only.',
+        ),
+    ]
+    penalised = embedded_model.complete(ask, json_schema=schema)
+    monkeypatch.setattr(embedded, "STRUCTURED_FREQUENCY_PENALTY", 0.0)
+    greedy = embedded_model.complete(ask, json_schema=schema)
+    assert json.loads(penalised.text)["steps"].startswith("none")
+    assert penalised.usage.completion_tokens * 3 < greedy.usage.completion_tokens
 
 
 def test_second_call_reports_cached_tokens_that_were_really_skipped(embedded_model: EmbeddedModel) -> None:

@@ -76,12 +76,19 @@ def _keywords(value: object) -> set[str]:
 
 def test_the_prompt_shows_the_schema_without_what_only_the_grammar_needs() -> None:
     """Issue 17: "required" and "additionalProperties" are the grammar's business (it writes every key and
-    no other); the prompt, read uncached on every structured call, leaves them out at every depth - and
-    keeps every key, enum and length the model should see. The schema itself is not changed."""
+    no other), and so is a "type" that "properties" or "enum" implies; the prompt, read uncached on every
+    structured call, leaves them out at every depth, in JSON's compact form - and keeps every key, enum and
+    length the model should see, even a property named "type". The schema itself is not changed."""
     from avibe.checkpoint.structured.schemas import array, object_schema, text
 
     item = object_schema({"id": {"type": "string", "enum": ["W1", "new"]}, "text": text(54)})
-    schema = object_schema({"workstreams": array(item, 3), "retire": {"type": "array", "maxItems": 0}})
+    schema = object_schema(
+        {
+            "workstreams": array(item, 3),
+            "retire": {"type": "array", "maxItems": 0},
+            "type": {"type": "string", "enum": ["a", "b"]},
+        }
+    )
     before = json.dumps(schema)
     instruction = schema_instruction(schema)
     shown = json.loads(instruction.split(": ", 1)[1])
@@ -89,9 +96,13 @@ def test_the_prompt_shows_the_schema_without_what_only_the_grammar_needs() -> No
     assert {"required", "additionalProperties"} <= _keywords(schema)
     assert not {"required", "additionalProperties"} & _keywords(shown)
     assert shown == prompt_schema(schema)
+    assert set(shown) == {"properties"}
     assert shown["properties"]["workstreams"]["items"]["properties"] == {
-        "id": {"type": "string", "enum": ["W1", "new"]},
+        "id": {"enum": ["W1", "new"]},
         "text": {"type": "string", "maxLength": 54},
     }
     assert shown["properties"]["workstreams"]["maxItems"] == 3
-    assert len(instruction) < len("Reply with one JSON object that matches this JSON schema: " + before)
+    assert shown["properties"]["type"] == {"enum": ["a", "b"]}
+    assert ", " not in instruction.split(": ", 1)[1] and '": ' not in instruction
+    plain = "Reply with one JSON object that matches this JSON schema: " + before
+    assert len(instruction) < 0.6 * len(plain)

@@ -22,7 +22,7 @@ from avibe.errors import AvibeError
 from avibe.evals.generators import generate
 from avibe.evals.metrics import measure
 from avibe.evals.probes import ask_all
-from avibe.evals.replay import DEFAULT_THRESHOLD, ReplayResult, replay, size_for_k
+from avibe.evals.replay import DEFAULT_THRESHOLD, SYSTEM_PROMPT, ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
 from avibe.evals.strategy import CompactionFailed, NotApplicable, StrategyUnavailable
@@ -111,6 +111,17 @@ def _checkpoint_meta(result: ReplayResult) -> dict[str, int]:
     }
 
 
+def carried(result: ReplayResult) -> list[str]:
+    """What the strategy itself wrote into the final context - the checkpoint's recollection, a summary,
+    a handoff - not the record's messages, tool output or the system prompt: kept in the result line so a
+    lost metric can be read back without replaying the run."""
+    return [
+        m.content
+        for m in result.context
+        if m.seq is None and m.role != "tool" and m.content and m.content != SYSTEM_PROMPT
+    ]
+
+
 def run_one(
     job: Job,
     model: ModelClient,
@@ -164,6 +175,7 @@ def run_one(
             for c in result.compactions
         ],
         checkpoint=_checkpoint_meta(result),
+        carried=carried(result),
         probes=[p.as_dict() for p in probes],
     )
     return row

@@ -55,6 +55,9 @@ N_CTX = 32_768
 MAX_OUTPUT = 2_048  # reply reserve; a checkpoint section or a tool call fits easily
 THREADS = 2
 SEED = 1234
+# Structured answers only: a small model at temperature 0 loops ("none, none, none, ...") until a string's
+# maxLength; a frequency penalty over the last 64 tokens makes the closing quote win first (issue 17).
+STRUCTURED_FREQUENCY_PENALTY: Final = 0.4
 # Private-use characters mark where message contents sit in the rendered template (see PromptRenderer).
 _SLOT_OPEN, _SLOT_CLOSE = "\ue000", "\ue001"
 _SLOT = re.compile(f"{_SLOT_OPEN}(\\d+){_SLOT_CLOSE}")
@@ -291,26 +294,36 @@ def schema_tail(json_schema: Mapping[str, Any] | None) -> str | None:
 
 
 def schema_instruction(schema: Mapping[str, Any]) -> str:
-    """The schema as the prompt shows it, without what only the grammar needs: "required" (it repeats
-    every key; the grammar writes them all) and "additionalProperties" (the grammar allows no others).
-    Every structured call reads this uncached, at ~11 ms a token for the 0.5B on two cores (issue 17).
-    A sketch with placeholders ("<54 chars>") was tried: the 0.5B copied the placeholders into its
-    answers, so the prompt keeps the schema's own words."""
-    return "Reply with one JSON object that matches this JSON schema: " + json.dumps(
-        prompt_schema(schema), ensure_ascii=False
-    )
+    """The schema as the prompt shows it: without what only the grammar needs (`prompt_schema`), and in
+    JSON's compact form (no blank after "," and ":" - ~30% fewer tokens for Qwen's tokenizer). Every
+    structured call reads this uncached, at ~11 ms a token for the 0.5B on two cores (issue 17). A sketch
+    with placeholders ("<54 chars>") was tried: the 0.5B copied the placeholders into its answers, so the
+    prompt keeps the schema's own words."""
+    shown = json.dumps(prompt_schema(schema), ensure_ascii=False, separators=(",", ":"))
+    return "Reply with one JSON object that matches this JSON schema: " + shown
 
 
 _GRAMMAR_ONLY: Final = frozenset({"required", "additionalProperties"})
 
 
 def prompt_schema(schema: Any) -> Any:
-    """`schema` without the keywords only the grammar needs, at every depth."""
-    if isinstance(schema, Mapping):
-        return {k: prompt_schema(v) for k, v in schema.items() if k not in _GRAMMAR_ONLY}
+    """`schema` without the keywords only the grammar needs, at every depth: "required" (it repeats every
+    key; the grammar writes them all), "additionalProperties" (the grammar allows no others), and a
+    "type" that "properties" or "enum" already implies. Property names are kept, whatever they are."""
     if isinstance(schema, list):
         return [prompt_schema(v) for v in schema]
-    return schema
+    if not isinstance(schema, Mapping):
+        return schema
+    implied = "properties" in schema or "enum" in schema
+    shown: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in _GRAMMAR_ONLY or (key == "type" and implied):
+            continue
+        if key == "properties" and isinstance(value, Mapping):
+            shown[key] = {name: prompt_schema(v) for name, v in value.items()}
+        else:
+            shown[key] = prompt_schema(value)
+    return shown
 
 
 def tool_choice_schema(tools: Sequence[ToolSpec], *, strict_arguments: bool = True) -> dict[str, Any]:
@@ -403,7 +416,7 @@ class EmbeddedModel:
             feed = _TextFeed(self._llama, prompt, answer_json=bool(tools), stops=stops, on_text=on_text)
         with self._lock:
             cached = self._reusable_prefix(tokens)
-            out = self._generate(tokens, grammar, limit, temperature, feed)
+            out = self._generate(tokens, grammar, limit, temperature, feed, json_schema is not None)
         choice = out["choices"][0]
         raw, finish = str(choice["text"]), str(choice.get("finish_reason") or "stop")
         usage = Usage(
@@ -447,7 +460,13 @@ class EmbeddedModel:
         return common
 
     def _generate(
-        self, tokens: list[int], grammar: Any, limit: int, temp: float, feed: _TextFeed | None
+        self,
+        tokens: list[int],
+        grammar: Any,
+        limit: int,
+        temp: float,
+        feed: _TextFeed | None,
+        structured: bool = False,
     ) -> Any:
         stop = [self._renderer.eos_text] if self._renderer.eos_text else None
         watch = None if feed is None else _stopping_list(feed)
@@ -457,6 +476,7 @@ class EmbeddedModel:
                 max_tokens=limit,
                 temperature=temp,
                 seed=SEED,
+                frequency_penalty=STRUCTURED_FREQUENCY_PENALTY if structured else 0.0,
                 grammar=grammar,
                 stop=stop,
                 stopping_criteria=watch,

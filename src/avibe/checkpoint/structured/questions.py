@@ -36,7 +36,7 @@ from avibe.checkpoint.structured.work import (
     one_line,
     workstream_lines,
 )
-from avibe.prompts import render
+from avibe.prompts import fill, render
 
 
 def _new_user_messages(work: Work) -> bool:
@@ -117,9 +117,8 @@ def _workstreams_question(work: Work) -> Question:
         }
     )
     listing = "\n".join(line for line, _ in current.values()) or "(none yet)"
-    schema = object_schema(
-        {"workstreams": array(item, len(current) + MAX_NEW), "retire": _label_list(list(current))}
-    )
+    retire = {"retire": _label_list(list(current))} if current else {}  # no ids: no key to read
+    schema = object_schema({"workstreams": array(item, len(current) + MAX_NEW), **retire})
     return Question("workstreams", render("q_workstreams", workstreams=listing), schema)
 
 
@@ -135,9 +134,12 @@ def _label_list(labels: list[str]) -> dict[str, Any]:
 
 
 def _merge_schema(labels: list[str]) -> dict[str, Any]:
-    """M3: {"merge": [{"ids": [...], "text": ...}], "retire": [...]} over the given entry labels."""
+    """M3: {"merge": [{"ids": [...], "text": ...}], "retire": [...]} over the given entry labels; nothing
+    without labels (the keys could only be empty lists, and every structured call reads its schema)."""
+    if not labels:
+        return {}
     merge = object_schema({"ids": _label_list(labels), "text": text()})
-    return {"merge": array(merge, MAX_NEW if labels else 0), "retire": _label_list(labels)}
+    return {"merge": array(merge, MAX_NEW), "retire": _label_list(labels)}
 
 
 def _listing(labels: dict[str, tuple[str, str]]) -> str:
@@ -163,7 +165,8 @@ def _notes_question(work: Work) -> Question:
             **_merge_schema(list(labels)),
         }
     )
-    return Question("notes", render("q_notes", entries=_listing(labels)), schema)
+    edits = fill("q_notes_edits", entries=_listing(labels)) if labels else ""
+    return Question("notes", render("q_notes", edits=edits), schema)
 
 
 def _room_question(work: Work) -> Question | None:
