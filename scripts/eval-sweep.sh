@@ -9,6 +9,8 @@
 #   stage 4  the 1.5B tier on the four new types, constraint_fidelity, queue and waiting_on, K = 1: the
 #            checkpoint, the handoff, the rewrite and the full context (~1 hour; installs the 1.5B first)
 #   stage 5  the 1.5B tier's other strategies at K = 1, and K = 2 for all                (~8 hours)
+#   stage 6  a first cut of stage 2: K = 2 and 4 on the five types where the strategies differ most, the
+#            checkpoint and the handoff (its closest peer) only                          (~1 hour)
 #
 # Usage: bash scripts/eval-sweep.sh [STAGE...]   (default: 1)   Results under eval-sweep/ (gitignored).
 # Types are ordered so the ones where the strategies differ most come first: a stage cut short has them.
@@ -19,6 +21,7 @@ OUT="${EVAL_SWEEP_OUT:-eval-sweep}"
 ORDER=(late_rule talkative_user revoked_long_ago self_correction constraint_fidelity waiting_on queue
   pitfalls authorisation_scope spoofed_user supersession mission_fade)
 CHEAP=(constraint_fidelity mission_fade late_rule talkative_user revoked_long_ago self_correction)
+DIFFER=(talkative_user revoked_long_ago late_rule self_correction constraint_fidelity)
 TIER=(late_rule talkative_user revoked_long_ago self_correction constraint_fidelity queue waiting_on)
 common=(--window 4096 --threshold 0.5)
 
@@ -38,7 +41,9 @@ stage() {
     5) .venv/bin/vibe models install embedded-1.5b
        .venv/bin/vibe eval $(types "${TIER[@]}") --k 1 --k 2 --model embedded-1.5b "${common[@]}" \
          --out "$OUT/1.5b" --origin "bash scripts/eval-sweep.sh 4 5" ;;
-    *) echo "eval-sweep: no stage $1 (1-5)" >&2; exit 2 ;;
+    6) .venv/bin/vibe eval $(types "${DIFFER[@]}") --k 2 --k 4 -s avibe-checkpoint -s handoff --model embedded \
+         "${common[@]}" --out "$OUT/0.5b" --origin "bash scripts/eval-sweep.sh 1 6" ;;
+    *) echo "eval-sweep: no stage $1 (1-6)" >&2; exit 2 ;;
   esac
 }
 
