@@ -5,7 +5,9 @@ approvals are answered on the screen (issue 13)."""
 
 from __future__ import annotations
 
+import math
 import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -187,9 +189,10 @@ def test_ask_mode_asks_on_the_screen_and_yes_runs_the_action(make_chat: Any, wor
             bar = app.query_one(ApprovalBar)
             assert "write_file wants to change" in str(bar.render()) and "out.txt" in str(bar.render())
             assert "asking" in status(app)
+            bar.asked_at = math.inf  # "just asked" however slow the machine (not a race with SETTLE_S)
             await pilot.press("y")  # typed as the question appeared: meant for the input, not an answer
             assert app.query(ApprovalBar) and not (workdir / "out.txt").exists()
-            await pilot.pause(ApprovalBar.SETTLE_S)
+            bar.asked_at = time.monotonic() - ApprovalBar.SETTLE_S  # the question has settled
             await pilot.press("y")
             await until(pilot, lambda: bubbles(app, "assistant") == ["vibey› Done."])
             assert not app.query(ApprovalBar)
