@@ -11,6 +11,7 @@
 #   stage 5  the 1.5B tier's other strategies at K = 1, and K = 2 for all                (~8 hours)
 #   stage 6  a first cut of stage 2: K = 2 and 4 on the five types where the strategies differ most, the
 #            checkpoint and the handoff (its closest peer) only                          (~1 hour)
+#   stage 7  the same five types and two strategies at K = 8                             (~1 hour)
 #
 # Usage: bash scripts/eval-sweep.sh [STAGE...]   (default: 1)   Results under eval-sweep/ (gitignored).
 # Types are ordered so the ones where the strategies differ most come first: a stage cut short has them.
@@ -43,7 +44,9 @@ stage() {
          --out "$OUT/1.5b" --origin "bash scripts/eval-sweep.sh 4 5" ;;
     6) .venv/bin/vibe eval $(types "${DIFFER[@]}") --k 2 --k 4 -s avibe-checkpoint -s handoff --model embedded \
          "${common[@]}" --out "$OUT/0.5b" --origin "bash scripts/eval-sweep.sh 1 6" ;;
-    *) echo "eval-sweep: no stage $1 (1-6)" >&2; exit 2 ;;
+    7) .venv/bin/vibe eval $(types "${DIFFER[@]}") --k 8 -s avibe-checkpoint -s handoff --model embedded \
+         "${common[@]}" --out "$OUT/0.5b" --origin "bash scripts/eval-sweep.sh 1 6 7" ;;
+    *) echo "eval-sweep: no stage $1 (1-7)" >&2; exit 2 ;;
   esac
 }
 
