@@ -12,6 +12,7 @@ from core_doubles import AT, CharCounter, drive, make_entry
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.mind import mission_lines
 from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.checkpoint.structured.work import KEPT_PREVIEW_CHARS
 from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.entries import Entry
@@ -64,6 +65,13 @@ def _answer(request: ModelRequest, gate: bool | None = None) -> ModelReply:
 def _turn(
     moved: tuple[Entry, ...], previous: Checkpoint | None, gate: bool | None = None
 ) -> tuple[Accepted, list[set[str]]]:
+    outcome, calls = _turn_calls(moved, previous, gate)
+    return outcome, [set((c.json_schema or {}).get("properties", {})) for c in calls]
+
+
+def _turn_calls(
+    moved: tuple[Entry, ...], previous: Checkpoint | None, gate: bool | None = None
+) -> tuple[Accepted, list[ModelRequest]]:
     live = (
         ChatMessage("system", "You are Vibey."),
         *(ChatMessage("user" if e.is_user else "assistant", e.text, seq=e.seq) for e in moved),
@@ -82,7 +90,7 @@ def _turn(
     steps = [lambda request: _answer(request, gate)] * 8
     run = drive(checkpoint_turn(inputs), ScriptedModel(steps))  # as many calls as it needs
     assert isinstance(run.outcome, Accepted), run.outcome
-    return run.outcome, [set((c.json_schema or {}).get("properties", {})) for c in run.calls]
+    return run.outcome, list(run.calls)
 
 
 def _work_only() -> tuple[Entry, ...]:
@@ -124,6 +132,19 @@ def test_M4_the_memo_question_asks_whether_the_user_changed_the_mission() -> Non
     assert not any("new" in props for props in asked) and len(asked) == 4  # memo, workstreams, notes, scene
     assert mission_lines(outcome.checkpoint.mind) == mission_lines(MIND)
     assert {item.seq for item in outcome.checkpoint.memo} == {2, 13}
+
+
+def test_U1_a_line_kept_last_time_shows_less_of_itself_in_the_memo_question() -> None:
+    """A kept line was read whole at the checkpoint that kept it: the question shows enough of it to
+    recognise (KEPT_PREVIEW_CHARS), a new message as much as before - and ticking it again still copies
+    the record's whole text (N4), not the shortened preview."""
+    previous = Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene="")
+    new = "Never merge on a Friday, and ask Ana before you touch the release branch of the payments repo."
+    outcome, calls = _turn_calls((*_work_only(), make_entry(13, new)), previous, gate=False)
+    question = calls[0].messages[-1].content
+    assert f"#2 (kept): {KEPT[:KEPT_PREVIEW_CHARS]}\n" in question and KEPT not in question
+    assert f"#13: {new}" in question
+    assert [item.text for item in outcome.checkpoint.memo] == [KEPT, new]
 
 
 def test_M4_a_true_gate_brings_the_mission_question_and_the_mission_only_grows() -> None:

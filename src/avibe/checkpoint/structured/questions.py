@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
+from avibe.checkpoint.memo import Candidate
 from avibe.checkpoint.mind import mission_lines
 from avibe.checkpoint.structured.edits import entry_labels
 from avibe.checkpoint.structured.schemas import (
@@ -22,6 +23,7 @@ from avibe.checkpoint.structured.schemas import (
 from avibe.checkpoint.structured.work import (
     ENTRY_CHARS,
     GATE,
+    KEPT_PREVIEW_CHARS,
     MAX_NEW,
     MAX_NEW_MISSION,
     MIN_ENTRY_CHARS,
@@ -44,6 +46,13 @@ def _new_user_messages(work: Work) -> bool:
     return any(not c.kept for c in work.candidates)
 
 
+def _memo_line(candidate: Candidate) -> str:
+    """One checklist line; a line kept last time shows less of itself (it was read whole then)."""
+    if candidate.kept:
+        return f"#{candidate.label} (kept): {one_line(candidate.text, KEPT_PREVIEW_CHARS)}"
+    return f"#{candidate.label}: {one_line(candidate.text, PREVIEW_CHARS)}"
+
+
 def _memo_question(work: Work) -> Question | None:
     """N1-N4: which user messages stay word for word (the answer only names numbers). Not asked when no
     user message moves out now: the memo then stays as it was (nothing the user said since can have
@@ -54,9 +63,7 @@ def _memo_question(work: Work) -> Question | None:
     purpose asks one question fewer."""
     if not _new_user_messages(work):
         return None
-    lines = "\n".join(
-        f"#{c.label}{' (kept)' if c.kept else ''}: {one_line(c.text, PREVIEW_CHARS)}" for c in work.candidates
-    )
+    lines = "\n".join(_memo_line(c) for c in work.candidates)
     seqs = [c.label for c in work.candidates]  # 12 for a message, "12.3" for one of its sentences (N5)
     # maxItems: the grammar cannot enforce uniqueItems, and a small model repeats numbers without end
     keep = {

@@ -31,6 +31,8 @@ from avibe.ports import TokenCounter
 PARTS: Final[tuple[str, ...]] = ("memo", "mission", "workstreams", "notes", "room", "scene")
 MIND_PARTS: Final[tuple[str, ...]] = ("mission", "workstreams", "notes", "room")
 PREVIEW_CHARS: Final = 100
+# a memo line kept last time was read whole then; enough to recognise it costs fewer prompt tokens (U1)
+KEPT_PREVIEW_CHARS: Final = 60
 MAX_NEW: Final = 3  # new entries per list and question: a small model answers better with little room
 NOTES_MAX_NEW: Final = 2  # per notes list (here, decisions, lessons): a small model fills every slot offered
 GATE: Final = "user_changed_mission"
