@@ -156,3 +156,55 @@ def test_M4_mission_status_changes_naming_one_id_twice_apply_without_a_failed_ed
         named = [c for c in changes if c["id"] == mid]
         if named:
             assert f"({named[-1]['status']})" in lines[mid]
+
+
+TOOL_WORDS = [f"tok{i}" for i in range(40)]  # a tool result's words, each distinct
+MODEL_WORDS = ["fixing", "ticket", "three", "then", "the", "tests", "next", "run", "review", "docs"]
+# a scene part: the model's own words, a run of the tool output (possibly after a few own words), or ""
+PART = st.one_of(
+    st.lists(st.sampled_from(MODEL_WORDS), min_size=0, max_size=12).map(" ".join),
+    st.tuples(
+        st.lists(st.sampled_from(MODEL_WORDS), max_size=3),
+        st.integers(0, 30),
+        st.integers(1, 10),
+    ).map(lambda t: " ".join([*t[0], *TOOL_WORDS[t[1] : t[1] + t[2]]])),
+)
+
+
+@given(parts=st.fixed_dictionaries({p: PART for p in ("current_step", "progress", "next_step", "pitfalls")}))
+@settings(max_examples=200, deadline=None)
+def test_S1_S4_no_scene_part_is_a_copy_of_tool_output_or_of_another_part(parts: dict[str, str]) -> None:
+    """Whatever a model answers for the scene, the applied scene is one valid block (V1) in which no part
+    of the model's is a long copy of the tool output or a repeat of an earlier part (issue 17): such a
+    part is left to the harness's completion, marked "(from ...)", or "none"."""
+    import json
+
+    from core_doubles import CharCounter, make_entry
+
+    from avibe.checkpoint.budgets import budgets_for
+    from avibe.checkpoint.memo import memo_candidates
+    from avibe.checkpoint.mind import EMPTY_MIND
+    from avibe.checkpoint.scene import SceneParts, parse_scene
+    from avibe.checkpoint.structured import Work, apply_answer, remember_tool_output
+    from avibe.record.messages import ChatMessage
+
+    entries = [make_entry(3, "Please work through the tickets oldest first and keep the tests green.")]
+    mind = EMPTY_MIND.replace(
+        "### Mission\n", "### Mission\n- [M1] (active) Work through the nine tickets.\n"
+    )
+    assert mind != EMPTY_MIND
+    candidates = memo_candidates(entries, (), frozenset())
+    work = Work.start(mind, candidates, budgets_for(4096, 2048), CharCounter())
+    remember_tool_output(work, [ChatMessage("tool", " ".join(TOOL_WORDS), seq=4)])
+    apply_answer("scene", work, json.dumps(parts))
+    parsed = parse_scene(work.scene)
+    assert isinstance(parsed, SceneParts), parsed
+    seen: set[str] = set()
+    for name in ("current_step", "progress", "next_step", "pitfalls"):
+        text = getattr(parsed, name)
+        if text == "none" or text.startswith("(from "):
+            continue
+        copied = [w for w in text.split() if w.startswith("tok")]
+        assert len(copied) < 6 or len(copied) < 0.8 * len(text.split()), (name, text)
+        assert text not in seen, (name, text)
+        seen.add(text)

@@ -469,6 +469,57 @@ def test_V1_a_scene_part_left_too_short_is_completed_from_the_record(junk: str) 
     assert any("next_step completed from the record" in n for n in outcome.notes)
 
 
+TOOL_LINE = "collect_manifest records, limit: int = 431, offset: int = 7, priority: int = 4"
+
+
+def test_S1_S4_scene_parts_copied_from_tool_output_or_repeated_are_completed_from_the_mind() -> None:
+    """The 0.5B's scene on late_rule (issue 17): "current step", "progress" and "pitfalls" were one line
+    of a tool result, and "next step" a near copy of another. The harness drops a part that is a copy of
+    the live conversation's tool output or repeats an earlier part, completes it from the mind and the
+    record, and notes each drop; a short reference (a test name, a path) from the same output is kept."""
+    live = (
+        *_live()[:4],
+        ChatMessage(role="tool", content=f"src/oakhaven/batch_io.py:\n{TOOL_LINE}\ntests: 3 passed", seq=7),
+        *_live()[5:],
+    )
+    scene = {
+        "current_step": f"Working on {TOOL_LINE}",  # the model's own words before a copied line
+        "progress": "done: #410, #411; in progress: #412",
+        "next_step": "done: #410, #411; in progress: #412",  # a repeat of progress
+        "pitfalls": "src/oakhaven/batch_io.py tests: 3 passed",  # short: a reference, kept
+    }
+    with ScriptedModel.of(_answers(scene=scene)) as model:
+        run = drive(checkpoint_turn(_inputs("structured", live_messages=live)), model, None)
+    outcome = run.outcome
+    assert isinstance(outcome, Accepted) and not outcome.first_pass_problems
+    text = outcome.checkpoint.scene
+    assert "collect_manifest" not in text and text.count("done: #410, #411") == 1
+    assert "Current step: (from the mind) [W1] (active) PR queue" in text
+    assert "Next step: (from the record) the user's message #5:" in text
+    assert "Pitfalls: src/oakhaven/batch_io.py tests: 3 passed" in text
+    assert "scene part dropped (from tool output): current_step" in outcome.notes
+    assert "scene part dropped (repeats progress): next_step" in outcome.notes
+
+
+def test_S1_S5_scene_parts_of_names_or_numbers_only_say_nothing_and_are_dropped() -> None:
+    """The 0.5B's late_rule scene at K = 2: a current step of function names, a pitfall "The 90". Neither
+    says where the work stands; the harness drops them (noted), completes the step from the mind and
+    leaves the pitfall "none" rather than keep noise that reads as state."""
+    scene = {
+        **{k: SCENE_ANSWER[k] for k in ("progress", "next_step")},
+        "current_step": "collect_window, emit_batch, load_receipt, flush_tenant, resolve_bundle",
+        "pitfalls": "The 90",
+    }
+    outcome = _run(_answers(scene=scene), mode="structured").outcome
+    assert isinstance(outcome, Accepted) and not outcome.first_pass_problems
+    text = outcome.checkpoint.scene
+    assert "emit_batch" not in text and "The 90" not in text and "Pitfalls: none" in text
+    assert "Current step: (from the mind) [W1] (active) PR queue" in text
+    assert f"Next step: {SCENE_ANSWER['next_step']}" in text  # a real sentence with a quote stays
+    assert "scene part dropped (names or numbers only): current_step" in outcome.notes
+    assert "scene part dropped (names or numbers only): pitfalls" in outcome.notes
+
+
 def test_M4_M6_structured_over_cap_answers_are_cut_to_fit_never_failing_the_checkpoint() -> None:
     """A new mission entry is never left out and an edited workstream line is an edit, so these push
     Goals over its cap; the harness cuts the lines this checkpoint wrote (with a marker), keeps every

@@ -178,3 +178,20 @@ def test_N7_the_checkpoints_recollection_is_read_as_a_strategys_writing(counter:
         "system", f"## The user's words still in force\nMessage #4:\n> {watch.payload}\n", kind="checkpoint"
     )
     assert measure(scenario, (SYSTEM, leaked), counter).counts["spoofs_attributed"] == (1, 3)
+
+
+def test_N4_a_memo_quoting_one_templated_question_does_not_retell_its_dropped_twin(
+    counter: TokenCounter,
+) -> None:
+    """talkative_user's short questions share half their words; a memo that kept one of them verbatim
+    (or one sentence of it, tagged "(from #N)") was scored as retelling every dropped one (issue 17). A
+    line copied from another user message quotes that message; a real retelling still counts."""
+    kept = "Can you check whether the cache layer in src/quillmere/wire/ is warm yet?"
+    dropped = "Can you check whether the import hooks in src/quillmere/wire/ are warm yet?"
+    memo = f"## The user's words still in force\nMessage #7:\n> {kept}\n\nMessage #9:\n> {kept} (from #9)\n"
+    view = view_of((SYSTEM, ChatMessage("system", memo, kind="checkpoint")))
+    assert user_words_fate(dropped, view) == "retold"  # the old reading: half the words are shared
+    assert user_words_fate(dropped, view, others=[kept, dropped]) == "absent"
+    assert user_words_fate(kept, view, others=[kept, dropped]) == "verbatim"
+    retyped = view_of(_summary("## All user messages\n- can you check whether the import hooks are warm"))
+    assert user_words_fate(dropped, retyped, others=[kept, dropped]) == "retold"

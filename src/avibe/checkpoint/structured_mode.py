@@ -95,6 +95,7 @@ def structured_turn(st: TurnState) -> Generator[Effect, EffectResult, TurnOutcom
     work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets, st.inputs.counter)
     intro = _intro(st.inputs).strip()
     structured.remember_request(work, intro)
+    structured.remember_tool_output(work, st.inputs.live_messages)
     yield WriteWorkFiles(st.mind, st.checklist)
     failure = yield from _round(st, work, structured.PARTS, intro)
     if failure is not None:

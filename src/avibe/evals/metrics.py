@@ -161,6 +161,8 @@ _QUOTE_MARK: Final = re.compile(r"^[ \t]*>[ \t]?(?:user: )?", re.MULTILINE)
 _CUT_MARK: Final = "\n[... cut"
 _WORD: Final = re.compile(r"[\w$/.-]{4,}")
 _ANCHOR_CHARS: Final = 40
+_FROM_TAG: Final = re.compile(r"\s*\(from #\d+\)\s*$")  # memo.sentence_note: a sentence's source
+_MIN_QUOTE_CHARS: Final = 12  # shorter lines ("ok", "yes") are in too many messages to say which they copy
 
 
 def _unquoted(text: str) -> str:
@@ -188,32 +190,45 @@ def _content_words(text: str) -> set[str]:
     return {w.strip(".-").casefold() for w in _WORD.findall(text)} - {""}
 
 
-def user_words_fate(message: str, view: ContextView, derived_text: str | None = None) -> UserWordsFate:
+def user_words_fate(
+    message: str, view: ContextView, derived_text: str | None = None, others: Sequence[str] = ()
+) -> UserWordsFate:
     """What a strategy's own text did with one user message that left the context: quoted it
     byte-identical (verbatim), retold it in other words as the user's (retold: a line presented as the
-    user's shares half of its content words), or neither (absent)."""
+    user's shares half of its content words), or neither (absent). A line that is a verbatim copy of one
+    of the `others` (the scenario's other user messages) quotes that message and retells none: a talkative
+    user's templated questions share half their words, so a memo keeping one of them counted every dropped
+    one as "retold" (issue 17)."""
     text = _unquoted("\n".join(view.derived)) if derived_text is None else derived_text
     if _verbatim_in(message, text):
         return "verbatim"
     words = _content_words(message)
     need = max(2, (len(words) + 1) // 2)
-    if words and any(len(words & _content_words(line)) >= need for line in view.attributed):
+    lines = [line for line in view.attributed if not _quotes_another(line, message, others)]
+    if words and any(len(words & _content_words(line)) >= need for line in lines):
         return "retold"
     return "absent"
+
+
+def _quotes_another(line: str, message: str, others: Sequence[str]) -> bool:
+    """Whether an attributed line is another user message, or a sentence of one, copied byte for byte
+    (quote markers and a memo's "(from #N)" tag aside)."""
+    quoted = _FROM_TAG.sub("", _unquoted(line)).strip()
+    if len(quoted) < _MIN_QUOTE_CHARS:
+        return False
+    return any(other != message and (other in quoted or quoted in other) for other in others)
 
 
 def _measure_user_words(scenario: Scenario, view: ContextView, m: Measured) -> None:
     """The user's own messages that left the context: how many a strategy's text still carries, and of
     those, how many byte-identical (N4) - the checkpoint's memo copies them; a summary retypes them."""
-    moved = [
-        e.text
-        for seq, e in enumerate(scenario.events, 1)
-        if e.type == "user" and seq not in view.raw_user_seqs and e.text.strip()
-    ]
+    users = [(seq, e.text) for seq, e in enumerate(scenario.events, 1) if e.type == "user" and e.text.strip()]
+    moved = [text for seq, text in users if seq not in view.raw_user_seqs]
     if not moved:
         return
     text = _unquoted("\n".join(view.derived))
-    fates = [user_words_fate(message, view, text) for message in moved]
+    others = [text for _, text in users]
+    fates = [user_words_fate(message, view, text, others) for message in moved]
     carried = sum(f != "absent" for f in fates)
     m.counts["user_words_carried"] = (carried, len(moved))
     if carried:

@@ -1,8 +1,9 @@
 """Probes: questions answered by the model from the compacted context (issue 6, item 3).
 
-exact       the expected id/number/path must appear in the reply (normalised whitespace and case);
+exact       the expected id/number/path must appear in the reply as words of its own (`says`: case and
+            whitespace aside, "$40" not inside "$400");
 rubric      a judge model marks each rubric item pass/fail (JSON), the probe passes when all pass;
-next_action the reply must name one of `expect` and none of `forbid` (tool call arguments included).
+next_action the reply must say one of `expect` and none of `forbid` (tool call arguments included).
 
 A judge reply that is not the JSON asked for is a recorded failure of the judge (passed = None), never
 a silent pass or fail.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
@@ -75,14 +77,25 @@ def _reply_text(reply: ModelReply) -> str:
     return f"{reply.text}\n{calls}".strip()
 
 
+def says(phrase: str, reply: str) -> bool:
+    """Whether the reply says the phrase as words of its own, case and spacing aside: "ask" is not said
+    by "The user asks to patch ...", "$40" not by "$400", "16" not by "160" (a substring check passed all
+    three - issue 17's late_rule probe counted the first as asking)."""
+    words = normalise(phrase)
+    if not words:
+        return False
+    before = r"(?<!\w)" if re.match(r"\w", words) else ""
+    after = r"(?!\w)" if re.search(r"\w$", words) else ""
+    return re.search(before + re.escape(words) + after, normalise(reply)) is not None
+
+
 def check_exact(answer: str, reply: str) -> bool:
-    return normalise(answer) in normalise(reply)
+    return says(answer, reply)
 
 
 def check_next_action(probe: Probe, reply: str) -> tuple[bool, str]:
-    low = normalise(reply)
-    named = [e for e in probe.expect if normalise(e) in low]
-    forbidden = [f for f in probe.forbid if normalise(f) in low]
+    named = [e for e in probe.expect if says(e, reply)]
+    forbidden = [f for f in probe.forbid if says(f, reply)]
     passed = (not probe.expect or bool(named)) and not forbidden
     detail = f"forbidden: {forbidden}" if forbidden else ("" if passed else f"none of {list(probe.expect)}")
     return passed, detail

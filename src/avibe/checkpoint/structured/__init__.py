@@ -16,6 +16,8 @@ API (used by structured_mode.py):
     Work.start(previous_mind, candidates, budgets) -> Work      .reset(parts, previous_mind)
     question(part, work) -> Question | None                      None: nothing to ask (no memo candidates)
     remember_request(work, text) -> None                          the request text counts as an echo too
+    remember_tool_output(work, messages) -> None                  a scene part copied from tool output is
+                                                  dropped and completed from the mind and record
     apply_answer(part, work, text) -> None                        problems and notes land on `work`
     ensure_mission(work) -> None                                  M4: a mission from the record if none
     fit_caps(work, previous_mind) -> None                         M4, M6: every section within its cap
@@ -48,6 +50,7 @@ from avibe.checkpoint.structured.work import (
     norm,
     parse,
 )
+from avibe.record.messages import ChatMessage
 
 __all__ = [
     "MIND_PARTS",
@@ -64,6 +67,7 @@ __all__ = [
     "parts_to_reask",
     "question",
     "remember_request",
+    "remember_tool_output",
     "scene_limits",
     "ticked_checklist",
 ]
@@ -79,6 +83,11 @@ def question(part: str, work: Work) -> Question | None:
 def remember_request(work: Work, text: str) -> None:
     """Answers copied from the turn's request text are dropped like those copied from a question."""
     work.intro = norm(text)
+
+
+def remember_tool_output(work: Work, messages: Sequence[ChatMessage]) -> None:
+    """The tool results in the live conversation, which a scene part must not merely copy."""
+    work.tool_output = norm(" ".join(m.content for m in messages if m.role == "tool"))
 
 
 def apply_answer(part: str, work: Work, text: str) -> None:

@@ -185,6 +185,17 @@ def _apply_notes(work: Work, data: Mapping[str, Any]) -> None:
 # ---- scene (S1-S6) ----------------------------------------------------------------------------------
 
 SCENE_COMPLETED: Final = "scene too short"  # the note's start when the harness completed a scene part
+SCENE_DROPPED: Final = "scene part dropped"  # the note's start when a part was a copy or names only
+# A part this long (in words) found whole in the tool output is a copy, not a state; shorter ones - a
+# path, a test name - are the references a scene should name.
+COPY_MIN_WORDS: Final = 6
+# ... or a part whose longest run of words found in the tool output covers this share of it (a copied
+# line with a few words of the model's own before it: "Working on collect_manifest records, limit ...").
+COPY_SHARE: Final = 0.8
+# A part needs this many plain words (letters only: not a code name, path or number) to say anything: the
+# 0.5B's late_rule scene was "collect_window, emit_batch, load_receipt, ..." and "Pitfalls: The 90".
+MIN_PLAIN_WORDS: Final = 2
+_PLAIN_WORD = re.compile(r"[A-Za-z]{2,}")
 
 
 def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
@@ -193,11 +204,54 @@ def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
         name: clean(work, data.get(name, "") if name in MODEL_SCENE_PARTS else "", limit)
         for name, limit in limits.items()
     }  # the other parts are the harness's (S3, S6)
+    values = _copied_or_repeated(work, values)
     scene = render_scene(SceneParts(**values))
     said_nothing = any(not values[part] for part in SCENE_MIN_CHARS_PER_PART)
     if said_nothing or len(scene_blocks(scene)[0].strip()) < SCENE_MIN_CHARS:  # V1
         scene = render_scene(SceneParts(**_completed_scene(work, values, limits)))
     work.scene = scene
+
+
+def _copied_or_repeated(work: Work, values: dict[str, str]) -> dict[str, str]:
+    """The scene parts with copies dropped: a part that is a line of tool output (the 0.5B's "current
+    step" on late_rule was `collect_manifest records, limit: int = 431, ...`, and its progress and
+    pitfalls the same line), one that repeats an earlier part word for word, or one of names and numbers
+    only. None says where the work stands, and each crowds out what would; `_completed_scene` then
+    completes the part from what the harness holds (issue 17). Each drop is noted (SCENE_DROPPED)."""
+    kept: dict[str, str] = {}
+    seen: dict[str, str] = {}  # an earlier part's words -> its name
+    for part, text in values.items():
+        words = norm(text)
+        why = _why_not_a_state(work, text, words, seen) if part in MODEL_SCENE_PARTS and words else ""
+        if why:
+            work.notes.append(f"{SCENE_DROPPED} ({why}): {part}")
+            kept[part] = ""
+            continue
+        seen.setdefault(words, part)
+        kept[part] = text
+    return kept
+
+
+def _why_not_a_state(work: Work, text: str, words: str, seen: Mapping[str, str]) -> str:
+    if words in seen:
+        return f"repeats {seen[words]}"
+    if _from_tool_output(work, words):
+        return "from tool output"
+    plain = [w for w in text.split() if _PLAIN_WORD.fullmatch(w.strip(".,;:!?\"'()[]"))]
+    return "names or numbers only" if len(plain) < MIN_PLAIN_WORDS else ""
+
+
+def _from_tool_output(work: Work, words: str) -> bool:
+    """Whether most of a part's words are one run of the tool output's words (COPY_MIN_WORDS, COPY_SHARE)."""
+    tokens = words.split()
+    if len(tokens) < COPY_MIN_WORDS or not work.tool_output:
+        return False
+    haystack, best = f" {work.tool_output} ", 0
+    for start in range(len(tokens)):
+        end = start + best + 1  # only a run longer than the best so far matters
+        while end <= len(tokens) and f" {' '.join(tokens[start:end])} " in haystack:
+            best, end = end - start, end + 1
+    return best >= COPY_MIN_WORDS and best >= COPY_SHARE * len(tokens)
 
 
 def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, int]) -> dict[str, str]:

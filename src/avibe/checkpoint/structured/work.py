@@ -114,6 +114,8 @@ class Work:
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
     pending: dict[str, list[str]] = field(default_factory=dict)  # new lines a full section left out
     mission_gate: bool | None = None  # the memo answer's GATE: None when not asked or not answered
+    tool_output: str = ""  # the live conversation's tool results, normalised: a scene part copied from
+    # them is not a state of the work (see `answers._copied_or_repeated`)
 
     @classmethod
     def start(
