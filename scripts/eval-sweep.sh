@@ -12,6 +12,9 @@
 #   stage 6  a first cut of stage 2: K = 2 and 4 on the five types where the strategies differ most, the
 #            checkpoint and the handoff (its closest peer) only                          (~1 hour)
 #   stage 7  the same five types and two strategies at K = 8                             (~1 hour)
+#   stage 8  stages 6 and 7 again, with K = 1, after the scene guard and the whole-word probe checks
+#            (8848240), into their own folder: K = 1, 2, 4                              (~1 hour)
+#   stage 9  stage 8 at K = 8                                                            (~1 hour)
 #
 # Usage: bash scripts/eval-sweep.sh [STAGE...]   (default: 1)   Results under eval-sweep/ (gitignored).
 # Types are ordered so the ones where the strategies differ most come first: a stage cut short has them.
@@ -46,7 +49,11 @@ stage() {
          "${common[@]}" --out "$OUT/0.5b" --origin "bash scripts/eval-sweep.sh 1 6" ;;
     7) .venv/bin/vibe eval $(types "${DIFFER[@]}") --k 8 -s avibe-checkpoint -s handoff --model embedded \
          "${common[@]}" --out "$OUT/0.5b" --origin "bash scripts/eval-sweep.sh 1 6 7" ;;
-    *) echo "eval-sweep: no stage $1 (1-7)" >&2; exit 2 ;;
+    8) .venv/bin/vibe eval $(types "${DIFFER[@]}") --k 1 --k 2 --k 4 -s avibe-checkpoint -s handoff \
+         --model embedded "${common[@]}" --out "$OUT/0.5b-guard" --origin "bash scripts/eval-sweep.sh 8" ;;
+    9) .venv/bin/vibe eval $(types "${DIFFER[@]}") --k 8 -s avibe-checkpoint -s handoff --model embedded \
+         "${common[@]}" --out "$OUT/0.5b-guard" --origin "bash scripts/eval-sweep.sh 8 9" ;;
+    *) echo "eval-sweep: no stage $1 (1-9)" >&2; exit 2 ;;
   esac
 }
 
