@@ -101,6 +101,19 @@ def check_next_action(probe: Probe, reply: str) -> tuple[bool, str]:
     return passed, detail
 
 
+def recheck(probe: Probe, stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored probe result checked again from its stored reply with the current checks (exact and
+    next_action need no model; a rubric verdict is the judge's and is kept as it was)."""
+    reply = str(stored.get("reply", ""))
+    if probe.kind == "exact":
+        ok = check_exact(probe.answer, reply)
+        return {**stored, "passed": ok, "detail": "" if ok else f"expected {probe.answer!r}"}
+    if probe.kind == "next_action":
+        ok, detail = check_next_action(probe, reply)
+        return {**stored, "passed": ok, "detail": detail}
+    return dict(stored)
+
+
 def parse_verdicts(text: str, expected: int) -> list[bool]:
     """The judge's verdicts; ValueError with the reason when the reply is not what was asked."""
     start, end = text.find("{"), text.rfind("}")

@@ -3,6 +3,7 @@
 Each finished run is appended as one JSON line keyed by (scenario, seed, strategy, K); a second run with
 the same results file skips every key already there. A run that cannot apply (the full context does not
 fit, the checkpoint is not wired) or fails on a model error is recorded with its status and reason.
+`rescored` checks stored probe replies again with the current checks (scripts/eval-rescore.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from avibe.checkpoint.turn import Mode
 from avibe.errors import AvibeError
 from avibe.evals.generators import generate
 from avibe.evals.metrics import measure
-from avibe.evals.probes import ask_all
+from avibe.evals.probes import ask_all, recheck
 from avibe.evals.replay import DEFAULT_THRESHOLD, SYSTEM_PROMPT, ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
@@ -198,6 +199,36 @@ def read_results(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError as err:
             log.warning("%s:%d is not a JSON line (%s); that run will be redone", path, number, err)
     return rows
+
+
+def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The rows with every generated run's probes checked again from the stored replies (`recheck`), and
+    how many verdicts changed: when a check is mended, hours of model time need not be spent again. A
+    generated scenario is rebuilt from its id ("<type>-s<seed>-n<size>"); a scenario file's rows, whose
+    probes are not in the row, stay as they were."""
+    out: list[dict[str, Any]] = []
+    changed = 0
+    for row in rows:
+        scenario = _generated(row)
+        if scenario is None or row.get("status") != "ok":
+            out.append(row)
+            continue
+        by_id = {p.id: p for p in scenario.truth.probes}
+        stored = row.get("probes", [])
+        probes = [recheck(by_id[p["id"]], p) if p.get("id") in by_id else p for p in stored]
+        changed += sum(a.get("passed") != b.get("passed") for a, b in zip(probes, stored, strict=True))
+        out.append({**row, "probes": probes})
+    return out, changed
+
+
+def _generated(row: dict[str, Any]) -> Scenario | None:
+    kind, seed, size = row.get("type"), row.get("seed"), str(row.get("scenario_id", "")).rsplit("-n", 1)[-1]
+    if not isinstance(seed, int) or not size.isdigit() or row.get("scenario_id") != f"{kind}-s{seed}-n{size}":
+        return None
+    try:
+        return generate(str(kind), seed, int(size))
+    except ValueError:
+        return None
 
 
 def _end_line(path: Path) -> None:

@@ -125,9 +125,9 @@ class Reference:
 class Probe:
     """A question asked of the model from the compacted context.
 
-    exact:       `answer` must appear in the reply (normalised).
+    exact:       `answer` must appear in the reply as words (normalised; `probes.says`).
     rubric:      each of `rubric` is judged pass/fail by the judge model.
-    next_action: any of `expect` must appear and none of `forbid` may appear in the reply.
+    next_action: any of `expect` must appear and none of `forbid` may appear in the reply, as words.
     """
 
     id: str

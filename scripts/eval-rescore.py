@@ -1,0 +1,66 @@
+"""Check an eval folder's stored probe replies again with the current checks, without the model.
+
+When a probe check is mended (issue 17: "ask" was found inside "asks", "$40" inside "$400"), the stored
+replies are enough to score the runs again; hours of model time need not be spent twice. Rubric verdicts
+are the judge model's and stay as they were. The report is written again with its header kept and a
+"rescored" line added.
+
+Usage: .venv/bin/python scripts/eval-rescore.py FOLDER [FOLDER ...]   (each holds results.jsonl, report.md)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from avibe.evals.report import write_report
+from avibe.evals.runner import read_results, rescored
+
+_HEADER_LINE = re.compile(r"^- \*\*(?P<key>[^*]+)\*\*: (?P<value>.*)$")
+_NOT_KEPT = ("runs", "rescored")  # the report counts the runs; this script stamps "rescored"
+
+
+def header_of(report: str) -> dict[str, str]:
+    """The report's header entries (the bullet lines before its first paragraph), except those the report
+    writes itself."""
+    header: dict[str, str] = {}
+    for line in report.splitlines()[2:]:
+        match = _HEADER_LINE.match(line)
+        if match is None:
+            break
+        if match["key"] not in _NOT_KEPT:
+            header[match["key"]] = match["value"]
+    return header
+
+
+def rescore_folder(folder: Path) -> int:
+    results, report = folder / "results.jsonl", folder / "report.md"
+    rows, changed = rescored(read_results(results))
+    partial = results.with_suffix(".jsonl.partial")
+    partial.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    partial.replace(results)
+    header = header_of(report.read_text(encoding="utf-8")) if report.exists() else {}
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
+    header["rescored"] = f"{stamp}, probe replies checked again by scripts/eval-rescore.py"
+    write_report(rows, folder, header, plots=any(folder.glob("*.png")))
+    return changed
+
+
+def main(folders: list[str]) -> int:
+    if not folders:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for name in folders:
+        folder = Path(name)
+        if not (folder / "results.jsonl").is_file():
+            print(f"eval-rescore: {folder} has no results.jsonl", file=sys.stderr)
+            return 2
+        print(f"{folder}: {rescore_folder(folder)} verdicts changed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,78 @@
+"""Stored probe replies checked again with the current checks (issue 17: a substring check counted "The
+user asks to patch ..." as asking), by `runner.rescored` and scripts/eval-rescore.py, without a model."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from avibe.evals.generators import generate
+from avibe.evals.report import write_report
+from avibe.evals.runner import rescored
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _row(replies: dict[str, str], passed: bool = True, **over: Any) -> dict[str, Any]:
+    scenario = generate("late_rule", 1, 3)
+    kinds = {p.id: p.kind for p in scenario.truth.probes}
+    probes = [
+        {"id": i, "kind": kinds[i], "passed": passed, "reply": r, "detail": ""} for i, r in replies.items()
+    ]
+    row = {"scenario": "late_rule", "seed": 1, "strategy": "avibe-checkpoint", "k_target": 1}
+    row |= {"type": "late_rule", "scenario_id": scenario.id, "status": "ok", "k": 1, "probes": probes}
+    row |= {
+        "tokens_spent": 0,
+        "calls": 0,
+        "counts": {},
+        "values": {"context_tokens": 900.0},
+        "compactions": [],
+    }
+    return row | over
+
+
+def test_P3_stored_replies_are_checked_again_with_the_word_checks() -> None:
+    false_pass = _row({"folder": "The user asks to patch a file under third_party/.", "budget": "$400"})
+    true_pass = _row(
+        {"folder": "I will ask you first; I do not touch third_party/.", "budget": "At most $40."}
+    )
+    rows, changed = rescored([false_pass, true_pass])
+    assert changed == 2
+    assert [p["passed"] for p in rows[0]["probes"]] == [False, False]
+    assert rows[0]["probes"][1]["detail"] == "expected '$40'"
+    assert [p["passed"] for p in rows[1]["probes"]] == [True, True]
+
+
+def test_P3_rows_that_cannot_be_rebuilt_stay_as_they_were() -> None:
+    from_file = _row({"folder": "asks"}, scenario_id="my-session", type="imported")
+    failed = _row({"folder": "asks"}, status="error")
+    rows, changed = rescored([from_file, failed])
+    assert rows == [from_file, failed] and changed == 0
+
+
+def test_P3_the_rescore_script_rewrites_results_and_keeps_the_report_header(tmp_path: Path) -> None:
+    rows = [_row({"folder": "The user asked to patch a file under third_party/."})]
+    (tmp_path / "results.jsonl").write_text(json.dumps(rows[0]) + "\n", encoding="utf-8")
+    write_report(
+        rows, tmp_path, {"model": "embedded", "command": "`bash scripts/eval-sweep.sh 8`"}, plots=False
+    )
+    script = ROOT / "scripts" / "eval-rescore.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert "1 verdicts changed" in done.stdout
+    stored = json.loads((tmp_path / "results.jsonl").read_text(encoding="utf-8"))
+    assert stored["probes"][0]["passed"] is False
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "- **command**: `bash scripts/eval-sweep.sh 8`" in report and "- **rescored**: " in report
+    assert report.count("- **runs**:") == 1
+    again = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True)
+    assert again.returncode == 0 and "0 verdicts changed" in again.stdout
+    assert (tmp_path / "report.md").read_text(encoding="utf-8").count("- **rescored**: ") == 1
+    missing = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "none")], capture_output=True, text=True
+    )
+    assert missing.returncode == 2 and "has no results.jsonl" in missing.stderr
