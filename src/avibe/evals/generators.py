@@ -574,9 +574,9 @@ def talkative_user(seed: int, size: int) -> Scenario:
     more than a newest-first copy of the user's messages (the handoff's) holds at small windows."""
     b = Builder("talkative_user", seed, size)
     folder = f"src/{b.project.package}/{b.rng.choice(('legacy', 'compat', 'wire'))}/"
-    minutes = b.rng.choice((5, 8, 12, 20))
+    seconds = b.rng.choice((5, 8, 12, 20))
     mission = b.say(
-        f"Our goal for this whole session: cut the {b.project.name} cold start below {minutes} seconds. "
+        f"Our goal for this whole session: cut the {b.project.name} cold start below {seconds} seconds. "
         "I'll hand you smaller tasks along the way."
     )
     never = b.say(f"Never change the public API in {folder}; other teams import it.")
@@ -616,7 +616,11 @@ def talkative_user(seed: int, size: int) -> Scenario:
             forbid=("I renamed",),
         ),
         Probe(
-            "goal", "exact", "Below how many seconds must the cold start get?", answer=f"{minutes} seconds"
+            # the question names the unit, so the number is the answer ("12" is right; `says` keeps "120" out)
+            "goal",
+            "exact",
+            "Below how many seconds must the cold start get?",
+            answer=str(seconds),
         ),
     )
     truth = GroundTruth(
