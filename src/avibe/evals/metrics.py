@@ -227,7 +227,7 @@ def _measure_user_words(scenario: Scenario, view: ContextView, m: Measured) -> N
     if not moved:
         return
     text = _unquoted("\n".join(view.derived))
-    others = [text for _, text in users]
+    others = [message for _, message in users]
     fates = [user_words_fate(message, view, text, others) for message in moved]
     carried = sum(f != "absent" for f in fates)
     m.counts["user_words_carried"] = (carried, len(moved))
