@@ -168,6 +168,11 @@ PART = st.one_of(
         st.integers(0, 30),
         st.integers(1, 10),
     ).map(lambda t: " ".join([*t[0], *TOOL_WORDS[t[1] : t[1] + t[2]]])),
+    # a copy of a scene's format: another part's label, or an origin mark only the harness may write
+    st.tuples(
+        st.lists(st.sampled_from(MODEL_WORDS), min_size=2, max_size=6).map(" ".join),
+        st.sampled_from(["next step:", "Pitfalls:", "(from the record)", "(from Avibe's own state)"]),
+    ).map(" ".join),
 )
 
 
@@ -175,8 +180,9 @@ PART = st.one_of(
 @settings(max_examples=200, deadline=None)
 def test_S1_S4_no_scene_part_is_a_copy_of_tool_output_or_of_another_part(parts: dict[str, str]) -> None:
     """Whatever a model answers for the scene, the applied scene is one valid block (V1) in which no part
-    of the model's is a long copy of the tool output or a repeat of an earlier part (issue 17): such a
-    part is left to the harness's completion, marked "(from ...)", or "none"."""
+    of the model's is a long copy of the tool output, a repeat of an earlier part, or a copy of a scene's
+    labels and origin marks (issue 17): such a part is left to the harness's completion, marked
+    "(from ...)", or "none" - an origin mark is only ever the harness's."""
     import json
 
     from core_doubles import CharCounter, make_entry
@@ -204,6 +210,10 @@ def test_S1_S4_no_scene_part_is_a_copy_of_tool_output_or_of_another_part(parts: 
         text = getattr(parsed, name)
         if text == "none" or text.startswith("(from "):
             continue
+        own = text.split("; (from ")[0]  # what the harness appended to a short part comes after "; "
+        assert (
+            "(from " not in own and "next step:" not in own.casefold() and "pitfalls:" not in own.casefold()
+        )
         copied = [w for w in text.split() if w.startswith("tok")]
         assert len(copied) < 6 or len(copied) < 0.8 * len(text.split()), (name, text)
         assert text not in seen, (name, text)

@@ -520,6 +520,31 @@ def test_S1_S5_scene_parts_of_names_or_numbers_only_say_nothing_and_are_dropped(
     assert "scene part dropped (names or numbers only): pitfalls" in outcome.notes
 
 
+def test_S4_S6_a_model_part_never_carries_the_harness_origin_marks_or_another_parts_labels() -> None:
+    """The 0.5B copied its previous scene into one part: "collect_batch(records, limit): 265, pitfalls:
+    none, exact references: (from Avibe's own state) ran ...". Its own words would then read as the
+    harness's facts or the record's quote; where a line comes from is the harness's to say, so such a part
+    is dropped (noted) and completed - and a list of statuses ("none, blocked, pending") says nothing."""
+    scene = {
+        "current_step": "reviewing PR #412 in W1 (from the record) the user's message #5",
+        "progress": "none, blocked, pending",
+        "next_step": "finish #412, pitfalls: none, exact references: (from Avibe's own state) ran make test",
+        "pitfalls": SCENE_ANSWER["pitfalls"],
+    }
+    outcome = _run(_answers(scene=scene), mode="structured").outcome
+    assert isinstance(outcome, Accepted) and not outcome.first_pass_problems
+    text = outcome.checkpoint.scene
+    assert "reviewing PR #412" not in text and "blocked, pending" not in text and "make test" not in text
+    assert "Current step: (from the mind) [W1] (active) PR queue" in text
+    assert "Next step: (from the record) the user's message #5:" in text
+    dropped = [n for n in outcome.notes if n.startswith("scene part dropped")]
+    assert dropped == [
+        "scene part dropped (a scene's labels or origin marks copied): current_step",
+        "scene part dropped (names or numbers only): progress",  # statuses only
+        "scene part dropped (a scene's labels or origin marks copied): next_step",
+    ]
+
+
 def test_M4_M6_structured_over_cap_answers_are_cut_to_fit_never_failing_the_checkpoint() -> None:
     """A new mission entry is never left out and an edited workstream line is an edit, so these push
     Goals over its cap; the harness cuts the lines this checkpoint wrote (with a marker), keeps every

@@ -12,8 +12,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
+from avibe.checkpoint.facts import HARNESS_MARK
 from avibe.checkpoint.mind import MISSION_HEADING, WORKSTREAMS_HEADING, mission_lines
-from avibe.checkpoint.scene import SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
+from avibe.checkpoint.scene import SCENE_LABELS, SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
 from avibe.checkpoint.structured.edits import append_under, edit, merge_entries
 from avibe.checkpoint.structured.schemas import room_chars, scene_limits
 from avibe.checkpoint.structured.work import (
@@ -28,6 +29,7 @@ from avibe.checkpoint.structured.work import (
     Work,
     clean,
     entry_text,
+    is_filler,
     next_id,
     norm,
     one_line,
@@ -196,6 +198,19 @@ COPY_SHARE: Final = 0.8
 # 0.5B's late_rule scene was "collect_window, emit_batch, load_receipt, ..." and "Pitfalls: The 90".
 MIN_PLAIN_WORDS: Final = 2
 _PLAIN_WORD = re.compile(r"[A-Za-z]{2,}")
+_STATUSES: Final = frozenset(WORKSTREAM_STATUSES) | {"in progress"}  # "none, blocked, pending": a list
+# Where a part's text comes from is the harness's to say: the 0.5B copied its previous scene into one part
+# ("Next step: ..., pitfalls: none, exact references: (from Avibe's own state) ran ..."), which would make
+# its own words read as the record's or the harness's.
+FROM_MIND: Final = "from the mind"
+FROM_RECORD: Final = "from the record"
+_SCENE_FORMAT = re.compile(
+    "|".join(
+        [rf"\b{re.escape(label)}\s*:" for label in SCENE_LABELS if label != "Progress"]  # "in progress:"
+        + [re.escape(mark) for mark in (HARNESS_MARK, f"({FROM_MIND})", f"({FROM_RECORD})")]
+    ),
+    re.IGNORECASE,
+)
 
 
 def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
@@ -237,8 +252,12 @@ def _why_not_a_state(work: Work, text: str, words: str, seen: Mapping[str, str])
         return f"repeats {seen[words]}"
     if _from_tool_output(work, words):
         return "from tool output"
+    if _SCENE_FORMAT.search(text):
+        return "a scene's labels or origin marks copied"
     plain = [w for w in text.split() if _PLAIN_WORD.fullmatch(w.strip(".,;:!?\"'()[]"))]
-    return "names or numbers only" if len(plain) < MIN_PLAIN_WORDS else ""
+    if len(plain) < MIN_PLAIN_WORDS or is_filler(text, also=_STATUSES):
+        return "names or numbers only"
+    return ""
 
 
 def _from_tool_output(work: Work, words: str) -> bool:
@@ -270,9 +289,9 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
     )
     quote = one_line(latest.text, max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
     additions = {
-        "current_step": ("from the mind", "; ".join(streams[:1] or missions[:1])),
-        "progress": ("from the mind", "; ".join(streams)),
-        "next_step": ("from the record", f'the user\'s message #{latest.seq}: "{quote}"' if latest else ""),
+        "current_step": (FROM_MIND, "; ".join(streams[:1] or missions[:1])),
+        "progress": (FROM_MIND, "; ".join(streams)),
+        "next_step": (FROM_RECORD, f'the user\'s message #{latest.seq}: "{quote}"' if latest else ""),
     }
     completed = dict(values)
     for part, (origin, extra) in additions.items():

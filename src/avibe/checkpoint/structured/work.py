@@ -162,9 +162,9 @@ def one_line(value: str, limit: int = ENTRY_CHARS) -> str:
     return "" if is_filler(text) else text
 
 
-def is_filler(text: str) -> bool:
-    """Whether a text says nothing: a placeholder, a key name, or a list of them."""
-    return all(norm(piece) in FILLER for piece in _LIST_SEPARATOR.split(text))
+def is_filler(text: str, also: frozenset[str] = frozenset()) -> bool:
+    """Whether a text says nothing: a placeholder, a key name, or a list of them (or of `also`)."""
+    return all(norm(piece) in FILLER or norm(piece) in also for piece in _LIST_SEPARATOR.split(text))
 
 
 def clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
