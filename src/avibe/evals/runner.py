@@ -8,6 +8,7 @@ fit, the checkpoint is not wired) or fails on a model error is recorded with its
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import threading
@@ -222,13 +223,21 @@ def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]
 
 
 def _generated(row: dict[str, Any]) -> Scenario | None:
-    kind, seed, size = row.get("type"), row.get("seed"), str(row.get("scenario_id", "")).rsplit("-n", 1)[-1]
-    if not isinstance(seed, int) or not size.isdigit() or row.get("scenario_id") != f"{kind}-s{seed}-n{size}":
+    """The generated scenario behind a row (cached: every strategy's row shares it), or None when the
+    row's id is not a generated scenario's."""
+    size = str(row.get("scenario_id", "")).rsplit("-n", 1)[-1]
+    if not isinstance(row.get("seed"), int) or not size.isdigit():
         return None
     try:
-        return generate(str(kind), seed, int(size))
+        scenario = _generate(str(row.get("type")), row["seed"], int(size))
     except ValueError:
         return None
+    return scenario if scenario.id == row.get("scenario_id") else None
+
+
+@functools.lru_cache(maxsize=64)
+def _generate(kind: str, seed: int, size: int) -> Scenario:
+    return generate(kind, seed, size)
 
 
 def _end_line(path: Path) -> None:
