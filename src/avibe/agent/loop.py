@@ -28,6 +28,7 @@ from avibe.agent.driver import (
     empty_checkpoint,
     store_lookup,
 )
+from avibe.agent.interrupted import NOTE_SOURCE, Interrupted, note_text, settle_unanswered
 from avibe.agent.repeats import loop_stop_reason, repeat_note
 from avibe.agent.room import make_room
 from avibe.agent.state import STATE_KEY, LiveState, LoadedSkill, remember_file
@@ -66,7 +67,7 @@ from avibe.host.events import (
     TurnStarted,
     ignore_events,
 )
-from avibe.ingress import record_reply
+from avibe.ingress import deliver, record_reply
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
 from avibe.prompts.vibey import IDENTITY, RULES
 from avibe.record.checkpoint import Carry, Provenance, SkillRef, render_plan
@@ -242,8 +243,6 @@ class Vibey:
 
     def deliver(self, source: Source, text: str) -> Entry:
         """Any input enters through ingress (T1); it reaches the model at the next step."""
-        from avibe.ingress import deliver
-
         return deliver(self.store, self.session_id, source, text, clock=self.clock)
 
     def after(self, seq: int) -> list[Input]:
@@ -259,21 +258,31 @@ class Vibey:
     def _absorb(self, state: LiveState, inbox: Inbox) -> LiveState:
         """Append record entries not yet in the live context (inputs from any source, rendered by the
         host from stored fields). The loop's own replies are already there."""
+        settled, died_in_step = settle_unanswered(state.messages)  # the process died between two calls
         new = inbox.after(state.last_seq)
-        if not new:
+        if not new and died_in_step is None:
             return state
         present = {m.seq for m in state.messages if m.seq is not None}
-        messages, turn_users = list(state.messages), list(state.turn_user_seqs)
+        messages, turn_users = list(settled), list(state.turn_user_seqs)
         finished = state.finished_jobs
+        interrupted = [] if died_in_step is None else [died_in_step]
         for item in new:
-            if item.seq in present or (item.role == "assistant" and not item.text.strip()):
-                continue  # already here, or a tool-calls-only reply whose results died with a process
+            if item.seq in present:
+                continue
+            if item.role == "assistant" and item.calls and item.agent == self.name:  # died with a process
+                interrupted.append(Interrupted(item.seq, item.calls))
+            if item.role == "assistant" and not item.text.strip():
+                continue
             messages.append(ChatMessage(item.role, item.text, seq=item.seq, kind=item.kind))
             if item.kind == "callback" and item.ref:  # a background job reported back (S6)
                 finished = remember_file(finished, item.ref, keep=10)
             if item.is_user:
                 turn_users.append(item.seq)
-        last = max([state.last_seq, *(i.seq for i in new)])
+        notes = [self._note_interrupted(step) for step in interrupted]
+        taken = present | {item.seq for item in new}  # a note made by an earlier resume came in as input
+        for note in (n for n in notes if n.seq not in taken):
+            messages.append(ChatMessage("user", render_input(note).text, seq=note.seq, kind=note.kind))
+        last = max([state.last_seq, *(i.seq for i in new), *(n.seq for n in notes)])
         return replace(
             state,
             messages=tuple(messages),
@@ -281,6 +290,13 @@ class Vibey:
             turn_user_seqs=tuple(turn_users),
             finished_jobs=finished,
         )
+
+    def _note_interrupted(self, step: Interrupted) -> Entry:
+        """Record, once per step, that its calls did not report back (a second resume gives back the same
+        entry); the model reads it as the harness's, never the user's."""
+        log.warning("session %s: tool calls of #%d were interrupted; noted", self.session_id, step.seq)
+        source = replace(NOTE_SOURCE, ref=str(step.seq))
+        return deliver(self.store, self.session_id, source, note_text(step), clock=self.clock, key=step.key)
 
     # ---- the view ------------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from avibe.host.events import EventSink
-from avibe.record.entries import Entry, Kind
+from avibe.record.entries import CallRecord, Entry, Kind
 from avibe.record.sources import render_entry_text
 
 
@@ -22,6 +22,8 @@ class Input:
     role: Literal["user", "assistant"]
     text: str
     ref: str = ""  # the source's id (a callback's job id, a watch id ...), from the stored fields
+    calls: tuple[CallRecord, ...] = ()  # an assistant step's tool calls (a resumed step names them)
+    agent: str = ""  # which agent wrote an assistant step (a session may change agents)
 
     @property
     def is_user(self) -> bool:
@@ -30,7 +32,8 @@ class Input:
 
 def render_input(entry: Entry) -> Input:
     role: Literal["user", "assistant"] = "assistant" if entry.kind == "assistant" else "user"
-    return Input(entry.seq, entry.kind, role, render_entry_text(entry), entry.source.ref)
+    agent = entry.source.name if entry.kind == "assistant" else ""
+    return Input(entry.seq, entry.kind, role, render_entry_text(entry), entry.source.ref, entry.calls, agent)
 
 
 class Inbox(Protocol):
