@@ -48,7 +48,7 @@ from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLi
 from avibe.checkpoint.trigger import TriggerDecision, should_checkpoint
 from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import assemble, recollection, system_prompt
-from avibe.errors import ContextOverflow, ModelError
+from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host.agent import Inbox, Input, TurnResult, render_input
 from avibe.host.events import (
     CheckpointAccepted,
@@ -521,7 +521,10 @@ class Vibey:
         result = TurnResult("", stopped=True)
         try:
             for step in range(1, self.config.max_steps + 1):
-                state, done = self._step(state, step, inbox)
+                try:
+                    state, done = self._step(state, step, inbox)
+                except StoreError as exc:  # the record could not be written (disk full, database away)
+                    done = self._not_recorded(exc, "this step's work was not saved")
                 if done is not None:
                     result = replace(
                         done, steps=step, checkpoints=self._checkpoint_number() - checkpoints_before
@@ -534,8 +537,24 @@ class Vibey:
             result = TurnResult(message, stopped=True, steps=self.config.max_steps)
             return result
         finally:
-            self.save_state(state)
+            self._save_at_turn_end(state)
             self.events(TurnEnded(result.reply, result.stopped, result.steps, result.checkpoints))
+
+    def _not_recorded(self, exc: StoreError, what: str) -> TurnResult:
+        """Stop the turn, saying plainly what the record lacks: the record keeps everything up to its last
+        write (nothing half-written), and the session resumes from there once the record can be written."""
+        message = f"{what}: {exc}. Free space or fix the database, then send a message to go on"
+        log.error("session %s: %s", self.session_id, message)
+        self.events(Stopped(message))
+        return TurnResult(message, stopped=True)
+
+    def _save_at_turn_end(self, state: LiveState) -> None:
+        """The live state at the turn's end; when the record cannot take it (the turn stopped for that
+        reason), the session resumes from the last state saved and the record - nothing is lost."""
+        try:
+            self.save_state(state)
+        except StoreError as exc:
+            log.error("session %s: the live state was not saved at the turn's end: %s", self.session_id, exc)
 
     def _checkpoint_number(self) -> int:
         latest = self.latest_checkpoint()
@@ -560,7 +579,10 @@ class Vibey:
             message = f"the model failed: {exc}"
             self.events(Stopped(message))
             return state, TurnResult(message, stopped=True)
-        state = self._record(state, reply)
+        try:
+            state = self._record(state, reply)
+        except StoreError as exc:  # a full disk: the streamed reply reached the screen, not the record
+            return state, self._not_recorded(exc, "the reply above was not saved")
         if not reply.tool_calls:
             self.events(Replied(reply.text))
             return state, TurnResult(reply.text)
