@@ -2,9 +2,15 @@
 
 Sources, first wins: the environment (AVIBE_*), the project's `.avibe/config.toml` (in the current
 directory), the user's `config.toml` in the platform's user config dir (`~/.config/avibe/config.toml`),
-then the defaults. The files use the field names below as keys (`user` for AVIBE_USER), e.g.
-`model = "anthropic/claude-sonnet-4-5"`. Read with pydantic-settings; every bad value is a ConfigError
-that names the variable or the file and says what to set.
+then the defaults. Trust comes from outside the workdir (issue 27 item 1): the project's file lives where
+the agent can write, so it may only tighten - a stricter sandbox (read-only < workspace-write <
+full-access), ask instead of auto, more deny rules, a smaller model_window, an allow list the user's
+settings already cover - unless the user's own file lists the project (resolved) in
+`trusted_projects = ["/abs/path", ...]`; then it applies in full. A project value that would loosen is
+ignored and named in `Settings.warnings`; every loosened setting in force is in `Settings.announcements`
+(the CLI prints both at every start). The files use the field names below as keys (`user` for
+AVIBE_USER), e.g. `model = "anthropic/claude-sonnet-4-5"`. Read with pydantic-settings; every bad value
+is a ConfigError that names the variable or the file and says what to set.
 
 | field         | environment              | default                                            |
 |---------------|--------------------------|----------------------------------------------------|
@@ -25,17 +31,19 @@ that names the variable or the file and says what to set.
 
 `[rules]` (e.g. `deny = ["vendor/**"]`): the file tools never change a path a deny rule matches; the
 deny rules of every file add up (a rule only ever refuses more), while `allow_commands` and
-`allow_writes` follow first-wins like every other setting.
+`allow_writes` follow first-wins like every other setting (a project's list within the trust rule above).
+`trusted_projects` is read from the user's file only.
 """
 
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import re
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal, cast
 
@@ -54,6 +62,10 @@ DEFAULT_MODEL = "embedded"
 MIN_WINDOW: Final = 256  # below this no system prompt, let alone a checkpoint, fits
 MAX_WINDOW: Final = 2**31 - 1  # llama.cpp's n_ctx is a C int; no model has more
 PROJECT_CONFIG: Final = Path(".avibe") / "config.toml"
+TRUST_KEY: Final = "trusted_projects"
+# Issue 27 item 1: a project config may set these only when the user trusts the project.
+TRUSTED_ONLY: Final = ("home", "database_url", "model", "user", "model_cache", "serve_url")
+LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 SANDBOX_MODES: Final = ("read-only", "workspace-write", "full-access")
 APPROVAL_MODES: Final = ("auto", "ask")  # avibe.tools.approval.APPROVAL_MODES (a test keeps them equal)
 RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
@@ -73,6 +85,14 @@ class Settings:
     allow_commands: tuple[str, ...] = ()  # shell commands run without asking in ask mode
     allow_writes: tuple[str, ...] = ()  # paths written without asking in ask mode
     serve_url: str = "http://127.0.0.1:8765"  # where `vibe serve` listens; callback URLs start here
+    # Issue 27 item 1: what every start says on stderr (one line each, `vibe: ` in front): project values
+    # ignored because they would loosen, then the loosened settings in force.
+    warnings: tuple[str, ...] = ()
+    announcements: tuple[str, ...] = ()
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        return (*self.warnings, *self.announcements)
 
     @property
     def log_dir(self) -> Path:
@@ -106,13 +126,18 @@ class _Layers(BaseSettings):
     approval: str | None = None
     rules: dict[str, Any] | None = None
     serve_url: str | None = None
+    trusted_projects: list[str] | None = None  # read from the user's config only
 
 
 class _MappingEnv(EnvSettingsSource):
     """pydantic-settings' environment source over a given mapping (load_settings(env) reads only `env`)."""
 
     def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
-        self._environ = {key: value for key, value in environ.items() if key.startswith("AVIBE_")}
+        self._environ = {
+            key: value
+            for key, value in environ.items()
+            if key.startswith("AVIBE_") and key != "AVIBE_TRUSTED_PROJECTS"  # trust: the user's file only
+        }
         super().__init__(settings_cls)
 
     def _load_env_vars(self) -> Mapping[str, str | None]:
@@ -167,35 +192,6 @@ def masked_url(url: str) -> str:
         return re.sub(r"(://[^:/@]*:).*@", r"\1***@", url)
 
 
-class _Where:
-    """Names the place a value came from, for messages: the variable, or the key and its file."""
-
-    def __init__(self, environ: Mapping[str, str], files: tuple[Path, ...]) -> None:
-        self._environ = environ
-        self._files: list[tuple[Path, dict[str, Any]]] = []
-        for path in files:
-            if path.is_file():
-                self._files.append((path, _read_toml(path)))
-
-    def files(self) -> list[tuple[Path, dict[str, Any]]]:
-        return list(self._files)
-
-    def in_env(self, key: str) -> bool:
-        return bool(self._environ.get(f"AVIBE_{key.upper()}"))
-
-    def file_of(self, key: str) -> str:
-        return next((str(path) for path, data in self._files if key in data), "a config file")
-
-    def __call__(self, key: str) -> str:
-        var = f"AVIBE_{key.upper()}"
-        if self._environ.get(var):
-            return var
-        for path, data in self._files:
-            if key in data:
-                return f"{path}: {key}"
-        return var
-
-
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as handle:
@@ -204,33 +200,6 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix or remove it") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path} ({exc.strerror}); fix its permissions or remove it") from None
-
-
-def _config_files(project_dir: Path | None, user_config: Path | None) -> tuple[Path, ...]:
-    if project_dir is None:
-        try:
-            project_dir = Path.cwd()
-        except OSError:  # the current directory was removed
-            project_dir = None
-    files = [] if project_dir is None else [project_dir / PROJECT_CONFIG]
-    files.append(user_config_file() if user_config is None else user_config)
-    return tuple(files)
-
-
-def _raw_layers(environ: Mapping[str, str], files: tuple[Path, ...]) -> _Layers:
-    where = _Where(environ, files)  # also reads every file once, so a broken one is named
-    try:
-        return _layers_class(environ, files)()
-    except ValidationError as exc:
-        problems = []
-        for error in exc.errors():
-            key = ".".join(str(part) for part in error["loc"])
-            if error["type"] == "extra_forbidden":
-                known = ", ".join(_Layers.model_fields)
-                problems.append(f"unknown setting {key!r} in {where.file_of(key)} (the keys are {known})")
-            else:
-                problems.append(f"{where(key)}: {error['msg']}")
-        raise ConfigError("; ".join(problems)) from None
 
 
 def _text(value: str | None, where: str) -> str | None:
@@ -337,65 +306,7 @@ def _rule_list(value: object, where: str) -> tuple[str, ...]:
     return tuple(item.strip() for item in value)
 
 
-def _rules(merged: dict[str, Any] | None, where: _Where) -> dict[str, tuple[str, ...]]:
-    """The `[rules]` table: allow lists first-wins (merged), deny rules from every file added up."""
-    tables = [(str(path), data.get("rules")) for path, data in where.files() if "rules" in data]
-    if merged is not None:
-        tables.insert(0, ("AVIBE_RULES" if where.in_env("rules") else where.file_of("rules"), merged))
-    found: dict[str, tuple[str, ...]] = {key: () for key in RULE_KEYS}
-    deny: list[str] = []
-    for origin, table in tables:
-        if not isinstance(table, dict):
-            raise ConfigError(f'{origin}: rules must be a table, e.g. [rules] deny = ["vendor/**"]')
-        unknown = sorted(set(table) - set(RULE_KEYS))
-        if unknown:
-            raise ConfigError(
-                f"{origin}: unknown rule {unknown[0]!r} in [rules] (the rules are {', '.join(RULE_KEYS)})"
-            )
-        for key in RULE_KEYS:
-            if key in table:
-                values = _rule_list(table[key], f"{origin}: rules.{key}")
-                if key == "deny":
-                    deny.extend(v for v in values if v not in deny)
-    if merged is not None:
-        found = {key: _rule_list(merged[key], key) if key in merged else () for key in RULE_KEYS}
-    found["deny"] = tuple(deny)
-    if any(found.values()):
-        from avibe.tools.approval import Rules  # patterns checked here, named with their setting
-
-        try:
-            Rules(**found)
-        except ValueError as exc:
-            raise ConfigError(f"[rules]: {exc}") from None
-    return found
-
-
-def load_settings(
-    env: Mapping[str, str] | None = None,
-    *,
-    project_dir: Path | None = None,
-    user_config: Path | None = None,
-) -> Settings:
-    """Read the settings (environment, then the project's and the user's config.toml); raise ConfigError
-    naming the bad variable or file. `env` replaces os.environ (tests); `project_dir` the current
-    directory; `user_config` the user's config file. Nothing is created or written here."""
-    environ = os.environ if env is None else env
-    files = _config_files(project_dir, user_config)
-    raw = _raw_layers(environ, files)
-    where = _Where(environ, files)
-    home = _folder(raw.home, where("home"), _default_home())
-    return Settings(
-        home=home,
-        database_url=_database_url(raw.database_url, where("database_url"), home),
-        model=(_text(raw.model, where("model")) or "").strip() or DEFAULT_MODEL,
-        user_name=(_text(raw.user, where("user")) or "").strip() or _login_name(),
-        model_cache=_folder(raw.model_cache, where("model_cache"), _default_cache()),
-        model_window=_window(raw.model_window, where("model_window")),
-        sandbox=_sandbox_mode(raw.sandbox, where("sandbox")),
-        approval=_approval_mode(raw.approval, where("approval")),
-        serve_url=_serve_url(raw.serve_url, where("serve_url")),
-        **_rules(raw.rules, where),
-    )
+# load_settings and the trust rules: below
 
 
 DEFAULT_SERVE_URL: Final = "http://127.0.0.1:8765"
@@ -414,3 +325,297 @@ def _serve_url(value: str | None, where: str) -> str:
     if parts.scheme != "http" or not parts.hostname or port is None or parts.path not in ("", "/"):
         raise ConfigError(f"{where}: {text!r} must be http://HOST:PORT, e.g. {DEFAULT_SERVE_URL}")
     return text
+
+
+# -- the sources and the trust rules (issue 27 item 1) ----------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Layer:
+    """One source's values (the keys it sets, typed by _Layers); `path` is None for the environment."""
+
+    path: Path | None
+    values: dict[str, Any]
+
+    def where(self, key: str) -> str:
+        """The place of a key, for errors: the variable, or the file and the key."""
+        return f"AVIBE_{key.upper()}" if self.path is None else f"{self.path}: {key}"
+
+    def origin(self, key: str) -> str:
+        """The place of a key, for announcements: the variable, or the file."""
+        return f"AVIBE_{key.upper()}" if self.path is None else str(self.path)
+
+
+def _validation_problems(exc: ValidationError, layer: _Layer) -> str:
+    problems = []
+    for error in exc.errors():
+        key = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "extra_forbidden":
+            known = ", ".join(_Layers.model_fields)
+            problems.append(f"unknown setting {key!r} in {layer.path} (the keys are {known})")
+        else:
+            problems.append(f"{layer.where(key)}: {error['msg']}")
+    return "; ".join(problems)
+
+
+def _read_layer(environ: Mapping[str, str], path: Path | None) -> _Layer:
+    """The values one source sets: the environment (`path` None) or one config file (absent: none)."""
+    if path is not None:
+        if not path.is_file():
+            return _Layer(path, {})
+        _read_toml(path)  # a broken file is named as such
+    layer = _Layer(path, {})
+    try:
+        raw = _layers_class(environ if path is None else {}, () if path is None else (path,))()
+    except ValidationError as exc:
+        raise ConfigError(_validation_problems(exc, layer)) from None
+    return _Layer(path, {key: getattr(raw, key) for key in raw.model_fields_set})
+
+
+def _project_dir(project_dir: Path | None) -> Path | None:
+    if project_dir is not None:
+        return project_dir
+    try:
+        return Path.cwd()
+    except OSError:  # the current directory was removed
+        return None
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.expanduser().resolve()
+    except (OSError, RuntimeError):  # a symlink loop: compare as written
+        return path.expanduser().absolute()
+
+
+def _trusted_folders(user: _Layer) -> list[Path]:
+    """The user's `trusted_projects`: absolute folders, each resolved (symlinks followed)."""
+    listed = user.values.get(TRUST_KEY) or []
+    where = user.where(TRUST_KEY)
+    folders = []
+    for item in listed:
+        text = (_text(item, where) or "").strip()
+        if not text or not Path(text).expanduser().is_absolute():
+            raise ConfigError(
+                f"{where} holds {item!r}, which is not an absolute folder path; list each trusted "
+                'project by its full path, e.g. trusted_projects = ["/home/me/code/app"]'
+            )
+        folders.append(_resolved(Path(text)))
+    return folders
+
+
+def _shown(value: object) -> str:
+    """A value the agent may have written, for a warning line: TOML-like, ASCII-escaped, short."""
+    text = json.dumps(value, ensure_ascii=True)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+@dataclass
+class _Sources:
+    """The environment, the project's config and the user's, and whether the user trusts the project.
+    The environment and the user's config are the user's own; the project's config lives in the workdir,
+    which the agent can write, so without trust it may only tighten (issue 27 item 1)."""
+
+    env: _Layer
+    project: _Layer
+    user: _Layer
+    folder: Path | None  # the project folder, resolved
+    trusted: bool
+    warnings: list[str]
+    origins: dict[str, str]  # key -> where the value in force came from (announcements)
+
+    @classmethod
+    def read(cls, environ: Mapping[str, str], project_dir: Path | None, user_config: Path | None) -> _Sources:
+        folder = _project_dir(project_dir)
+        user = _read_layer({}, user_config_file() if user_config is None else user_config)
+        no_project = _Layer(Path(PROJECT_CONFIG), {})  # the current directory is gone: no project
+        project = no_project if folder is None else _read_layer({}, folder / PROJECT_CONFIG)
+        env = _read_layer(environ, None)
+        resolved = None if folder is None else _resolved(folder)
+        trusted = resolved is not None and resolved in _trusted_folders(user)
+        sources = cls(env, project, user, resolved, trusted, [], {})
+        if TRUST_KEY in project.values:
+            sources.warnings.append(
+                f"ignoring {TRUST_KEY} in {project.path}: only your own config ({user.path}) can trust "
+                "a project"
+            )
+        return sources
+
+    def _mine(self) -> tuple[_Layer, ...]:
+        """The layers whose values apply as they are, first wins."""
+        return (self.env, self.project, self.user) if self.trusted else (self.env, self.user)
+
+    def mine(self, key: str) -> tuple[Any, str]:
+        """The value the user's own sources give `key` (None: the default) and where, for errors."""
+        for layer in self._mine():
+            if key in layer.values:
+                self.origins[key] = layer.origin(key)
+                return layer.values[key], layer.where(key)
+        return None, f"AVIBE_{key.upper()}"
+
+    def _offered(self, key: str) -> bool:
+        """The project sets `key`, and only a trust check stands between its value and the settings."""
+        return not self.trusted and key in self.project.values and key not in self.env.values
+
+    def ignore(self, key: str, value: object) -> None:
+        folder = self.folder if self.folder is not None else "the project folder"
+        self.warnings.append(
+            f"ignoring {key} = {_shown(value)} in {self.project.path}: a project's config may only make "
+            f'settings stricter; to use it, add "{folder}" to {TRUST_KEY} in {self.user.path}'
+        )
+
+    def raw(self, key: str) -> tuple[Any, str]:
+        """A setting only the user sets (TRUSTED_ONLY): a project's other value is ignored and named."""
+        value, where = self.mine(key)
+        if self._offered(key) and self.project.values[key] != value:
+            self.ignore(key, self.project.values[key])
+        return value, where
+
+    def tightened(self, key: str, parse: Any, stricter: Any) -> Any:
+        """A setting the project may tighten: `parse(raw, where)` checks a value, `stricter(new, old)`
+        says whether the project's parsed value is at least as strict as the user's."""
+        value = parse(*self.mine(key))
+        if not self._offered(key):
+            return value
+        offered = parse(self.project.values[key], self.project.where(key))
+        if stricter(offered, value):
+            self.origins[key] = self.project.origin(key)
+            return offered
+        self.ignore(key, self.project.values[key])
+        return value
+
+    def rules(self, approval: str) -> dict[str, tuple[str, ...]]:
+        """The `[rules]` tables: deny rules of every source add up (a rule only ever refuses more); an
+        allow list is first-wins among the user's sources, and the project's applies without trust only
+        when it narrows: the user's mode is auto (everything runs unasked) or it lies inside the user's."""
+        tables = {id(layer): _rule_table(layer) for layer in (self.env, self.project, self.user)}
+        deny: list[str] = []
+        for layer in (self.env, self.project, self.user):
+            deny.extend(rule for rule in tables[id(layer)].get("deny", ()) if rule not in deny)
+        found: dict[str, tuple[str, ...]] = {"deny": tuple(deny)}
+        for key in ("allow_commands", "allow_writes"):
+            mine = next((layer for layer in self._mine() if key in tables[id(layer)]), None)
+            found[key] = () if mine is None else tables[id(mine)][key]
+            if mine is not None:
+                self.origins[key] = mine.origin("rules")
+            offered = tables[id(self.project)].get(key)
+            if offered is None or self.trusted or key in tables[id(self.env)]:
+                continue
+            if approval == "auto" or set(offered) <= set(found[key]):
+                found[key], self.origins[key] = offered, self.project.origin("rules")
+            elif offered != found[key]:
+                self.ignore(f"rules.{key}", list(offered))
+        if any(found.values()):
+            from avibe.tools.approval import Rules  # patterns checked here, named with their setting
+
+            try:
+                Rules(**found)
+            except ValueError as exc:
+                raise ConfigError(f"[rules]: {exc}") from None
+        return found
+
+    def announcements(self, settings: Settings) -> tuple[str, ...]:
+        """Every loosened setting in force, in plain words, with where it came from."""
+        lines = []
+        if self.trusted and self.project.values:
+            lines.append(
+                f"using the project config {self.project.path} in full (the project is trusted in "
+                f"{self.user.path})"
+            )
+        if settings.sandbox == "full-access":
+            lines.append(
+                f"commands run without a sandbox (sandbox = full-access, from {self.origins['sandbox']})"
+            )
+        if settings.approval == "ask" and settings.allow_commands:
+            lines.append(
+                "shell commands matching allow_commands run without asking "
+                f"(from {self.origins['allow_commands']})"
+            )
+        if settings.approval == "ask" and settings.allow_writes:
+            lines.append(
+                f"writes matching allow_writes are made without asking (from {self.origins['allow_writes']})"
+            )
+        if not _loopback(settings.serve_url):
+            lines.append(
+                f"vibe serve listens beyond this machine (serve_url = {settings.serve_url}, from "
+                f"{self.origins['serve_url']})"
+            )
+        return tuple(lines)
+
+
+def _rule_table(layer: _Layer) -> dict[str, tuple[str, ...]]:
+    """One source's `[rules]` table, checked: a table of known rules, each a list of patterns."""
+    if "rules" not in layer.values:
+        return {}
+    table = layer.values["rules"]
+    origin = layer.origin("rules")
+    if not isinstance(table, dict):
+        raise ConfigError(f'{origin}: rules must be a table, e.g. [rules] deny = ["vendor/**"]')
+    unknown = sorted(set(table) - set(RULE_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{origin}: unknown rule {unknown[0]!r} in [rules] (the rules are {', '.join(RULE_KEYS)})"
+        )
+    return {key: _rule_list(table[key], f"{origin}: rules.{key}") for key in RULE_KEYS if key in table}
+
+
+def _loopback(url: str) -> bool:
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    try:
+        return host in LOOPBACK_HOSTS or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _stricter_sandbox(new: str, old: str) -> bool:
+    return SANDBOX_MODES.index(new) <= SANDBOX_MODES.index(old)
+
+
+def _stricter_approval(new: str, old: str) -> bool:
+    return new == "ask" or new == old
+
+
+def _smaller_window(new: int | None, old: int | None) -> bool:
+    """A window setting only ever caps the model's window (providers.facts.model_facts)."""
+    return new is not None and (old is None or new <= old)
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    project_dir: Path | None = None,
+    user_config: Path | None = None,
+) -> Settings:
+    """Read the settings (environment, then the project's and the user's config.toml); raise ConfigError
+    naming the bad variable or file. `env` replaces os.environ (tests); `project_dir` the current
+    directory; `user_config` the user's config file. Nothing is created or written here.
+
+    Issue 27 item 1: the project's config may only tighten, unless the user's config lists the project
+    in `trusted_projects`; what it tried to loosen is named in `warnings`, and every loosened setting in
+    force in `announcements`."""
+    sources = _Sources.read(os.environ if env is None else env, project_dir, user_config)
+    home = _folder(*sources.raw("home"), _default_home())
+    database_url, where = sources.raw("database_url")
+    model, model_where = sources.raw("model")
+    user, user_where = sources.raw("user")
+    cache, cache_where = sources.raw("model_cache")
+    serve_url, serve_where = sources.raw("serve_url")
+    sandbox = sources.tightened("sandbox", _sandbox_mode, _stricter_sandbox)
+    mine_approval = _approval_mode(*sources.mine("approval"))
+    approval = sources.tightened("approval", _approval_mode, _stricter_approval)
+    settings = Settings(
+        home=home,
+        database_url=_database_url(database_url, where, home),
+        model=(_text(model, model_where) or "").strip() or DEFAULT_MODEL,
+        user_name=(_text(user, user_where) or "").strip() or _login_name(),
+        model_cache=_folder(cache, cache_where, _default_cache()),
+        model_window=sources.tightened("model_window", _window, _smaller_window),
+        sandbox=sandbox,
+        approval=approval,
+        serve_url=_serve_url(serve_url, serve_where),
+        **sources.rules(mine_approval),
+    )
+    return replace(settings, warnings=tuple(sources.warnings), announcements=sources.announcements(settings))

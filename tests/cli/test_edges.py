@@ -350,12 +350,16 @@ def test_require_session_never_creates_the_record(home: Path) -> None:
 
 
 def test_settings_come_from_the_environment_then_the_project_then_the_user_file(tmp_path: Path) -> None:
+    """A trusted project's config applies in full, between the environment and the user's file; an
+    untrusted one may only tighten (issue 27 item 1, tests/security/test_config_trust.py)."""
     project, user = tmp_path / "project", tmp_path / "user.toml"
     (project / ".avibe").mkdir(parents=True)
     (project / ".avibe" / "config.toml").write_text('model = "openai/gpt-4o"\nmodel_window = 64000\n')
-    user.write_text(
-        f'model = "embedded-1.5b"\nuser = "kofi"\nhome = "{tmp_path / "h"}"\nsandbox = "read-only"\n'
-    )
+    mine = f'model = "embedded-1.5b"\nuser = "kofi"\nhome = "{tmp_path / "h"}"\nsandbox = "read-only"\n'
+    user.write_text(mine)
+    untrusted = load_settings({}, project_dir=project, user_config=user)
+    assert (untrusted.model, untrusted.model_window) == ("embedded-1.5b", 64_000)  # a window only caps
+    user.write_text(f'trusted_projects = ["{project}"]\n{mine}')
     found = load_settings({}, project_dir=project, user_config=user)
     assert (found.model, found.model_window, found.user_name) == ("openai/gpt-4o", 64_000, "kofi")
     assert (found.home, found.sandbox) == (tmp_path / "h", "read-only")

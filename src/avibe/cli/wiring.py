@@ -74,10 +74,23 @@ def die(message: str, code: int = 2) -> NoReturn:
 
 
 def settings_or_die() -> Settings:
+    """The settings, or one clear line and exit 2. Every command that acts (runs or hosts a session,
+    adds a feed) loads them here, so each start says what a project config tried to loosen and which
+    loosened settings are in force (issue 27 item 1), one stderr line each."""
     try:
-        return load_settings()
+        settings = load_settings()
     except AvibeError as exc:
         die(str(exc))
+    announce(settings)
+    return settings
+
+
+def announce(settings: Settings) -> None:
+    """Settings.notices on stderr, `vibe: ` in front, terminal-safe."""
+    from avibe.cli.options import one_line
+
+    for line in settings.notices:
+        typer.echo(f"vibe: {one_line(line)}", err=True)
 
 
 def open_record(settings: Settings) -> RecordStore:
