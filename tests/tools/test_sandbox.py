@@ -120,16 +120,32 @@ def test_the_database_file_is_found_as_the_store_reads_the_url(url: str, path: P
 
 
 def test_for_record_hides_the_home_and_the_database_file_with_its_companions(tmp_path: Path) -> None:
+    """Issue 27: the user's config folder too, and the database's folder when it lies inside the workdir
+    (no companion file can be planted next to it)."""
     policy = SandboxPolicy.for_record(
-        "workspace-write", tmp_path, home=tmp_path / "home", database_url=f"sqlite:///{tmp_path}/db/x.db"
+        "workspace-write",
+        tmp_path,
+        home=tmp_path / "home",
+        database_url=f"sqlite:///{tmp_path}/db/x.db",
+        config_dir=tmp_path / "config",
     )
     assert policy.hidden == (
         tmp_path / "home",
+        tmp_path / "config",
+        tmp_path / "db",
         tmp_path / "db/x.db",
         tmp_path / "db/x.db-wal",
         tmp_path / "db/x.db-shm",
         tmp_path / "db/x.db-journal",
     )
+    assert policy.folders == (tmp_path / "home", tmp_path / "config", tmp_path / "db")
+    elsewhere = SandboxPolicy.for_record(
+        "workspace-write",
+        tmp_path / "work",
+        home=tmp_path / "home",
+        database_url=f"sqlite:///{tmp_path}/x.db",
+    )
+    assert elsewhere.folders == (tmp_path / "home",)  # a database folder outside the workdir stays visible
 
 
 def test_the_environment_keeps_only_the_allow_list() -> None:

@@ -12,7 +12,15 @@ view shows as the user's and the next memo copies (SPEC N1, T1). So every comman
 In every mode the environment is rebuilt from an allow-list (no provider keys, no `AVIBE_*`, no database
 URL: the checkpoint and the shell never need them) and the command runs in its own process group. In the
 two sandboxed modes, additionally:
-- Avibe's home and the database file are covered (an empty tmpfs over a directory, /dev/null over a file),
+- Avibe's own files are covered (an empty read-only tmpfs over a directory, /dev/null over a file): its
+  home, the user's config folder (a database URL there may hold a password), the database file and its
+  companions, and the database's whole folder when that lies inside the working directory (so no
+  `-journal` can be put next to it). A folder of these that lies in the writable working directory but
+  does not exist yet is made (empty) first, so that nothing a command writes can take its place,
+- every folder between the working directory and a covered path inside it, or a path the deny rules
+  protect, is bound onto itself: a mount point cannot be renamed or removed (EBUSY), so `mv .local x`
+  cannot carry Avibe's home away from where Avibe looks for it, nor `mv lib lib2` take `lib/vendor` out
+  of the deny rule `lib/vendor/**` (issue 27),
 - /tmp is private and HOME points into it, so a command cannot read or leave files elsewhere in /tmp,
 - all capabilities are dropped (as root, bwrap would otherwise keep them and could remount / writable),
 - a new PID namespace: when the command's shell ends, bwrap's init ends and the kernel kills every process
@@ -36,15 +44,18 @@ import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from avibe.errors import ToolError
+from avibe.errors import ConfigError, ToolError
 from avibe.sources.process import kill_marked, process_alive, shell_program, spawn, stop_group
+from avibe.tools.base import PathPolicy
+from avibe.tools.guard import OwnFiles
+from avibe.tools.guard import protected_paths as protected_paths  # its home before issue 27
 
 log = logging.getLogger(__name__)
 MODES: Final = ("read-only", "workspace-write", "full-access")
@@ -100,6 +111,40 @@ class SandboxUnavailable(ToolError):
     """The sandbox cannot start on this machine; the message says why and which mode to choose."""
 
 
+class UnsafeLayout(ConfigError):
+    """The sandbox cannot keep Avibe's own files out of the agent's reach with this working directory;
+    the message says what to move or choose."""
+
+
+def check_layout(mode: str, workdir: Path, *, home: Path, config_dir: Path | None, database_url: str) -> None:
+    """The start check (issue 27): raise UnsafeLayout when, in a sandboxed mode, the agent's writable
+    folder would hold what must stay read-only to it - the working directory is Avibe's home or the
+    user's config folder, or lies inside one; or, in workspace-write, the SQLite database lies directly
+    in the working directory (a command could put `-journal` / `-wal` files next to it that SQLite reads
+    as its own). A home, config folder or database in a subfolder of the working directory is fine: it is
+    covered, cannot be renamed, and the file tools know it by identity. full-access: no check (the person
+    opted out of the sandbox)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown sandbox mode {mode!r}; the modes are {', '.join(MODES)}")
+    if mode == "full-access":
+        return
+    work = workdir.expanduser().resolve()
+    named = [(home, "Avibe's home (AVIBE_HOME)"), (config_dir, "Avibe's user config folder")]
+    for folder, what in named:
+        if folder is not None and work.is_relative_to(folder.expanduser().resolve()):
+            raise UnsafeLayout(
+                f"the working directory {work} is {what} or lies inside it, so the agent could change "
+                "Avibe's own files; work in another folder, or move Avibe's home (AVIBE_HOME)"
+            )
+    database = sqlite_path(database_url)
+    if mode == "workspace-write" and database is not None and database.resolve().parent == work:
+        raise UnsafeLayout(
+            f"the record's database {database.name} lies directly in the working directory {work}, where "
+            "the agent could put files next to it that SQLite would read as part of the record; move the "
+            "database into a folder of its own (AVIBE_DATABASE_URL), or use AVIBE_SANDBOX=read-only"
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class Launch:
     """How to start one command: argv and environment for Popen. `sandboxed` launches report their exit
@@ -112,8 +157,10 @@ class Launch:
 
 @dataclass(frozen=True, slots=True)
 class SandboxPolicy:
-    """Where and how the shell tool's commands run. `hidden`: paths the command must not see (Avibe's
-    home, the database file); they are covered in the sandboxed modes."""
+    """Where and how the agent's tools work: the shell's commands run under it, and the file tools obey
+    it too (`file_policy`). `hidden`: Avibe's own files (its home, the user's config folder, the database
+    file ...), covered in the sandboxed modes and known to the file tools by path and identity (`own`);
+    `folders`: those of them that are folders even before they exist."""
 
     mode: str
     workdir: Path
@@ -121,30 +168,58 @@ class SandboxPolicy:
     # The person's deny rules (gitignore-style, issue 11 item 9): the paths they match when a command
     # starts are mounted read-only, so the shell cannot change what write_file and edit_file refuse.
     protected: tuple[str, ...] = ()
+    folders: tuple[Path, ...] = ()
+    own: OwnFiles = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"unknown sandbox mode {self.mode!r}; the modes are {', '.join(MODES)}")
         object.__setattr__(self, "workdir", self.workdir.resolve())
         object.__setattr__(self, "hidden", tuple(p.expanduser().resolve() for p in self.hidden))
+        object.__setattr__(self, "folders", tuple(p.expanduser().resolve() for p in self.folders))
+        object.__setattr__(self, "own", OwnFiles((*self.hidden, *self.folders)))
 
     @classmethod
     def for_record(
-        cls, mode: str, workdir: Path, *, home: Path, database_url: str, protected: Sequence[str] = ()
+        cls,
+        mode: str,
+        workdir: Path,
+        *,
+        home: Path,
+        database_url: str,
+        protected: Sequence[str] = (),
+        config_dir: Path | None = None,
     ) -> SandboxPolicy:
-        """The policy for a session: hides Avibe's home and, for SQLite, the database file and its
-        companions (-wal, -shm, -journal), wherever it lives."""
-        hidden = [home]
+        """The policy for a session: hides Avibe's home, the user's config folder (`config_dir`, e.g.
+        ~/.config/avibe) and, for SQLite, the database file and its companions (-wal, -shm, -journal),
+        wherever it lives, and its whole folder when that lies inside the working directory."""
+        folders = [home] if config_dir is None else [home, config_dir]
+        files: list[Path] = []
         database = sqlite_path(database_url)
         if database is not None:
-            hidden += [
+            parent, work = database.resolve().parent, workdir.resolve()
+            if parent != work and parent.is_relative_to(work):
+                folders.append(parent)
+            files += [
                 database.with_name(database.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")
             ]
-        return cls(mode, workdir, tuple(hidden), tuple(protected))
+        return cls(mode, workdir, (*folders, *files), tuple(protected), tuple(folders))
 
     @property
     def sandboxed(self) -> bool:
         return self.mode != "full-access"
+
+    def file_policy(self, read_roots: Sequence[Path] = (), deny: Sequence[str] = ()) -> PathPolicy:
+        """The file tools' policy under this sandbox (one policy for every tool): the same working
+        directory and mode (nothing changes in read-only), Avibe's own files out of reach in the
+        sandboxed modes, and the deny rules (these and `deny`) bound by identity in every mode."""
+        return PathPolicy.of(
+            self.workdir,
+            read_roots,
+            read_only=self.mode == "read-only",
+            own=self.own if self.sandboxed else None,
+            deny=tuple(dict.fromkeys((*self.protected, *deny))),
+        )
 
     def check(self) -> None:
         """Raise SandboxUnavailable (a ToolError, shown to the model and the person) when the sandbox
@@ -164,6 +239,7 @@ class SandboxPolicy:
         """Start `command` in the workdir under this policy, output into `output`; `report` is a new
         file where the sandbox reports (kept with the output). Raises SandboxUnavailable."""
         self.check()
+        self.make_folders()
         with report.open("wb") as status:
             # bwrap writes its info (the namespace's init pid) and the supervisor later its status to
             # the same open file: dup'ed descriptors share the offset, so the two never overlap.
@@ -194,6 +270,28 @@ class SandboxPolicy:
         argv = (*self.bwrap_args(), *info, "--", *supervisor, str(status_fd), shell, command)
         return Launch(argv, env, sandboxed=True)
 
+    def make_folders(self) -> None:
+        """Make the hidden folders that lie in the writable working directory but do not exist yet (the
+        user's config folder, say), empty and private: a folder the command made there could pass for
+        Avibe's, and only an existing one can be covered."""
+        if self.mode != "workspace-write":
+            return
+        for folder in self.folders:
+            if folder != self.workdir and folder.is_relative_to(self.workdir) and not folder.exists():
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+    def _pinned(self, targets: Sequence[Path]) -> list[str]:
+        """The existing folders strictly between the working directory and each target inside it,
+        outermost first: bound onto themselves they are mount points, which no command can rename or
+        remove (EBUSY), so a covered or read-only path stays where it is."""
+        found: set[Path] = set()
+        for target in targets:
+            if target != self.workdir and target.is_relative_to(self.workdir):
+                rel = target.relative_to(self.workdir)
+                found.update(self.workdir / parent for parent in list(rel.parents)[:-1])
+        pins = [p for p in found if p.is_dir() and not p.is_symlink() and not self._covered(p)]
+        return [str(p) for p in sorted(pins, key=lambda p: (len(p.parts), p))]
+
     def _covered(self, path: Path) -> bool:
         """True when another hidden directory already covers `path` (and the workdir, bound over that
         directory, does not bring it back)."""
@@ -223,47 +321,17 @@ class SandboxPolicy:
         args += _cover(around, remount=False)
         args += ["--bind" if writable else "--ro-bind", str(self.workdir), str(self.workdir)]
         args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
+        # (deny matches inside a covered folder are out of sight already: not bound into the cover)
+        protected = [p for p in protected_paths(self.workdir, self.protected) if not self._covered(Path(p))]
+        if writable:  # read-only: nothing can be renamed anyway
+            covered = [h for h in inside if h.exists()]
+            pins = self._pinned([*covered, *map(Path, protected)])
+            args += [a for pin in pins for a in ("--bind", pin, pin)]
         args += _cover(inside)
         if writable:
-            args += [
-                a for path in protected_paths(self.workdir, self.protected) for a in ("--ro-bind", path, path)
-            ]
+            args += [a for path in protected for a in ("--ro-bind", path, path)]
         args += ["--chdir", str(self.workdir)]
         return args
-
-
-MAX_PROTECTED_WALK: Final = 200_000  # entries looked at for deny matches per command (a guard on huge trees)
-
-
-def protected_paths(workdir: Path, patterns: Sequence[str]) -> list[str]:
-    """The existing paths under `workdir` that a deny pattern matches, outermost only (a folder whose
-    whole content is denied - `vendor/**` - is bound itself, so nothing new appears in it either). Links
-    are not followed; .git is not looked into."""
-    if not patterns:
-        return []
-    from avibe.tools.approval import compile_path_rule
-
-    rules = [compile_path_rule(p) for p in patterns]
-    found: list[str] = []
-    seen = 0
-    for folder, dirs, files in os.walk(workdir):
-        rel = os.path.relpath(folder, workdir)
-        base = "" if rel == "." else rel.replace(os.sep, "/") + "/"
-        kept = []
-        for name in sorted(dirs):
-            if name == ".git":
-                continue
-            if any(r.fullmatch(base + name) or r.fullmatch(base + name + "/") for r in rules):
-                found.append(os.path.join(folder, name))
-            else:
-                kept.append(name)
-        dirs[:] = kept
-        found += [os.path.join(folder, n) for n in sorted(files) if any(r.fullmatch(base + n) for r in rules)]
-        seen += len(dirs) + len(files)
-        if seen > MAX_PROTECTED_WALK:
-            log.warning("deny rules: stopped looking after %d entries under %s", seen, workdir)
-            break
-    return found
 
 
 @dataclass(frozen=True, slots=True)

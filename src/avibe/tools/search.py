@@ -7,7 +7,9 @@ number of results (and characters) with a note saying how much was left out and 
 Nothing is skipped silently: both say what .gitignore left out, and search_files also says which files it
 did not search and why (binary, over 2 MB, unreadable) (issue 11). A folder asked for by name is walked
 even when .gitignore ignores it (like ripgrep given an explicit path); its own .gitignore files still
-apply inside it.
+apply inside it. Avibe's own folders and files (issue 27: its home, the user's config folder, the
+database) are never listed, searched or walked into - found by path and by identity, so a renamed parent
+or a link does not lead in - and asking for one by name is refused.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fnmatch import fnmatch
 from pathlib import Path
@@ -124,11 +126,12 @@ def _walk(policy: PathPolicy, top: Path) -> Iterator[_Found]:
     """Everything below `top` in sorted order, folders of a level before its files, skipping SKIPPED_DIRS
     and links that lead out; what .gitignore ignores comes with `ignored` set (a folder not entered)."""
     rules = {top: _ignores_above(policy, top).entering(policy, top)}
+    hidden = policy.hidden()
     for current, dirs, files in os.walk(top):
         base = Path(current)
         ignores = rules.pop(base)
         kept: list[str] = []
-        for name in sorted(d for d in dirs if d not in SKIPPED_DIRS and _allowed(policy, base / d)):
+        for name in sorted(d for d in dirs if d not in SKIPPED_DIRS and _allowed(policy, base / d, hidden)):
             ignored = ignores.ignored(base / name, is_dir=True)
             yield _Found(base / name, True, ignored)
             if not ignored:
@@ -136,16 +139,17 @@ def _walk(policy: PathPolicy, top: Path) -> Iterator[_Found]:
                 rules[base / name] = ignores.entering(policy, base / name)
         dirs[:] = kept
         for name in sorted(files):
-            if _allowed(policy, base / name):
+            if _allowed(policy, base / name, hidden):
                 yield _Found(base / name, False, ignores.ignored(base / name, is_dir=False))
 
 
-def _allowed(policy: PathPolicy, path: Path) -> bool:
+def _allowed(policy: PathPolicy, path: Path, hidden: Callable[[Path], bool]) -> bool:
+    """Readable under the policy (a link may lead out) and not Avibe's own."""
     try:
         policy.readable(str(path))
     except ToolError:
         return False
-    return True
+    return not hidden(path)
 
 
 def _matches(pattern: str | None, rel: str) -> bool:
@@ -159,6 +163,7 @@ def _folder(policy: PathPolicy, raw: str) -> Path:
     top = policy.readable(raw)
     if not top.exists():
         raise ToolError(f"'{raw}' does not exist; use list_files on its parent folder to see what is there")
+    policy.check_folder(raw, top)  # by identity: a renamed parent of Avibe's home is still its home
     return top
 
 

@@ -10,11 +10,11 @@ from avibe.ports import RecordStore, Tool, ToolResult
 from avibe.record.messages import ToolCall, ToolSpec
 from avibe.sources.background import BackgroundJobs
 from avibe.tools.approval import ApprovalPolicy
-from avibe.tools.base import PathPolicy, check_arguments
+from avibe.tools.base import check_arguments
 from avibe.tools.files import EditFile, ReadFile, ReadLedger, WriteFile
 from avibe.tools.plan import UpdatePlan
 from avibe.tools.record_query import RecordQuery
-from avibe.tools.sandbox import SandboxPolicy
+from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
 from avibe.tools.search import ListFiles, SearchFiles
 from avibe.tools.shell import Shell
 from avibe.tools.skills import SkillLoad
@@ -68,10 +68,13 @@ def default_tools(
     approval: ApprovalPolicy | None = None,
 ) -> list[Tool]:
     """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
-    shell (background commands when `jobs` is given; under `sandbox`, by default the default mode with
-    nothing extra hidden), skill_load, record_query. `approval` (issue 11 item 9): the person's deny
-    rules bind write_file and edit_file; in ask mode writes and shell commands wait for approval."""
-    policy = PathPolicy.of(workdir, read_roots=[*read_roots, *(d for d in skill_dirs if d.is_dir())])
+    shell (background commands when `jobs` is given), skill_load, record_query. One `sandbox` binds
+    the shell and the file tools alike (issue 27; by default the default mode with nothing extra
+    hidden): its mode, Avibe's own files, the deny rules. `approval` (issue 11 item 9): the person's
+    deny rules bind write_file and edit_file; in ask mode writes and shell commands wait for approval."""
+    sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
+    deny = approval.rules.deny if approval is not None else ()
+    policy = sandbox.file_policy([*read_roots, *(d for d in skill_dirs if d.is_dir())], deny)
     ledger = ReadLedger()  # what this session read: write_file overwrites only a file read and unchanged
     return [
         ReadFile(policy, ledger),
