@@ -242,7 +242,13 @@ def open_backend_session(
 ) -> Iterator[BackendSession]:
     """A session host with Claude Code, Codex or OpenCode in it, over a new or existing session; this
     process holds the session's lease while it hosts it (issue 11 item 2)."""
+    from avibe.config import user_config_file
+    from avibe.tools.sandbox import check_layout
+
     backend, executable = check_backend(agent, settings)
+    # Its command watches run in the sandbox: refused where it cannot keep Avibe's files out (issue 27)
+    config_dir, url = user_config_file().parent, settings.database_url
+    check_layout(settings.sandbox, workdir, home=settings.home, config_dir=config_dir, database_url=url)
     store = open_record(settings)
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
     keeper = hold_lease(store, session.id)

@@ -351,7 +351,9 @@ def terminal_approver() -> Approver | None:
 
 
 def sandbox_for(settings: Settings, workdir: Path) -> SandboxPolicy:
-    """The sandbox a session's commands run in (the shell tool's, a command watch's)."""
+    """The sandbox a session's tools work in (the shell tool's, the file tools', a command watch's):
+    Avibe's home, the user's config folder and the database out of the agent's reach (issue 27)."""
+    from avibe.config import user_config_file
     from avibe.tools.sandbox import SandboxPolicy
 
     return SandboxPolicy.for_record(
@@ -360,6 +362,7 @@ def sandbox_for(settings: Settings, workdir: Path) -> SandboxPolicy:
         home=settings.home,
         database_url=settings.database_url,
         protected=settings.deny,
+        config_dir=user_config_file().parent,
     )
 
 
@@ -505,13 +508,18 @@ def open_session(
     """A session host with Vibey over a new or existing session; its sources stop on the way out.
     This process holds the session's lease while it hosts it (issue 11 item 2). `approver` answers
     ask-mode approvals (issue 11 item 9); by default the terminal when stdin is one, else nobody."""
+    from avibe.config import user_config_file
     from avibe.providers import is_local, open_counter, open_model
     from avibe.sources.background import BackgroundJobs
     from avibe.sources.delegations import Delegations
     from avibe.tools import ToolBox, catalogue_text, default_tools, discover_skills, find_skill, skill_text
     from avibe.tools.approval import ApprovalPolicy, Rules
+    from avibe.tools.sandbox import check_layout
     from avibe.tools.sessions import session_tools
 
+    # Before anything is written: refused where the sandbox cannot keep Avibe's files out (issue 27)
+    config_dir, url = user_config_file().parent, settings.database_url
+    check_layout(settings.sandbox, workdir, home=settings.home, config_dir=config_dir, database_url=url)
     store = open_record(settings)
     if model is None:  # `vibe serve` shares one model between the sessions it hosts
         model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
