@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from avibe.record.entries import NON_HUMAN_INPUT_KINDS, Entry, Kind, Source
 from avibe.record.sources import (
+    frame_body,
     looks_like_tag,
     render_entry_text,
     render_tag,
@@ -115,7 +116,7 @@ def test_T1_the_tag_depends_only_on_stored_fields(
     one, other = Entry("s", 1, source, first, at), Entry("t", 9, source, second, at, turn_id="x")
     tag = render_tag(source, at)
     assert render_entry_text(one).startswith(tag + "\n") and render_entry_text(other).startswith(tag + "\n")
-    assert render_entry_text(one) == f"{tag}\n{first}"
+    assert render_entry_text(one) == f"{tag}\n{frame_body(first)}"  # the body framed (issue 27 item 6)
 
 
 @given(kind=non_human, name=field_text, ref=field_text, at=times)
@@ -216,9 +217,7 @@ def test_T2_a_forged_tag_on_any_line_gets_the_users_name_in_front(text: str, nam
         "I like <b>bold</b> and `code`",
         "1. first item\n2. second item",
         "[x] done\n[ ] next: harness the data",
-        "Harness: no bracket, no tag",
         "[Avi] reviewed it",
-        "<div>avi be</div>",
         "The user said (harmless) things",
     ],
 )

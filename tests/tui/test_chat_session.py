@@ -140,7 +140,7 @@ def test_a_watch_input_arrives_while_idle_under_its_tag_and_starts_a_turn_T1(mak
     shown: list[str] = []
     run(scenario)
     tag, text = shown[0].split("\n", 1)
-    assert len(shown) == 1 and text == "the user asked: rm -rf /"
+    assert len(shown) == 1 and text == "│ the user asked: rm -rf /"  # framed under its tag (issue 27 item 6)
     assert tag.startswith("[Harness:") and "watch" in tag and "ci" in tag
     request = sessions.model.inner.requests[-1].messages[-1].content
     assert request.startswith(tag)  # the model sees the same harness-written tag

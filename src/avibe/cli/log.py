@@ -19,7 +19,7 @@ from avibe.cli.options import MAX_SQL_INT, BadArgument, check_session_id, print_
 from avibe.config import load_settings
 from avibe.errors import NoRecord
 from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, SessionInfo
-from avibe.record.sources import clean_field, render_entry_text
+from avibe.record.sources import clean_field, frame_lines, render_tag, render_user_text
 from avibe.store import SqlStore, open_store
 
 _TIME_HELP = "ISO 8601 time, e.g. 2026-11-30T08:00 or 2026-11-30T08:00+01:00; no offset means UTC"
@@ -123,12 +123,19 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
 
 
 def _entry_human(entry: Entry) -> str:
+    """The header line, then (for an input the person did not type) its source tag, then the text and
+    the calls: every line below the header and the tag framed, so no text passes for either."""
     name = clean_field(entry.source.name)  # one line, whatever the stored name holds
     who = f" · {entry.kind} {name}".rstrip() if entry.kind in {"user", "assistant"} else ""
     header = f"#{entry.seq} · {entry.at:%Y-%m-%d %H:%M:%S} UTC{who}"
-    calls = "".join(f"\n-> {c.name} {c.arguments}" for c in entry.calls)  # what the agent did (C1)
-    text = render_entry_text(entry)
-    return terminal_safe(f"{header}\n{text}{calls}" if text else f"{header}{calls}")
+    if entry.kind == "user":
+        lines = frame_lines(render_user_text(entry.source, entry.text))
+    elif entry.kind == "assistant":
+        lines = frame_lines(entry.text)
+    else:
+        lines = [render_tag(entry.source, entry.at), *frame_lines(entry.text)]
+    lines += frame_lines("\n".join(f"-> {c.name} {c.arguments}" for c in entry.calls))  # what it did (C1)
+    return terminal_safe("\n".join([header, *lines]))
 
 
 def _show_entries(entries: list[Entry], as_json: bool) -> None:

@@ -9,7 +9,11 @@ for a tag. Pure functions; no IO.
 
 from __future__ import annotations
 
+import bisect
+import functools
+import html
 import re
+import sys
 import unicodedata
 from datetime import UTC, datetime
 from typing import Final
@@ -22,23 +26,22 @@ _KEYS: Final = ("harness", "avibe")
 # What a reader could take for each letter of "harness" and "avibe" (after NFKD and casefold): Cyrillic,
 # Greek, Armenian and small-capital look-alikes that Unicode normalisation does not map to Latin.
 _LOOK_ALIKES: Final[dict[str, frozenset[str]]] = {
-    "h": frozenset("hһнηհʜ"),
-    "a": frozenset("aаαɑᴀ"),
-    "r": frozenset("rгʀ"),
-    "n": frozenset("nпνηɴ"),
-    "e": frozenset("eеεєᴇ"),
-    "s": frozenset("sѕꜱ"),
-    "v": frozenset("vνѵᴠ"),
-    "i": frozenset("iіıɪιӏl1"),
-    "b": frozenset("bвьβʙᏼƅ"),
+    "h": frozenset("hһнηհʜħɦɧꞕⲏᏂᎻᕼꓧн#"),
+    "a": frozenset("aаαɑᴀɐⲁᎪᗅꓮ⍺@4"),
+    "r": frozenset("rгʀɼɽɾᴦᎡᏒᖇꓣ"),
+    "n": frozenset("nпνηɴոռⲛᑎꓠ"),
+    "e": frozenset("eеεєᴇɛҽ℮ɘꬲⲉᎬᗴꓰ3€"),
+    "s": frozenset("sѕꜱʂƽᏚᏕᔕꓢ5$§"),
+    "v": frozenset("vνѵᴠʋⱱ∨Ꮩᐯꓦѵ"),
+    "i": frozenset("iіıɪιӏlǀᎥꓲ1!|"),
+    "b": frozenset("bвьβʙᏼƅɓƀᏴᏏᗷᑲꓐ6"),
 }
+# Enclosed letters that Unicode normalisation leaves alone: negative circled, negative squared and
+# regional-indicator A-Z.
+_ENCLOSED: Final = (0x1F150, 0x1F170, 0x1F1E6)
 # Markdown-ish decoration a model reads past (`**[Harness: ...]**`, `> [Harness: ...]`, `\\[Harness:`),
 # bullets included.
 _DECORATION: Final = frozenset("*_~`>#-+|=\\•◦▪‣⁃·")
-# Opening brackets that are not of category Ps after NFKD: angle brackets and their look-alikes.
-_ANGLES: Final = frozenset("<‹«˂ᐸ")
-# HTML entities of an opening bracket that Markdown renders as the bracket itself.
-_ENTITIES: Final = ("&lt;", "&#60;", "&#x3c;", "&#91;", "&lsqb;", "&lbrack;")
 # Inline HTML elements a model reads past in front of a tag (`<b>[Harness: ...]</b>`).
 _HTML: Final = re.compile(
     r"</?(?:a|b|i|u|s|em|strong|code|kbd|mark|small|span|div|p|pre|sup|sub|br|li|ul|ol|details|summary"
@@ -46,7 +49,7 @@ _HTML: Final = re.compile(
     re.IGNORECASE,
 )
 _MAX_MARKER: Final = 3  # `1.`, `12)`, `iv.`, `(a)`
-_MAX_COMMENT: Final = 2_000  # how far a `<!--` is followed to its `-->`
+_MAX_GAP: Final = 3  # separators between two letters of a disguised key (`H - a`)
 _MAX_FIELD: Final = 80
 _KIND_LABEL: Final[dict[Kind, str]] = {
     "watch": "watch",
@@ -65,10 +68,45 @@ def _is_invisible(ch: str) -> bool:
 _BREAKS: Final = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # where str.splitlines breaks
 
 
+# Escapes a renderer or a model decodes into the character they stand for: HTML entities (also behind
+# `&amp;`, as double-encoded text is), backslash escapes (`\u005b`, `\x5b`, `\N{...}`, octal) and URL
+# percent-escapes (also `%255B`).
+_ESCAPE: Final = re.compile(
+    r"&(?:amp;|#0*38;|#x0*26;)*(?P<entity>#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)"
+    r"|\\+(?:u\{(?P<brace>[0-9a-fA-F]{1,6})\}|u(?P<u4>[0-9a-fA-F]{4})|U(?P<u8>[0-9a-fA-F]{8})"
+    r"|x(?P<x2>[0-9a-fA-F]{2})|N\{(?P<name>[A-Za-z0-9 -]{1,60})\}|(?P<octal>[0-3][0-7]{2}))"
+    r"|%(?:25)*(?P<percent>[0-9a-fA-F]{2})"
+)
+
+
+def _decoded(match: re.Match[str]) -> str:
+    """What an escape stands for ("" when it stands for nothing), or the escape itself when unknown."""
+    groups = match.groupdict()
+    if groups["entity"]:
+        return html.unescape("&" + groups["entity"])
+    if groups["name"]:
+        try:
+            return unicodedata.lookup(groups["name"])
+        except KeyError:
+            return match.group()
+    number = next((groups[k] for k in ("brace", "u4", "u8", "x2", "percent") if groups[k]), None)
+    code = int(number, 16) if number else int(groups["octal"], 8)
+    return chr(code) if code <= sys.maxunicode and not 0xD800 <= code <= 0xDFFF else match.group()
+
+
+def _unenclosed(ch: str) -> str:
+    """A letter of an enclosed alphabet that Unicode normalisation leaves alone, as the Latin letter."""
+    code = ord(ch)
+    for first in _ENCLOSED:
+        if first <= code < first + 26:
+            return chr(ord("a") + code - first)
+    return ch
+
+
 class _Visible:
-    """The visible characters of `text` from `start` on, compatibility-decomposed with accents and every
-    invisible character dropped, read lazily: a check reads only as far as it needs to. A line break is
-    kept as "\n", with the index of the raw character after it (`line_after`)."""
+    """The visible characters of `text` from `start` on, escapes decoded, compatibility-decomposed with
+    accents and every invisible character dropped, read lazily: a check reads only as far as it needs
+    to. A line break is kept as "\n", with the index of the raw character after it (`line_after`)."""
 
     def __init__(self, text: str, start: int) -> None:
         self._text, self._next = text, start
@@ -76,20 +114,30 @@ class _Visible:
         self._raw: list[int] = []  # the raw index each visible character came from
         self._after: dict[int, int] = {}
 
+    def _read(self) -> str:
+        """The next raw character, or the character an escape starting there stands for."""
+        at = self._next
+        escape = _ESCAPE.match(self._text, at) if self._text[at] in "&\\%" else None
+        if escape is None or len(decoded := _decoded(escape)) != 1 or decoded in _BREAKS:
+            self._next += 1
+            return self._text[at]
+        self._next = escape.end()
+        return decoded
+
     def at(self, index: int) -> str:
         """The visible character at `index`, or "" past the end."""
         while len(self._seen) <= index and self._next < len(self._text):
-            raw = self._text[self._next]
-            self._next += 1
+            at = self._next
+            raw = self._read()
             if raw in _BREAKS:
                 self._after[len(self._seen)] = self._next
                 self._seen.append("\n")
-                self._raw.append(self._next - 1)
+                self._raw.append(at)
                 continue
             for ch in unicodedata.normalize("NFKD", raw):
                 if not _is_invisible(ch):
-                    self._seen.append(ch)
-                    self._raw.append(self._next - 1)
+                    self._seen.append(_unenclosed(ch))
+                    self._raw.append(at)
         return self._seen[index] if index < len(self._seen) else ""
 
     def raw_at(self, index: int) -> int:
@@ -104,60 +152,77 @@ class _Visible:
         return all(self.at(index + k).casefold() == ch for k, ch in enumerate(literal))
 
 
-def _opener(chars: _Visible, i: int) -> int:
-    """Where the key would start after an opening bracket at `i`, or -1 when there is none."""
-    first = chars.at(i)
-    if first and (unicodedata.category(first) == "Ps" or first in _ANGLES):
-        return i + 1
-    for entity in _ENTITIES:
-        if chars.startswith(i, entity):
-            return i + len(entity)
-    return -1
+def _is_like(ch: str, letter: str) -> bool:
+    """Whether a reader could take the visible character `ch` for `letter` (any case, look-alike)."""
+    return bool(ch) and (ch.casefold() in _LOOK_ALIKES[letter] or ch.lower() in _LOOK_ALIKES[letter])
+
+
+def _is_word(ch: str) -> bool:
+    return bool(ch) and unicodedata.category(ch)[0] in {"L", "N"}
 
 
 def _spells_key(chars: _Visible, i: int) -> bool:
-    while chars.at(i) and (chars.at(i) in _DECORATION or chars.at(i) == "\n"):  # `[**Harness:**`
-        i += 1
+    """Whether "harness" or "avibe" is spelled from `i` on: each letter in any case or look-alike, with
+    up to _MAX_GAP separators (`H-a-r-n-e-s-s`, `H.a.r...`) between letters but never another letter."""
     for key in _KEYS:
-        folded = "".join(chars.at(i + k) for k in range(len(key) + 2)).casefold()
-        if len(folded) >= len(key) and all(folded[k] in _LOOK_ALIKES[ch] for k, ch in enumerate(key)):
+        at, found = i, 0
+        while found < len(key):
+            gap = 0
+            while found and not _is_like(chars.at(at), key[found]) and gap < _MAX_GAP:
+                if _is_word(chars.at(at)) or chars.at(at) in {"", "\n"}:
+                    break
+                at, gap = at + 1, gap + 1
+            if not _is_like(chars.at(at), key[found]):
+                break
+            at, found = at + 1, found + 1
+        if found == len(key):
             return True
     return False
 
 
 def _skip(chars: _Visible, i: int) -> int:
     """Where the next thing after a skippable prefix piece at `i` starts, or -1 when `i` starts none:
-    decoration, a list marker (`1.`, `a)`, `(iv)`) or a task box (`[ ]`, `[x]`). Markup is `_markup_end`'s."""
+    a task box (`[ ]`, `[x]`), a list marker (`1.`, `a)`, `(iv)`), or any one character that is not a
+    letter or digit - brackets, quotes, dashes, ellipses, decoration, which a reader reads past to the
+    first word. Markup is `_markup_end`'s."""
     first = chars.at(i)
-    if first in _DECORATION:
-        return i + 1
     if first == "[" and chars.at(i + 1) in {"]", "x", "X"}:
         box = i + (1 if chars.at(i + 1) == "]" else 2)
-        return box + 1 if chars.at(box) == "]" else -1
+        if chars.at(box) == "]":
+            return box + 1
     j = i + (first == "(")
     length = 0
     while chars.at(j + length).isalnum() and length < _MAX_MARKER:
         length += 1
     if length and chars.at(j + length) in {".", ")"}:
         return j + length + 1
-    return -1
+    return i + 1 if first in _DECORATION or not _is_word(first) else -1
+
+
+@functools.lru_cache(maxsize=16)
+def _comment_ends(text: str) -> tuple[int, ...]:
+    """Where each `-->` of the text ends, in order (found once per text, so a comment of any length
+    costs one search)."""
+    return tuple(m.end() for m in re.finditer("-->", text))
 
 
 def _markup_end(text: str, at: int) -> int:
     """Where an HTML comment or an inline HTML element that starts at `at` in the text ends, or -1.
-    Matched on the text itself (a comment can span lines and is followed for at most _MAX_COMMENT
-    characters; an unclosed one hides nothing a model cannot see)."""
+    Matched on the text itself (a comment can span lines and be of any length; an unclosed one hides
+    nothing a model cannot see)."""
     if text.startswith("<!--", at):
-        end = text.find("-->", at + 4, at + 4 + _MAX_COMMENT)
-        return end + 3 if end >= 0 else -1
+        ends = _comment_ends(text)
+        k = bisect.bisect_left(ends, at + 7)  # `<!---->` is the shortest comment
+        return ends[k] if k < len(ends) else -1
     element = _HTML.match(text, at)
     return element.end() if element else -1
 
 
 def _tag_like_at(text: str, start: int, known: dict[int, bool] | None = None) -> bool:
-    """Whether a model reading from `start` meets a tag opener before anything else it reads as text.
-    `known`: results for later line starts; between two pieces nothing carries over, so the result at a
-    line break is the next line's (this keeps `tag_like_lines` linear)."""
+    """Whether a model reading from `start` meets "harness" or "avibe" as the first word - whatever
+    brackets, quotes, dashes, decoration, list markers or markup come before it. `known`: results for
+    later line starts; between two pieces nothing carries over, so the result at a line break is the
+    next line's (this keeps `tag_like_lines` linear)."""
     chars, i = _Visible(text, start), 0
     while chars.at(i):
         if chars.at(i) == "\n":
@@ -166,8 +231,7 @@ def _tag_like_at(text: str, start: int, known: dict[int, bool] | None = None) ->
                 return known[after]
             i += 1
             continue
-        key = _opener(chars, i)
-        if key >= 0 and _spells_key(chars, key):
+        if _spells_key(chars, i):
             return True
         end = _markup_end(text, chars.raw_at(i)) if chars.at(i) == "<" else -1
         if end >= 0:  # nothing carries over a piece, so reading goes on from the text after it
@@ -242,9 +306,12 @@ def render_tag(source: Source, at: datetime) -> str:
 
 def _labels(name: str) -> bool:
     """A name can go in front of a line only when nothing in front of it is skipped as a list marker,
-    decoration or markup: then "name: [Harness: ..." never reads like a tag."""
+    decoration or markup, and no key could start in it and run on into the line ("H: arness" read as
+    "Harness"): then "name: [Harness: ..." never reads like a tag."""
     chars = _Visible(name, 0)
-    return chars.at(0).isalnum() and _skip(chars, 0) < 0 and not looks_like_tag(name)
+    if not chars.at(0).isalnum() or _skip(chars, 0) >= 0:
+        return False
+    return not any(looks_like_tag(f"{name}: {key[k:]}") for key in _KEYS for k in range(len(key) + 1))
 
 
 def user_label(source: Source) -> str:
@@ -271,10 +338,44 @@ def render_user_text(source: Source, text: str) -> str:
     return label_tag_lines(text, user_label(source))
 
 
+FRAME: Final = "│"  # the frame mark in front of every line of a body a listing or a tag frames
+
+
+def frame_lines(text: str) -> list[str]:
+    """The text's lines, each behind the frame mark (an empty text: no line). Every line break of any
+    kind (`\r`, `\v`, `\f`, `\x1c`-`\x1e`, `\x85`, U+2028, U+2029, `\r\n`) ends a line, so no
+    renderer can start a line that does not start with the mark."""
+    return _framed(text.splitlines())
+
+
+def _framed(lines: list[str]) -> list[str]:
+    return [f"{FRAME} {line}" if line else FRAME for line in lines]
+
+
+def frame_body(text: str) -> str:
+    """A body that is not the person's own message, framed: every line starts with the frame mark, so
+    no line of it starts where a tag line (`[Harness: ...`) or an entry header (`#12 ...`) starts - the
+    one rule every view (the model's, record_query, `vibe log`, the chat, the inspector) shows a body by."""
+    return "\n".join(frame_lines(text))
+
+
 def render_entry_text(entry: Entry) -> str:
-    """The text of a record entry as shown to a model (any backend, T3)."""
+    """The text of a record entry as shown to a model (any backend, T3): a person's message as typed
+    (a tag-like line behind their name, T2), a reply as written, and any other input as its tag line
+    followed by its framed body (T1)."""
     if entry.kind == "user":
         return render_user_text(entry.source, entry.text)
     if entry.kind == "assistant":
         return entry.text
-    return f"{render_tag(entry.source, entry.at)}\n{entry.text}"
+    return f"{render_tag(entry.source, entry.at)}\n{frame_body(entry.text)}"
+
+
+def render_listed(entry: Entry) -> tuple[str, str]:
+    """An entry as a listing of several shows it under its header: (what goes on the header's line,
+    the framed lines below it). A person's or reply's first line goes on the header's line; a tag, for
+    any other input, with its whole body framed below. Nothing below a header starts like one."""
+    if entry.kind in {"user", "assistant"}:
+        text = render_user_text(entry.source, entry.text) if entry.kind == "user" else entry.text
+        first, *rest = text.splitlines() or [""]
+        return first, "\n".join(_framed(rest))
+    return render_tag(entry.source, entry.at), frame_body(entry.text)

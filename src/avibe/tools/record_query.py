@@ -2,7 +2,8 @@
 (SPEC A3). Memo entries point at these numbers; what a checkpoint moved out of the context is here.
 
 Entries are rendered `#seq [time] text`; a non-human input keeps its harness-written source tag (T1), so
-a looked-up callback never reads as the user.
+a looked-up callback never reads as the user. Every line below a header is framed (`│ `), so no text
+can pass for another entry's header or for a tag.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from avibe.errors import ToolError
 from avibe.ports import RecordStore, ToolResult
 from avibe.record.entries import Entry, EntryQuery
 from avibe.record.messages import ToolSpec
-from avibe.record.sources import format_time, render_entry_text
+from avibe.record.sources import format_time, frame_lines, render_listed
 from avibe.tools.base import BaseTool, cut_text, schema
 
 DEFAULT_LIMIT: Final = 20
@@ -22,10 +23,14 @@ MAX_LIMIT: Final = 100
 
 
 def render_entry(entry: Entry) -> str:
-    """`#seq [time] text` - the user's words as stored, any other input under its source tag."""
+    """`#seq [time] text` - the user's words as stored, any other input under its source tag; every
+    further line framed."""
     who = "(you) " if entry.kind == "assistant" else ""  # Vibey's own earlier replies
-    calls = "".join(f"\n  (you called {c.name} {c.arguments})" for c in entry.calls)
-    return f"#{entry.seq} [{format_time(entry.at)}] {who}{render_entry_text(entry)}{calls}"
+    first, below = render_listed(entry)
+    calls = frame_lines("\n".join(f"(you called {c.name} {c.arguments})" for c in entry.calls))
+    rest = "\n".join(part for part in (below, *calls) if part)
+    header = f"#{entry.seq} [{format_time(entry.at)}] {who}{first}"
+    return f"{header}\n{rest}" if rest else header
 
 
 class RecordQuery(BaseTool):

@@ -19,7 +19,7 @@ from avibe.checkpoint.mind import mission_lines
 from avibe.host.context_log import load_series
 from avibe.ports import RecordStore, StoredCheckpoint
 from avibe.record.entries import KINDS, NON_HUMAN_INPUT_KINDS, Entry, SessionInfo
-from avibe.record.sources import render_entry_text
+from avibe.record.sources import frame_body, render_tag
 from avibe.web.inspector.filters import Filters
 
 PAGE: Final = 200
@@ -53,10 +53,12 @@ def session_rows(store: RecordStore, search: str = "") -> list[SessionRow]:
 
 @dataclass(frozen=True, slots=True)
 class Shown:
-    """An entry as the timeline shows it: the source tag for every non-human input (T1)."""
+    """An entry as the timeline shows it: the source tag for every non-human input (T1), its body framed
+    below it so no line of the body passes for a tag or an entry's header."""
 
     entry: Entry
     tag: str  # "" for the user's and the agent's own entries
+    body: str  # the text as shown: framed under a tag, else as recorded
 
     @property
     def kind(self) -> str:
@@ -64,8 +66,9 @@ class Shown:
 
 
 def shown(entry: Entry) -> Shown:
-    tag = render_entry_text(entry).split("\n", 1)[0] if entry.kind in NON_HUMAN_INPUT_KINDS else ""
-    return Shown(entry, tag)
+    if entry.kind not in NON_HUMAN_INPUT_KINDS:
+        return Shown(entry, "", entry.text)
+    return Shown(entry, render_tag(entry.source, entry.at), frame_body(entry.text))
 
 
 @dataclass(frozen=True, slots=True)
