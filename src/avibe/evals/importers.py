@@ -6,11 +6,15 @@ output attached to its tool call, and can be recorded as an Avibe session: the p
 `avibe.ingress.deliver` (so their source is right), the assistant's replies through `record_reply`.
 Tool output is never recorded (A3); it stays in the replay conversation, saved as session state.
 
-Who said it is decided by structure, never taken on trust (N7, T1): a user-role text is the person's
-words only when it is not one of the forms the agent writes into the user role itself - a shell command
-run with `!` and its output, a slash command and its output, a system reminder, injected context. Those
-are skipped, or recorded as an input of the imported agent (`agent` kind, its ref naming the form) when
-they say what the person did (CLAUDE_FORMS, CODEX_FORMS; docs/eval-format.md has the table).
+Who said it is decided by structure, never taken on trust (N7, T1): the file's own fields first (Claude
+Code's `isMeta`, `isSidechain`, `isCompactSummary`, read as booleans even when written as strings;
+Codex's `event_msg` user_message events, which name what the person typed). Where a file has no such
+field, a user-role text is the person's words only when it is not one of the forms the agent writes into
+the user role itself - a shell command run with `!` and its output, a slash command and its output, a
+compaction summary, a system reminder (as whole elements), injected context. Those are skipped, or
+recorded as an input of the imported agent (`agent` kind, its ref naming the form) when they say what
+the person did (CLAUDE_FORMS, CODEX_FORMS; docs/eval-format.md has the table). A message merely opening
+like an element (`<system-reminder>`, `<permissions`) is not dropped: it stays the person's.
 
 Claude Code (`~/.claude/projects/<project>/<session>.jsonl`): lines of type "user" / "assistant" with
 `message.content` a string or blocks (text, thinking, tool_use, tool_result); a user line that carries
@@ -35,6 +39,7 @@ import json
 import logging
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -75,12 +80,19 @@ CLAUDE_FORMS: Final[tuple[FormRule, ...]] = (
     ("<local-command-stdout>", "command-output", "the output of a slash command", "skip"),
     ("<local-command-stderr>", "command-output", "the output of a slash command", "skip"),
     ("<local-command-caveat>", "caveat", "Claude Code's note about local commands", "skip"),
-    ("<system-reminder>", "reminder", "a reminder Claude Code injects", "skip"),
     ("<user-prompt-submit-hook>", "hook-output", "the output of a hook", "skip"),
     ("<task-notification>", "task-notification", "a background task's notification", "command"),
     ("[Request interrupted by user", "interrupted", "Claude Code's interruption marker", "skip"),
+    (
+        "This session is being continued from a previous conversation",
+        "compact-summary",
+        "Claude Code's summary of the conversation before a compaction (when `isCompactSummary` is missing)",
+        "command",
+    ),
 )
-# Elements Claude Code puts beside the person's text in the same message; removed from it.
+# Elements Claude Code puts beside the person's text in the same message (a system reminder among them);
+# removed from it. A text that is nothing but such elements says nothing; one that merely starts with an
+# opening tag is the person's.
 _CLAUDE_INLINE: Final = re.compile(
     r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics)>.*?</\1>\s*", re.DOTALL
 )
@@ -90,11 +102,16 @@ CODEX_FORMS: Final[tuple[FormRule, ...]] = (
     ("<user_instructions>", "context", "the person's instructions file, injected by Codex", "skip"),
     ("# AGENTS.md instructions", "context", "AGENTS.md, injected by Codex", "skip"),
     ("<INSTRUCTIONS>", "context", "AGENTS.md, injected by Codex", "skip"),
-    ("<permissions", "context", "Codex's permission instructions", "skip"),
     ("<turn_aborted>", "interrupted", "Codex's interruption marker", "skip"),
     ("<skill>", "context", "a skill's text, injected by Codex", "skip"),
     ("<subagent_notification>", "notification", "a sub-agent's notification", "skip"),
     ("<collaboration_mode>", "context", "Codex's mode instructions", "skip"),
+    (
+        "<user_action>",
+        "user-action",
+        "what the person did in Codex's interface (a review), as Codex tells it",
+        "command",
+    ),
 )
 
 
@@ -121,6 +138,14 @@ def _claude_command(text: str, ref: str) -> str:
         name = _element(text, "command-name") or f"/{_element(text, 'command-message')}"
         return f"{name} {_element(text, 'command-args')}".strip()
     return text.strip()
+
+
+def _flag(value: object) -> bool:
+    """A boolean field as the file means it: `true`, `"true"`, `1` are true; `false`, `"false"`, `0`,
+    `null` or a missing field are false (a string "false" is not true)."""
+    if isinstance(value, str):
+        return value.strip().casefold() in {"true", "1", "yes"}
+    return value is True or (isinstance(value, int | float) and value == 1)
 
 
 def _name(value: object) -> str:
@@ -307,7 +332,7 @@ def _claude_line(c: _Collector, data: Mapping[str, Any], at: datetime) -> None:
         for b in content:
             if b.get("type") == "tool_result":
                 c.output(
-                    str(b.get("tool_use_id", "")), _block_text(b.get("content")), bool(b.get("is_error"))
+                    str(b.get("tool_use_id", "")), _block_text(b.get("content")), _flag(b.get("is_error"))
                 )
         texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
         words = [_claude_user_text(c, text, at) for text in texts]  # each block classified on its own
@@ -329,11 +354,11 @@ def parse_claude(path: Path, user: str) -> Imported:
     for number, data in _lines(path):
         if (
             _name(data.get("type")) not in {"user", "assistant"}
-            or data.get("isSidechain")
-            or data.get("isMeta")
+            or _flag(data.get("isSidechain"))
+            or _flag(data.get("isMeta"))
         ):
             continue
-        if data.get("isCompactSummary"):  # Claude Code's own summary: not the person's words
+        if _flag(data.get("isCompactSummary")):  # Claude Code's own summary: not the person's words
             continue
         c.where = f"{_shown(path)}:{number}"
         origin = origin or str(data.get("sessionId", ""))
@@ -367,19 +392,39 @@ def _codex_output(raw: object) -> str:
     return str(raw)
 
 
-def _codex_item(c: _Collector, item: Mapping[str, Any], at: datetime) -> None:
+def _said(text: str) -> str:
+    """A text as compared with what Codex says the person typed: whitespace at the ends does not count."""
+    return text.strip()
+
+
+def _codex_user_block(c: _Collector, text: str, at: datetime, typed: Counter[str] | None) -> str:
+    """The person's words in one block of a user-role message, "" when it holds none. When the file
+    says what the person typed (`event_msg` user_message), a block is theirs exactly when it is one of
+    those; otherwise it is decided by the forms Codex writes (CODEX_FORMS)."""
+    form, action = _form(CODEX_FORMS, text)
+    if typed is not None and typed[_said(text)] > 0:
+        typed[_said(text)] -= 1
+        return text
+    if action == "command":
+        c.did(form, _codex_command(text, form), at)
+    elif action == "words" and typed is None:
+        return text
+    elif action == "words" and text.strip():  # the file says the person did not type it
+        c.did("injected", text, at)
+    return ""
+
+
+def _codex_command(text: str, form: str) -> str:
+    return f"! {_element(text, 'command')}" if form == "shell-command" else text.strip()
+
+
+def _codex_item(c: _Collector, item: Mapping[str, Any], at: datetime, typed: Counter[str] | None) -> None:
     kind = _name(item.get("type"))
     if kind == "message":
         content = _content(c, item.get("content"), str(item.get("role", "message")))
         blocks = [content] if isinstance(content, str) else [str(b.get("text", "")) for b in content]
         if item.get("role") == "user":  # each block on its own: Codex puts context beside the words
-            words = []
-            for text in blocks:
-                form, action = _form(CODEX_FORMS, text)
-                if action == "command":
-                    c.did(form, f"! {_element(text, 'command')}", at)
-                elif action == "words":
-                    words.append(text)
+            words = [_codex_user_block(c, text, at, typed) for text in blocks]
             c.say("\n".join(w for w in words if w.strip()), at)
         elif item.get("role") == "assistant":
             c.text(at, "\n".join(blocks))
@@ -390,9 +435,24 @@ def _codex_item(c: _Collector, item: Mapping[str, Any], at: datetime) -> None:
         c.output(str(item.get("call_id", "")), _codex_output(item.get("output")))
 
 
+def _codex_typed(lines: list[tuple[int, dict[str, Any]]]) -> Counter[str] | None:
+    """What the person typed, as the file's `event_msg` user_message events say (each text as often as
+    it was typed), or None when the file has no such events (older Codex versions)."""
+    typed: Counter[str] = Counter()
+    for _, data in lines:
+        payload = data.get("payload")
+        if data.get("type") != "event_msg" or not isinstance(payload, Mapping):
+            continue
+        if payload.get("type") == "user_message" and isinstance(payload.get("message"), str):
+            typed[_said(payload["message"])] += 1
+    return typed if typed else None
+
+
 def parse_codex(path: Path, user: str) -> Imported:
     c, origin = _Collector(user, AGENT_NAMES["codex"]), ""
-    for number, data in _lines(path):
+    lines = list(_lines(path))
+    typed = _codex_typed(lines)
+    for number, data in lines:
         payload = data.get("payload")
         if not isinstance(payload, Mapping):
             continue
@@ -400,7 +460,7 @@ def parse_codex(path: Path, user: str) -> Imported:
         if data.get("type") == "session_meta":
             origin = str(payload.get("id", ""))
         elif data.get("type") == "response_item":
-            _codex_item(c, payload, _time(data.get("timestamp")))
+            _codex_item(c, payload, _time(data.get("timestamp")), typed)
     return _finish(c, path, "codex", origin)
 
 
@@ -500,7 +560,7 @@ def parse_opencode(path: Path, user: str) -> Imported:
 
 def _spoken(part: Mapping[str, Any]) -> bool:
     """A text part the person typed (OpenCode marks the ones it adds itself as synthetic)."""
-    return part.get("type") == "text" and not part.get("synthetic") and not part.get("ignored")
+    return part.get("type") == "text" and not _flag(part.get("synthetic")) and not _flag(part.get("ignored"))
 
 
 def _finish(c: _Collector, path: Path, fmt: Format, origin: str) -> Imported:
