@@ -65,3 +65,41 @@ def test_V8_checkpoints_that_leave_room_go_on() -> None:
 def test_V8_what_a_checkpoint_must_free() -> None:
     assert needed_to_free(3_660, 3_640) == 20 + int(3_640 * MIN_ROOM_SHARE)
     assert needed_to_free(3_000, 3_640) == int(3_640 * MIN_ROOM_SHARE)  # early (reply reserve): room only
+
+
+@dataclass
+class FailingOps(Ops):
+    """Checkpoints fail while `failing` is above zero (each failure counts down), then succeed."""
+
+    failing: int = 0
+
+    def checkpoint(self, state: int, tokens: int, action: Checkpoint | PartialCheckpoint) -> tuple[int, Any]:
+        if self.failing > 0:
+            self.failing -= 1
+            self.calls.append("failed")
+            return state, CheckpointResult(None, (), reason="invalid twice", attempted=True)
+        return super().checkpoint(state, tokens, action)
+
+
+def test_V8_strikes_reset_after_the_move_out_so_a_long_session_checkpoints_again() -> None:
+    """issue 32 item 3: two failed checkpoints, a model-free move-out, then a valid checkpoint - a chat
+    or `vibe serve` session that lives for days never loses its checkpoints for good."""
+    ops = FailingOps(frees=1_200, failing=2)
+    calls = _make_room_at(ops, [FULL, FULL, PAST_THE_WINDOW, FULL, FULL])
+    assert calls == [
+        "failed", "|",  # strike one; the request still fits (V5)
+        "failed", "|",  # strike two: no more checkpoints until room is made
+        "move_out", "|",  # past the window: V7 moves the oldest half out without the model
+        "checkpoint", "|",  # the next trigger tries again - and the checkpoint is valid
+        "checkpoint", "|",
+    ]  # fmt: skip
+
+
+def test_V8_a_success_clears_an_earlier_strike() -> None:
+    """issue 32 item 3: one failure, then a valid checkpoint: the failure no longer counts."""
+    ops = FailingOps(frees=1_200, failing=1)
+    run = make_room(FULL, ops, LIMITS, CheckpointRunState()).run
+    assert run.strikes == 1
+    ops.calls.clear()
+    run = make_room(FULL, ops, LIMITS, run).run
+    assert ops.calls == ["checkpoint"] and run.strikes == 0

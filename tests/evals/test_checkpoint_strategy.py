@@ -4,7 +4,7 @@ The guarantees the report must show at 100% are asserted here on the strict scri
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import pytest
 from eval_scripts import checkpoint_answer
@@ -12,7 +12,7 @@ from eval_scripts import checkpoint_answer
 from avibe.errors import BadResponse
 from avibe.evals.generators import generate
 from avibe.evals.metrics import measure
-from avibe.evals.replay import replay, trigger_fraction
+from avibe.evals.replay import Compaction, replay, trigger_fraction
 from avibe.evals.strategies import CHECKPOINT, make_strategy
 from avibe.ports import TokenCounter
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
@@ -73,8 +73,9 @@ def test_V5_V7_V8_failed_checkpoints_change_nothing_then_move_out_without_the_mo
     )
     failed = [c for c in result.compactions if not c.changed]
     moved = [c for c in result.compactions if c.changed]
-    assert len(failed) == 2 and all(c.meta["fallback"] == "failed" and c.calls > 0 for c in failed)  # V5, V8
+    assert len(failed) >= 2 and all(c.meta["fallback"] == "failed" and c.calls > 0 for c in failed)  # V5
     assert moved and all(c.meta["fallback"] == "model-free" and c.calls == 0 for c in moved)  # V7
+    assert _most_failures_between_move_outs(result.compactions) == 2  # V8: two, then only a move-out
     assert result.k == len(moved) and len(model.requests) == result.calls
     measured = measure(scenario, result.context, counter)
     assert measured.counts["items_exact"] == (3, 3)  # V7's memo holds every moved-out user message
@@ -96,8 +97,19 @@ def test_V5_a_model_error_is_a_failed_checkpoint_whose_cost_is_counted(counter: 
         threshold=THRESHOLD,
     )
     failed = [c for c in result.compactions if not c.changed]
-    assert len(failed) == 2 and all(c.calls >= 1 and c.tokens_spent > 0 for c in failed)
-    assert len(model.requests) == result.calls == sum(c.calls for c in failed)
+    assert len(failed) >= 2 and all(c.calls >= 1 and c.tokens_spent > 0 for c in failed)
+    assert len(model.requests) == result.calls == sum(c.calls for c in result.compactions)  # each counted
+    assert _most_failures_between_move_outs(result.compactions) == 2
+
+
+def _most_failures_between_move_outs(compactions: Sequence[Compaction]) -> int:
+    """V8 and issue 32 item 3: at most two failed checkpoints in a row; a model-free move-out then makes
+    room, and the next trigger tries again."""
+    most = run = 0
+    for compaction in compactions:
+        run = 0 if compaction.changed else run + 1
+        most = max(most, run)
+    return most
 
 
 def test_N4_N7_the_memo_audit_catches_a_changed_byte_and_a_non_user_entry() -> None:

@@ -71,9 +71,12 @@ def make_room(
     trigger = ops.trigger(tokens)
     results: list[CheckpointResult] = []
     actions: list[RoomAction] = []
+    moved_out = False
     if trigger.checkpoint and not may_try_checkpoint(run):
         log.warning(
-            "no more checkpoints in this run (V8): %d strikes; only model-free move-outs", run.strikes
+            "no checkpoint now (V8): %d strikes; only a model-free move-out frees room, then checkpoints "
+            "are tried again",
+            run.strikes,
         )
     for _ in range(MAX_ROUNDS):
         action = decide_room(tokens, trigger, limits, run, tried)
@@ -81,7 +84,10 @@ def make_room(
         on_action(action)
         if isinstance(action, Proceed | Stop):
             stop = action if isinstance(action, Stop) else None
-            return Room(state, run, tuple(results), tuple(actions), stop, tokens)
+            # V8 gives up for one attempt, not for a session that lives for days: once a model-free
+            # move-out has made room, the next trigger tries a checkpoint again.
+            after = CheckpointRunState() if moved_out else run
+            return Room(state, after, tuple(results), tuple(actions), stop, tokens)
         if isinstance(action, Checkpoint | PartialCheckpoint):
             state, result = ops.checkpoint(state, tokens, action)
             tried = replace(tried, checkpoint=True)
@@ -89,11 +95,14 @@ def make_room(
                 if result.attempted:
                     run = record_attempt(run, 0, 1, failed=True)
             else:
-                after = ops.tokens(state)
-                run = record_attempt(run, tokens - after, needed_to_free(tokens, limits.threshold))
+                freed, needed = tokens - ops.tokens(state), needed_to_free(tokens, limits.threshold)
+                run = record_attempt(run, freed, needed)
+                if freed >= max(needed, 1):  # a success: earlier strikes no longer say the model cannot
+                    run = CheckpointRunState()
         else:
             state, result = ops.move_out(state, tokens, action)
             tried = replace(tried, nothing_to_move=result.checkpoint is None)
+            moved_out = moved_out or result.checkpoint is not None
         results.append(result)
         tokens = ops.tokens(state)
     log.error("making room did not settle after %d rounds; stopping the turn", MAX_ROUNDS)

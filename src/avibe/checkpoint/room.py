@@ -101,7 +101,7 @@ def decide_room(
         return PartialCheckpoint(f"{trigger.reason}; the whole conversation does not fit a turn (V6)")
     if tokens <= limits.hard_limit:
         if trigger.checkpoint and not may_try_checkpoint(run) and not tried.checkpoint:
-            return Proceed(f"V8: no more checkpoints in this run; {tokens} <= {limits.hard_limit} fits")
+            return Proceed(f"V8: no checkpoint until room is made; {tokens} <= {limits.hard_limit} fits")
         return Proceed(f"{tokens} <= {limits.hard_limit} tokens fits")
     if tried.nothing_to_move:
         return Stop(f"{tokens} > {limits.hard_limit} tokens and nothing left to move out (U3)")
