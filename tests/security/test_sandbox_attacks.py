@@ -158,6 +158,18 @@ def test_item2_renaming_a_parent_of_the_home_is_refused_and_no_database_is_plant
     assert "WORKS" in out and (user.workdir / ".local" / "share" / "made.txt").read_text() == "made\n"
 
 
+def test_item2_a_deny_rule_over_a_parent_of_the_home_does_not_uncover_it(sandboxed: None, user: User) -> None:
+    """Issue 27 items 2 and 8: deny = [".local/**"] mounts .local read-only; that mount must not show the
+    home under the cover again (a bind shows its source as it is outside the sandbox)."""
+    box, inode = user.tools("workspace-write", deny=(".local/**",)), os.stat(user.home).st_ino
+    out = shell(
+        box, "cat .local/share/avibe/serve-token; ls -A .local/share/avibe; mv .local x; echo > .local/y"
+    )
+    assert TOKEN not in out and "No such file" in out and not (user.workdir / "x").exists(), out
+    _untouched(user, inode)
+    assert not (user.workdir / ".local" / "y").exists()
+
+
 def test_item2_control_full_access_the_rename_plants_a_database(user: User) -> None:
     """Issue 27 item 2, control: without the sandbox the same rename carries the home away."""
     box = user.tools("full-access")

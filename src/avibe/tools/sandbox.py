@@ -175,8 +175,8 @@ class SandboxPolicy:
         if self.mode not in MODES:
             raise ValueError(f"unknown sandbox mode {self.mode!r}; the modes are {', '.join(MODES)}")
         object.__setattr__(self, "workdir", self.workdir.resolve())
-        object.__setattr__(self, "hidden", tuple(p.expanduser().resolve() for p in self.hidden))
-        object.__setattr__(self, "folders", tuple(p.expanduser().resolve() for p in self.folders))
+        object.__setattr__(self, "hidden", _resolved(self.hidden))
+        object.__setattr__(self, "folders", _resolved(self.folders))
         object.__setattr__(self, "own", OwnFiles((*self.hidden, *self.folders)))
 
     @classmethod
@@ -321,15 +321,16 @@ class SandboxPolicy:
         args += _cover(around, remount=False)
         args += ["--bind" if writable else "--ro-bind", str(self.workdir), str(self.workdir)]
         args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
-        # (deny matches inside a covered folder are out of sight already: not bound into the cover)
-        protected = [p for p in protected_paths(self.workdir, self.protected) if not self._covered(Path(p))]
-        if writable:  # read-only: nothing can be renamed anyway
-            covered = [h for h in inside if h.exists()]
-            pins = self._pinned([*covered, *map(Path, protected)])
+        if writable:  # (read-only: nothing can be renamed or changed anyway)
+            # Deny matches inside a covered folder are out of sight already: not bound into the cover.
+            denied = protected_paths(self.workdir, self.protected)
+            protected = [p for p in denied if not self._covered(Path(p))]
+            pins = self._pinned([*(h for h in inside if h.exists()), *map(Path, protected)])
             args += [a for pin in pins for a in ("--bind", pin, pin)]
-        args += _cover(inside)
-        if writable:
+            # Before the covers: a bind shows its source as it is outside the sandbox, so one made later
+            # over a folder holding a cover (deny = [".local/**"]) would uncover Avibe's home.
             args += [a for path in protected for a in ("--ro-bind", path, path)]
+        args += _cover(inside)
         args += ["--chdir", str(self.workdir)]
         return args
 
@@ -423,6 +424,11 @@ def _cover(paths: list[Path], *, remount: bool = True) -> list[str]:
         elif path.exists():
             args += ["--ro-bind", "/dev/null", str(path)]
     return args
+
+
+def _resolved(paths: Sequence[Path]) -> tuple[Path, ...]:
+    """Each path resolved, once (the database's folder is often the home)."""
+    return tuple(dict.fromkeys(p.expanduser().resolve() for p in paths))
 
 
 def scrubbed_env(environ: Mapping[str, str], *, home: str | None) -> dict[str, str]:
