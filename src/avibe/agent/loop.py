@@ -16,6 +16,7 @@ import logging
 import re
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -91,6 +92,7 @@ class RunConfig:
     identity: str = IDENTITY
     rules: str = RULES
     agents_md: str = ""
+    agents_md_heading: str = ""  # issue 27 item 7: set when the agent left AGENTS.md as it is
     skill_catalogue: str = ""
     user_name: str = "user"
     record_where: str = "Avibe's record database"
@@ -158,6 +160,8 @@ class Vibey:
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
     # S3: (id, what, log[, newest output line[, kind]]) of each thing the session waits for
     waiting_for: Callable[[], Sequence[tuple[str, ...]]] = lambda: ()
+    # Issue 27 item 7: around each tool call, given the step's record entry (the provenance ledger)
+    watch_tool: Callable[[ToolCall, int | None], AbstractContextManager[object]] = lambda *_: nullcontext()
     # V8 counts failures "in the same run": one Vibey object is one run, so this is not persisted.
     run_state: CheckpointRunState = field(default_factory=CheckpointRunState)
     _latest: list[StoredCheckpoint | None] = field(default_factory=list, repr=False)  # [] = not loaded
@@ -338,7 +342,7 @@ class Vibey:
     @cached_property
     def _system(self) -> str:
         c = self.config
-        return system_prompt(c.identity, c.rules, c.skill_catalogue, c.agents_md)
+        return system_prompt(c.identity, c.rules, c.skill_catalogue, c.agents_md, c.agents_md_heading)
 
     @cached_property
     def _system_tokens(self) -> int:
@@ -626,10 +630,12 @@ class Vibey:
         return replace(state, messages=(*state.messages, message))
 
     def _run_tools(self, state: LiveState, calls: Sequence[ToolCall]) -> LiveState:
+        step = state.messages[-1].seq if state.messages else None  # the reply that made these calls
         for call in calls:
             self.events(ToolCalled(call.id, call.name, dict(call.arguments)))
             started = time.monotonic()
-            result = self.run_tool(call)
+            with self.watch_tool(call, step):
+                result = self.run_tool(call)
             took = round(time.monotonic() - started, 3)
             self.events(ToolFinished(call.id, call.name, result.is_error, len(result.output), took))
             text = result.output + repeat_note(state.messages, call, result.is_error)

@@ -29,6 +29,7 @@ from avibe.cli.wiring import (
     EventPrinter,
     SystemClock,
     add_feeds,
+    announce,
     die,
     hold_lease,
     open_record,
@@ -252,6 +253,7 @@ def open_backend_session(
     store = open_record(settings)
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
     keeper = hold_lease(store, session.id)
+    announce(settings)  # the session starts: its loosened settings said (issue 27 item 1)
     try:
         clock = SystemClock()
 

@@ -28,7 +28,7 @@ from avibe.cli.options import (
     preflight_model,
 )
 from avibe.cli.run import session_to_resume
-from avibe.cli.wiring import open_session, settings_or_die
+from avibe.cli.wiring import announce, open_session, settings_or_die
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
@@ -164,6 +164,7 @@ def chat(
     if demo:
         folder = _demo_workspace()
     log_to_file(settings)
+    announce(settings)  # before the screen takes the terminal (issue 27 item 1)
     from avibe.tui.app import ChatApp
 
     app = ChatApp(

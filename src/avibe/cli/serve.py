@@ -27,7 +27,14 @@ from avibe.cli.options import (
     preflight_model,
     require_session,
 )
-from avibe.cli.wiring import SystemClock, open_record, open_session, session_workdir, settings_or_die
+from avibe.cli.wiring import (
+    SystemClock,
+    announce,
+    open_record,
+    open_session,
+    session_workdir,
+    settings_or_die,
+)
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import Event, ReplyDelta, event_to_dict
@@ -187,6 +194,7 @@ def serve(
         # own, so serve them; Vibey's sessions fail (and /health says why) until the model can run.
         typer.echo(f"[serve] warning: Vibey's model cannot run here ({exc}); only other agents' sessions run")
     log_path = log_to_file(settings)
+    announce(settings)  # before it hosts a session (issue 27 item 1)
     workdir = workdir.resolve()
     store = open_record(settings)
     fleet = Fleet(

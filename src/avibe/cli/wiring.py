@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import sys
@@ -44,14 +45,17 @@ from avibe.host.events import (
     ignore_events,
 )
 from avibe.ports import Lease, ModelClient, RecordStore
+from avibe.prompts import fill
 from avibe.record.entries import Entry, Source
 
 if TYPE_CHECKING:
     from avibe.ports import FeedStore
     from avibe.sources.background import BackgroundJobs
     from avibe.sources.feeds import FeedRunner
+    from avibe.store.provenance import ProvenanceLedger
     from avibe.tools.approval import ApprovalRequest, Approver, Decision
     from avibe.tools.sandbox import SandboxPolicy
+    from avibe.tools.skills import SkillInfo
 
 # One writer per session (issue 11 item 2): the lease lives LEASE_TTL_S past its last heartbeat, and
 # the heartbeat renews it every LEASE_BEAT_S. On this machine a dead holder's lease is taken over at
@@ -74,23 +78,27 @@ def die(message: str, code: int = 2) -> NoReturn:
 
 
 def settings_or_die() -> Settings:
-    """The settings, or one clear line and exit 2. Every command that acts (runs or hosts a session,
-    adds a feed) loads them here, so each start says what a project config tried to loosen and which
-    loosened settings are in force (issue 27 item 1), one stderr line each."""
+    """The settings, or one clear line and exit 2."""
     try:
-        settings = load_settings()
+        return load_settings()
     except AvibeError as exc:
         die(str(exc))
-    announce(settings)
-    return settings
+
+
+_announced: set[str] = set()  # the notices this process has printed
 
 
 def announce(settings: Settings) -> None:
-    """Settings.notices on stderr, `vibe: ` in front, terminal-safe."""
+    """Settings.notices on stderr - what a project config tried to loosen, the loosened settings in force
+    (issue 27 item 1) - one `vibe: ` line each, once per process. Called where a session starts: here in
+    open_session and open_backend_session, in `vibe chat` before its screen, in `vibe serve` before it
+    listens; after the pre-flight checks, so a command that fails still says one line (exit 2)."""
     from avibe.cli.options import one_line
 
     for line in settings.notices:
-        typer.echo(f"vibe: {one_line(line)}", err=True)
+        if line not in _announced:
+            _announced.add(line)
+            typer.echo(f"vibe: {one_line(line)}", err=True)
 
 
 def open_record(settings: Settings) -> RecordStore:
@@ -234,9 +242,29 @@ def _skill_dirs(settings: Settings, workdir: Path) -> list[Path]:
     return [workdir / ".avibe" / "skills", settings.home / "skills"]
 
 
-def _agents_md(workdir: Path) -> str:
-    path = workdir / "AGENTS.md"
-    return path.read_text(encoding="utf-8") if path.is_file() else ""
+def _agents_md(workdir: Path, ledger: ProvenanceLedger) -> tuple[str, str]:
+    """The workdir's AGENTS.md and its heading in the system prompt: "" (the user's) unless its content
+    is what an agent left there (issue 27 item 7), read once so the text and its mark agree."""
+    from avibe.store.provenance import AGENTS_MD
+
+    path = workdir / AGENTS_MD
+    if not path.is_file():
+        return "", ""
+    data = path.read_bytes()
+    write = ledger.agent_write(path, hashlib.sha256(data).hexdigest())
+    heading = "" if write is None else fill("agents_md_agent", session=write.session, seq=write.seq or "?")
+    return data.decode("utf-8"), heading
+
+
+def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
+    """A skill's mark in the catalogue: the agent's, when its SKILL.md is as an agent left it (issue 27
+    item 7; `version` is the sha256 of the bytes the catalogue line was read from)."""
+
+    def mark(skill: SkillInfo) -> str:
+        write = ledger.agent_write(skill.path, skill.version)
+        return "" if write is None else fill("skill_agent", session=write.session, seq=write.seq or "?")
+
+    return mark
 
 
 class JobsSource:
@@ -512,6 +540,7 @@ def open_session(
     from avibe.providers import is_local, open_counter, open_model
     from avibe.sources.background import BackgroundJobs
     from avibe.sources.delegations import Delegations
+    from avibe.store.provenance import ProvenanceLedger, ToolWatch
     from avibe.tools import ToolBox, catalogue_text, default_tools, discover_skills, find_skill, skill_text
     from avibe.tools.approval import ApprovalPolicy, Rules
     from avibe.tools.sandbox import check_layout
@@ -525,6 +554,7 @@ def open_session(
         model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
     keeper = hold_lease(store, session.id)  # before anything is read or written (issue 11 item 2)
+    announce(settings)  # the session starts: its loosened settings said (issue 27 item 1)
     try:
         store.save_state(session.id, WORKDIR_KEY, {"path": str(workdir)})  # where any host runs it
         _vibey_works_in(store, session.id)
@@ -568,6 +598,10 @@ def open_session(
             )
         )
 
+        ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
+        agents_md, agents_md_heading = _agents_md(workdir, ledger)
+        watch = ToolWatch(ledger, workdir, session.id, busy=lambda: bool(jobs.running()))
+
         def current_skill(name: str) -> str | None:
             found = find_skill(skill_dirs, name)
             return skill_text(found) if found else None
@@ -576,8 +610,9 @@ def open_session(
             window=window,
             max_steps=max_steps,
             checkpoint_mode=mode_for(is_local(model_name)),
-            agents_md=_agents_md(workdir),
-            skill_catalogue=catalogue_text(discover_skills(skill_dirs)),
+            agents_md=agents_md,
+            agents_md_heading=agents_md_heading,
+            skill_catalogue=catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger)),
             user_name=settings.user_name,
             record_where=f"Avibe's record, session {session.id} (the record_query tool reads it)",
         )
@@ -598,6 +633,7 @@ def open_session(
             config=config,
             events=events,
             skill_text=current_skill,
+            watch_tool=watch,
             # S3: the scene names every job still running, every delegated run and every standing feed
             waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
         )
@@ -609,5 +645,6 @@ def open_session(
             yield HostedSession(host, vibey, store)
         finally:
             host.close()
+            watch.settle()  # what a background job of the agent's left before it was stopped
     finally:
         keeper.close()

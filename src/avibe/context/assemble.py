@@ -1,7 +1,7 @@
 """The model's view after a checkpoint (F4, F5): system prompt, recollection, recent messages verbatim.
 
 API:
-    system_prompt(identity: str, rules: str, skill_catalogue: str, agents_md: str = "") -> str
+    system_prompt(identity, rules, skill_catalogue, agents_md="", agents_md_heading="") -> str
     recollection(checkpoint, *, number=None, skills=(), files="", pointer="", current_request_seqs=()) -> str
     assemble(system: str, recollection: str, recent_messages: Sequence[ChatMessage]) -> list[ChatMessage]
 
@@ -26,9 +26,15 @@ _COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _BLANK_RUNS: Final = re.compile(r"\n{3,}")
 
 
-def system_prompt(identity: str, rules: str, skill_catalogue: str, agents_md: str = "") -> str:
-    """F4 (1): identity, rules, skill catalogue and the user's AGENTS.md - rebuilt every turn."""
-    agents = "\n" + fill("agents_md", agents_md=agents_md.strip()) if agents_md.strip() else ""
+def system_prompt(
+    identity: str, rules: str, skill_catalogue: str, agents_md: str = "", agents_md_heading: str = ""
+) -> str:
+    """F4 (1): identity, rules, skill catalogue and the user's AGENTS.md - rebuilt every turn. An
+    AGENTS.md the agent left has its own heading (issue 27 item 7: never shown as the user's words)."""
+    heading = agents_md_heading.strip() or fill("agents_md_user")
+    agents = (
+        "\n" + fill("agents_md", heading=heading, agents_md=agents_md.strip()) if agents_md.strip() else ""
+    )
     return render(
         "system_prompt",
         identity=identity.strip(),

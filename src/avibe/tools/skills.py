@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -134,14 +134,15 @@ def discover_skills(dirs: Iterable[Path]) -> list[SkillInfo]:
     return sorted(found.values(), key=lambda s: s.name)
 
 
-def catalogue_text(skills: Sequence[SkillInfo]) -> str:
-    """One line per skill for the system prompt; empty when there is none."""
+def catalogue_text(skills: Sequence[SkillInfo], mark: Callable[[SkillInfo], str] | None = None) -> str:
+    """One line per skill for the system prompt; empty when there is none. `mark` adds a skill's
+    provenance (issue 27 item 7: a skill the agent wrote says so, never passing for the user's)."""
     lines = []
     for skill in skills:
         description = skill.description
         if len(description) > MAX_CATALOGUE_DESCRIPTION:
             description = description[: MAX_CATALOGUE_DESCRIPTION - 3].rstrip() + "..."
-        lines.append(f"- {skill.name}: {description}")
+        lines.append(f"- {skill.name}: {description}{mark(skill) if mark else ''}")
     return "\n".join(lines)
 
 
