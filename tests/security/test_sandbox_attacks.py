@@ -170,6 +170,29 @@ def test_item2_a_deny_rule_over_a_parent_of_the_home_does_not_uncover_it(sandbox
     assert not (user.workdir / ".local" / "y").exists()
 
 
+def test_item2_a_database_in_a_workdir_subfolder_gets_no_companion(sandboxed: None, user: User) -> None:
+    """Issue 27 item 2: the record in `data/record.db` inside the workdir. A `-journal` planted next to it
+    would be read by SQLite as part of the record; its whole folder is out of reach and cannot be moved."""
+    data = user.workdir / "data"
+    data.mkdir()
+    url = f"sqlite:///{data / 'record.db'}"
+    with open_store(url) as store:
+        session = store.create_session("in the workdir").id
+        deliver(store, session, Source("user", name="alice"), "hello")
+        policy = SandboxPolicy.for_record("workspace-write", user.workdir, home=user.home, database_url=url)
+        box = ToolBox(default_tools(user.workdir, store=store, session_id=session, sandbox=policy))
+        before = sorted(p.name for p in data.iterdir())
+        out = shell(box, "echo junk > data/record.db-journal; ls -A data; mv data data2; echo x > data/more")
+        assert (
+            "record.db" not in out.replace("data/record.db-journal", "")
+            and not (user.workdir / "data2").exists()
+        )
+        planted = call(box, "write_file", path="data/record.db-journal", content="junk")
+        assert planted.is_error and "Avibe's own file" in planted.output
+        assert sorted(p.name for p in data.iterdir()) == before
+        assert [e.text for e in store.query(EntryQuery(session=session))] == ["hello"]
+
+
 def test_item2_control_full_access_the_rename_plants_a_database(user: User) -> None:
     """Issue 27 item 2, control: without the sandbox the same rename carries the home away."""
     box = user.tools("full-access")

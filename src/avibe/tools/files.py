@@ -10,7 +10,9 @@ by the three tools); appending (for logs and changelogs) and creating a file nee
 opened without following links and never changed through a second hard link (PathPolicy, issue 11).
 With an `ApprovalPolicy` (avibe/tools/approval.py, issue 11 item 9), write_file and edit_file refuse a
 path the person's deny rules cover, and in ask mode wait for the person's approval, before anything is
-opened for writing.
+opened for writing. The PathPolicy carries the session's sandbox (issue 27): in read-only nothing is
+changed, and Avibe's own files are neither read nor changed in the sandboxed modes; what a deny rule
+matches is refused by identity too, so a renamed parent does not get around it.
 """
 
 from __future__ import annotations
