@@ -285,3 +285,40 @@ def test_V3_a_model_ticking_every_line_gets_a_valid_checkpoint_with_the_rules_no
     assert MemoItem(1, RULES[0]) in memo and MemoItem(2, RULES[3]) in memo
     assert memo_tokens(memo, COUNTER) <= SMALL.memo_total and memo[-1].seq == 39  # the newest chatter stays
     assert any("to fit the budget" in note for note in outcome.notes), outcome.notes
+
+
+# ---- the harness's own additions never make a checkpoint invalid (issue 32 item 4) ---------------------
+
+REPEATED = " ".join([*BRIEF[:6], RULES[0], RULES[0]])  # a person who says a rule twice
+
+
+def test_a_rule_said_twice_in_one_message_is_kept_once_and_the_checkpoint_is_valid() -> None:
+    """The harness adds each rule sentence the ticks leave out; a sentence said twice gave two equal items
+    and the harness's own memo failed validation (a real session: "Message #95 is in the memo twice")."""
+    outcome = _turn((make_entry(12, REPEATED), make_entry(13, "ok, continue")), lambda enum: [])
+    assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+    assert not any(p.code == "memo.item_repeated" for p in outcome.first_pass_problems)
+    held = [item.text for item in outcome.checkpoint.memo if item.seq == 12]
+    assert len(held) == len(set(held)) and any(RULES[0] in text for text in held)
+
+
+@given(
+    said=st.lists(st.sampled_from([*RULES[:3], *PLAIN[:3], "Again."]), min_size=1, max_size=8),
+    picks=st.lists(st.integers(0, 99), max_size=8),
+)
+@settings(max_examples=200, deadline=None)
+def test_whatever_is_ticked_and_added_the_memo_holds_no_item_twice(said: list[str], picks: list[int]) -> None:
+    """issue 32 item 4: de-duplicated before validation - no pair of memo items with the same number and
+    text, whatever the model ticks and the harness adds, on small and large budgets."""
+    entries = [make_entry(1, " ".join(said)), make_entry(2, " ".join(reversed(said)))]
+    for budgets in (SMALL, LARGE):
+        by_seq = {e.seq: e for e in entries}
+        candidates = memo_candidates(
+            entries, (), frozenset(), counter=COUNTER, per_message=budgets.memo_per_message, entries=by_seq
+        )
+        ticked = {candidates[i % len(candidates)].label for i in picks}
+        kept = rules_kept(candidates, ticked, by_seq, COUNTER, budgets)
+        labels = (clean_labels(ticked) - set(kept.let_go)) | set(kept.added)
+        items = build_memo(labels, by_seq, COUNTER, budgets).items
+        pairs = [(item.seq, item.text) for item in items]
+        assert len(pairs) == len(set(pairs)), pairs

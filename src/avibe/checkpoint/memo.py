@@ -460,6 +460,8 @@ def build_memo(
         entry = entries_by_seq.get(copied.seq)
         if _redundant(copied, wholes.get(copied.seq), entry.text if entry else None):
             continue
+        if any(item.seq == copied.seq and item.text == copied.text for item in items):
+            continue  # a sentence said twice in one message: kept once (a repeat would fail validation)
         if _order(label)[1] == 0:
             wholes[copied.seq] = copied
         items.append(copied)
