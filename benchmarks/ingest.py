@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from record_append import fresh_database, throwaway_postgres  # noqa: E402
 
 from openai_chat import serve_chat  # noqa: E402 - the tests' scripted model server
-from serve_support import free_port, start_serve, stop, vibe_env  # noqa: E402
+from serve_support import free_port, hosting, start_serve, stop, vibe_env  # noqa: E402
 
 SECRET = "benchmark-callback-secret"
 ATTEMPTS = 6
@@ -95,14 +95,15 @@ async def _load(
     return accepted, latencies, retries, elapsed
 
 
-def _settle(ports: list[int], sessions: int, timeout: float = 60) -> None:
-    """Wait until the hosts together host every session and that has held for a second."""
+def _settle(ports: list[int], home: Path, sessions: int, timeout: float = 60) -> None:
+    """Wait until the hosts together host every session and that has held for a second (asked with the
+    serve token the hosts keep in `home`)."""
     deadline, steady_since = time.monotonic() + timeout, None
     while time.monotonic() < deadline:
-        hosting = set()
+        hosted: set[str] = set()
         for port in ports:
-            hosting |= set(httpx.get(f"http://127.0.0.1:{port}/health", timeout=10).json()["hosting"])
-        if len(hosting) >= sessions:
+            hosted |= set(hosting(port, home))
+        if len(hosted) >= sessions:
             steady_since = steady_since or time.monotonic()
             if time.monotonic() - steady_since >= 1.0:
                 return
@@ -148,7 +149,7 @@ def run_case(url: str, hosts: int, args: argparse.Namespace, code: Path | None) 
         # Warm-up (its keys are posted again by the load: they must not double): the inputs make the
         # hosts take the sessions (each host loads its tokenizer once); the load starts once they have.
         asyncio.run(_load(ports, feeds, min(50, args.callbacks), 4))
-        _settle(ports, len(feeds))
+        _settle(ports, work / "home", len(feeds))
         accepted, latencies, retries, elapsed = asyncio.run(
             _load(ports, feeds, args.callbacks, args.concurrency)
         )

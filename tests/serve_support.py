@@ -54,6 +54,19 @@ def start_serve(env: dict[str, str], cwd: Path, port: int, log: Path) -> subproc
     return process
 
 
+def serve_auth(home: Path) -> dict[str, str]:
+    """The person's header for `vibe serve`'s API: the token it keeps in Avibe's home (issue 27)."""
+    return {"Authorization": f"Bearer {(home / 'serve-token').read_text().strip()}"}
+
+
+def hosting(port: int, home: Path) -> list[str]:
+    """The sessions the `vibe serve` on `port` (of Avibe's home `home`) hosts now."""
+    found: list[str] = httpx.get(
+        f"http://127.0.0.1:{port}/health", headers=serve_auth(home), timeout=5
+    ).json()["hosting"]
+    return found
+
+
 def _healthy(port: int) -> bool:
     try:
         return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200

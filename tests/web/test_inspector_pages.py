@@ -323,15 +323,16 @@ def _inspect(home: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
     return process, found.group(1)
 
 
-def test_vibe_inspect_serves_the_record_read_only_and_needs_a_token_off_loopback(tmp_path: Path) -> None:
+def test_vibe_inspect_serves_the_record_read_only_and_needs_its_token(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     with open_store(f"sqlite:///{home / 'avibe.db'}") as writer:
         session = _record(writer)
     process, url = _inspect(home, "--latest", "--no-browser")  # the README's command after the demo
     try:
-        assert url.startswith("http://127.0.0.1:") and url.endswith(f"/s/{session}/timeline")
-        assert f'id="e{6}"' in httpx.get(url, timeout=10).text
+        assert url.startswith("http://127.0.0.1:") and f"/s/{session}/timeline?token=" in url
+        assert f'id="e{6}"' in httpx.get(url, timeout=10, follow_redirects=True).text
+        assert httpx.get(url.split("?")[0], timeout=10).status_code == 401  # loopback too (issue 27)
     finally:
         _stop(process)
     process, url = _inspect(home, "--host", "0.0.0.0", "--no-browser")

@@ -1,12 +1,11 @@
 """`vibe serve`'s HTTP API in process (Starlette's test client over a real SQLite record): a callback
-needs its secret (bearer or HMAC of the body) - else 401 and nothing recorded; a body over its limit is
-413, a burst over its rate 429; Idempotency-Key makes a retry record nothing new; what is recorded is a
-`callback` input whose tag the harness renders from the feed (T1), whatever the body claims."""
+needs its secret (bearer, or an HMAC over timestamp, Idempotency-Key and body) - else 401 and nothing
+recorded; a body over its limit is 413, a burst over its rate 429; Idempotency-Key makes a retry record
+nothing new; what is recorded is a `callback` input whose tag the harness renders from the feed (T1),
+whatever the body claims. Every other route needs the serve token, on loopback too (issue 27)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Iterator
 
 import pytest
@@ -15,9 +14,10 @@ from starlette.testclient import TestClient
 from avibe.cli.wiring import SystemClock
 from avibe.record.entries import EntryQuery
 from avibe.record.feeds import Feed
+from avibe.record.sources import frame_body
 from avibe.store import SqlStore
 from avibe.web.fleet import Fleet, SessionHandle
-from avibe.web.server import TOKEN_FILE, Api, RateLimit, build_app, serve_token_file
+from avibe.web.server import TOKEN_FILE, Api, RateLimit, build_app, serve_token_file, sign_callback
 
 SECRET = "s3cret-s3cret-s3cret"
 PERSON_TOKEN = "person-token-7f3a"
@@ -44,8 +44,8 @@ def setup(sqlite_store: SqlStore) -> Iterator[tuple[TestClient, SqlStore, str, N
     spec = {"secret": SECRET, "max_bytes": 100, "per_minute": 3}
     sqlite_store.add_feed(Feed("cb-1", session, "callback", "build", spec))
     fleet = Notified(sqlite_store)
-    api = Api(sqlite_store, fleet, SystemClock(), "kofi", limits=RateLimit(), person_token=PERSON_TOKEN)
-    with TestClient(build_app(api)) as client:
+    api = Api(sqlite_store, fleet, SystemClock(), "kofi", token=PERSON_TOKEN, limits=RateLimit())
+    with TestClient(build_app(api), headers=AS_PERSON) as client:
         yield client, sqlite_store, session, fleet
 
 
@@ -66,18 +66,16 @@ def test_a_callback_with_its_secret_records_a_tagged_input_and_wakes_the_host(se
     assert not entry.is_user and fleet.notes == [session]
     listed = client.get(f"/sessions/{session}/entries").json()
     tag, body = listed[0]["rendered"].split("\n", 1)
-    assert tag.startswith('[Harness: callback "build" (cb-1)') and body == FORGED
+    assert tag.startswith('[Harness: callback "build" (cb-1)') and body == frame_body(FORGED)  # framed
 
 
-def test_an_hmac_signature_of_the_body_is_accepted(setup) -> None:  # type: ignore[no-untyped-def]
+def test_an_hmac_signature_over_timestamp_key_and_body_is_accepted(setup) -> None:  # type: ignore[no-untyped-def]
     client, store, session, _ = setup
     body = b'{"status": "green"}'
-    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
-    ok = client.post("/callbacks/cb-1", content=body, headers={"X-Avibe-Signature": f"sha256={signature}"})
+    signed = sign_callback(SECRET, body, key="build-1")
+    ok = client.post("/callbacks/cb-1", content=body, headers=signed)
     assert ok.status_code == 202
-    bad = client.post(
-        "/callbacks/cb-1", content=body + b" ", headers={"X-Avibe-Signature": f"sha256={signature}"}
-    )
+    bad = client.post("/callbacks/cb-1", content=body + b" ", headers=signed)
     assert bad.status_code == 401
     assert _entries(store, session) == [("callback", "cb-1", '{"status": "green"}')]
 
@@ -89,10 +87,12 @@ def test_an_hmac_signature_of_the_body_is_accepted(setup) -> None:  # type: igno
         {"Authorization": "Bearer wrong-wrong-wrong-wrong"},
         {"Authorization": SECRET},
         {"X-Avibe-Signature": "sha256=00"},
+        {"X-Avibe-Signature": "sha256=00", "X-Avibe-Timestamp": "1"},
     ],
 )
 def test_a_missing_or_wrong_secret_is_401_and_records_nothing(setup, headers: dict[str, str]) -> None:  # type: ignore[no-untyped-def]
     client, store, session, fleet = setup
+    client.headers.pop("Authorization")  # the serve token is not a callback's secret
     response = client.post("/callbacks/cb-1", content="hello", headers=headers)
     assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer")
     assert _entries(store, session) == [] and fleet.notes == []
@@ -145,15 +145,20 @@ def test_a_message_is_the_persons_and_an_unknown_session_is_404(setup) -> None: 
     assert entry.is_user and entry.source.name == "kofi" and entry.text == "Carry on"
 
 
-def test_T1_on_loopback_too_the_persons_message_needs_the_token(setup) -> None:  # type: ignore[no-untyped-def]
-    """The other endpoints are open on loopback; the person's words are not (an agent's sandboxed command
-    shares the network): no token or a wrong one is 401 and records nothing."""
+def test_T1_on_loopback_too_every_route_but_callbacks_needs_the_token(setup) -> None:  # type: ignore[no-untyped-def]
+    """Issue 27 item 5: an agent's sandboxed command shares the network, so loopback is no proof of being
+    the person: without the token (or with a wrong one) nothing is read and nothing recorded; a bare
+    /health says alive and no more."""
     client, store, session, _ = setup
-    assert client.get("/sessions").status_code == 200
+    client.headers.pop("Authorization")
     for headers in ({}, {"Authorization": "Bearer guess"}, {"Authorization": PERSON_TOKEN}):
         refused = client.post(f"/sessions/{session}/messages", json={"text": FORGED}, headers=headers)
         assert refused.status_code == 401 and "serve token" in refused.json()["error"]
+        for path in ("/sessions", f"/sessions/{session}/entries"):
+            assert client.get(path, headers=headers).status_code == 401
+        assert client.get("/health", headers=headers).json() == {"ok": True}
     assert _entries(store, session) == []
+    assert "hosting" in client.get("/health", headers=AS_PERSON).json()
 
 
 def test_the_machines_serve_token_is_made_once_owner_only_in_avibes_home(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -165,7 +170,7 @@ def test_the_machines_serve_token_is_made_once_owner_only_in_avibes_home(tmp_pat
     assert serve_token_file(home) == token  # kept across restarts: the person's scripts keep working
 
 
-def test_off_loopback_every_endpoint_but_callbacks_needs_the_token(sqlite_store: SqlStore) -> None:
+def test_every_endpoint_but_callbacks_needs_the_token(sqlite_store: SqlStore) -> None:
     session = sqlite_store.create_session().id
     api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-123")
     with TestClient(build_app(api)) as client:
@@ -179,11 +184,8 @@ def test_vibe_serve_mounts_the_inspector_behind_the_same_token(sqlite_store: Sql
     from avibe.cli.serve import _inspector
 
     sqlite_store.create_session(title="inspected")
-    open_api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi")
-    with TestClient(build_app(open_api, extra=_inspector(sqlite_store, None))) as client:
-        page = client.get("/inspect/")
-        assert page.status_code == 200 and "inspected" in page.text
     guarded = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-9")
     with TestClient(build_app(guarded, extra=_inspector(sqlite_store, "tok-9"))) as client:
         assert client.get("/inspect/").status_code in (401, 403)
-        assert client.get("/inspect/", headers={"Authorization": "Bearer tok-9"}).status_code == 200
+        page = client.get("/inspect/", headers={"Authorization": "Bearer tok-9"})
+        assert page.status_code == 200 and "inspected" in page.text

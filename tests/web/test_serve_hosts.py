@@ -19,7 +19,7 @@ from avibe.record.entries import EntryQuery
 from avibe.record.feeds import Feed
 from avibe.store import open_store
 from openai_chat import ChatServer, serve_chat
-from serve_support import free_port, start_serve, stop, vibe_env, wait_for
+from serve_support import free_port, hosting, start_serve, stop, vibe_env, wait_for
 
 SECRET = "shared-secret-for-the-test"
 CALLBACKS = 45
@@ -51,11 +51,6 @@ def _post(ports: list[int], start: int, feed: str, key: str, body: str) -> bool:
     return False
 
 
-def _hosting(port: int) -> list[str]:
-    hosting: list[str] = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()["hosting"]
-    return hosting
-
-
 @pytest.mark.postgres
 @pytest.mark.slow
 def test_three_hosts_one_killed_every_accepted_callback_once_and_sessions_go_on(
@@ -68,7 +63,8 @@ def test_three_hosts_one_killed_every_accepted_callback_once_and_sessions_go_on(
         for i, session in enumerate(sessions):
             spec = {"secret": SECRET, "max_bytes": 4096, "per_minute": 10_000}
             store.add_feed(Feed(f"cb-{i}", session, "callback", f"ci-{i}", spec))
-    env = vibe_env(tmp_path / "home", chat, pg_url)
+    home = tmp_path / "home"
+    env = vibe_env(home, chat, pg_url)
     ports = [free_port() for _ in range(3)]
     hosts = [start_serve(env, work, port, tmp_path / f"serve-{n}.log") for n, port in enumerate(ports)]
     accepted: list[tuple[int, str]] = []
@@ -77,7 +73,9 @@ def test_three_hosts_one_killed_every_accepted_callback_once_and_sessions_go_on(
     try:
         for i in range(CALLBACKS):
             if i == KILL_AFTER:  # once the first host runs a session, so that one has to be taken over
-                orphaned = wait_for(lambda: _hosting(ports[0]), timeout=60, what="the first host to host one")
+                orphaned = wait_for(
+                    lambda: hosting(ports[0], home), timeout=60, what="the first host to host one"
+                )
                 os.kill(hosts[0].pid, signal.SIGKILL)
                 killed_at = datetime.now(UTC)
             feed = i % 3

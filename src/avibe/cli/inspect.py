@@ -1,8 +1,10 @@
 """`vibe inspect`: the web inspector alone, read-only, on 127.0.0.1 (issue 15).
 
 The record is opened read-only (as `vibe log` opens it); live updates read what any other process
-writes. Bound to anything but loopback, every request needs a token (AVIBE_SERVE_TOKEN, else a random
-one, printed in the address). The browser opens on the address unless --no-browser or no display."""
+writes. Every request needs a token, on loopback too (an agent's sandboxed command shares the machine's
+network): AVIBE_SERVE_TOKEN, else a random one for this run. The printed address carries it once; the
+browser then keeps it in a cookie. Only loopback names and the address bound are answered as Host (DNS
+rebinding). The browser opens on the address unless --no-browser or no display."""
 
 from __future__ import annotations
 
@@ -56,16 +58,14 @@ def inspect(
         Path | None, typer.Option("--eval", help="An eval results folder (vibe eval --out) to show.")
     ] = None,
     port: Annotated[int, typer.Option("--port", help="Port (0: any free one).")] = 8766,
-    host: Annotated[str, typer.Option("--host", help="Address to bind; not loopback needs a token.")] = (
-        "127.0.0.1"
-    ),
+    host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     browser: Annotated[bool, typer.Option("--browser/--no-browser", help="Open the browser on it.")] = True,
 ) -> None:
     """Inspect the record in the browser: sessions, timelines, checkpoints, the context over time."""
     import uvicorn
 
+    from avibe.web.guard import Hosts, listen_socket
     from avibe.web.inspector import inspector_app
-    from avibe.web.server import is_loopback
 
     if not 0 <= port < 65_536:
         raise BadArgument(f"--port {port} is not a port (0-65535)")
@@ -77,32 +77,22 @@ def inspect(
         if found is None:
             raise BadArgument("there are no sessions in the record yet")
         session = found.id
-    token = None if is_loopback(host) else os.environ.get("AVIBE_SERVE_TOKEN") or secrets.token_urlsafe(24)
-    app = inspector_app(store, token=token, eval_dir=eval_dir.resolve() if eval_dir else None)
-    config = uvicorn.Config(
-        app, host=host, port=port, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
+    listening = listen_socket(host, port, instead="choose another --port")
+    token = os.environ.get("AVIBE_SERVE_TOKEN") or secrets.token_urlsafe(24)
+    app = inspector_app(
+        store, token=token, eval_dir=eval_dir.resolve() if eval_dir else None, hosts=Hosts.of(host)
     )
-    server = uvicorn.Server(config)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     path = f"/s/{quote(session)}/timeline" if session else ("/eval" if store is None else "/")
-    threading.Thread(target=_announce, args=(server, host, path, token, browser), daemon=True).start()
-    server.run()
-
-
-def _announce(server: object, host: str, path: str, token: str | None, browser: bool) -> None:
-    import time
-
-    for _ in range(200):
-        if getattr(server, "started", False):
-            break
-        time.sleep(0.05)
-    servers = getattr(server, "servers", [])
-    sockets = [s for srv in servers for s in srv.sockets] if servers else []
-    port = sockets[0].getsockname()[1] if sockets else 0
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{port}{path}" + (f"?token={token}" if token else "")
+    url = f"http://{shown}:{listening.getsockname()[1]}{path}?token={quote(token)}"
     typer.echo(f"[inspect] {url} (read-only; Ctrl-C stops)")
     if browser and _has_display():
-        webbrowser.open(url)
+        threading.Timer(0.5, webbrowser.open, args=(url,)).start()
+    try:
+        uvicorn.Server(config).run(sockets=[listening])
+    finally:
+        listening.close()
 
 
 def register(app: typer.Typer) -> None:

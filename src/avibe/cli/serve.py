@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import logging
 import os
-import secrets
+import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import typer
 
@@ -41,6 +41,7 @@ from avibe.host.events import Event, ReplyDelta, event_to_dict
 from avibe.ports import ModelClient, RecordStore
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
+from avibe.web.guard import Hosts, listen_socket
 
 log = logging.getLogger("avibe.serve")
 
@@ -185,6 +186,20 @@ def serve(
         raise BadArgument("--exit-when-idle hosts one session: give it with --session")
     if session is not None:
         require_session(settings, session)
+    # The port first: one in use is one line, before a token is written or a session's lease taken.
+    address = _address(settings, host, port)
+    listening = None if exit_when_idle else listen_socket(*address)
+    try:
+        _serve(settings, model_name, model, window, workdir, max_steps, session, address[0], listening)
+    finally:
+        if listening is not None:
+            listening.close()
+
+
+def _serve(
+    settings: Settings, model_name: str, model: str | None, window: int | None, workdir: Path,
+    max_steps: int, session: str | None, bind: str, listening: socket.socket | None,
+) -> None:  # fmt: skip
     try:
         preflight_model(model_name, settings)
     except AvibeError as exc:
@@ -201,59 +216,61 @@ def serve(
         store,
         _host_opener(settings, model_name, workdir, window, max_steps),
         only=session,
-        exit_when_idle=exit_when_idle,
+        exit_when_idle=listening is None,
     )
     stopping = threading.Event()
     listen_for_inputs(settings.database_url, fleet, stopping)
-    if exit_when_idle:
+    if listening is None:
         try:
             fleet.run()
         finally:
             stopping.set()
             fleet.stop()
         return
-    _serve_http(settings, fleet, store, host, port, log_path, stopping)
+    _serve_http(settings, fleet, store, bind, listening, log_path, stopping)
 
 
 def _serve_http(
-    settings: Settings, fleet: Fleet, store: Any, host: str | None, port: int | None, log_path: Path,
+    settings: Settings, fleet: Fleet, store: Any, bind: str, listening: socket.socket, log_path: Path,
     stopping: threading.Event,
 ) -> None:  # fmt: skip
     import uvicorn
 
-    from avibe.web.server import TOKEN_FILE, Api, build_app, is_loopback, serve_token_file
+    from avibe.web.server import TOKEN_FILE, Api, build_app, serve_token_file
 
-    bind, port_number = _address(settings, host, port)
-    token = os.environ.get("AVIBE_SERVE_TOKEN") or None
-    if token is None and not is_loopback(bind):
-        token = secrets.token_urlsafe(24)
-        typer.echo(f"[serve] bound to {bind}: the API needs this token (AVIBE_SERVE_TOKEN): {token}")
-    # The person's messages need a token on loopback too (T1): the machine's own, in Avibe's home.
-    person_token = token or serve_token_file(settings.home)
-    api = Api(store, fleet, SystemClock(), settings.user_name, token=token, person_token=person_token)
-    app = build_app(api, extra=_inspector(store, token))
+    port_number = listening.getsockname()[1]
+    # Every route but callbacks needs the token, loopback too: an agent's sandboxed command shares the
+    # network. The machine's own token lives in Avibe's home, which the sandbox hides.
+    token = os.environ.get("AVIBE_SERVE_TOKEN") or serve_token_file(settings.home)
+    api = Api(store, fleet, SystemClock(), settings.user_name, token=token)
+    hosts = Hosts.of(bind, settings.serve_url)
+    app = build_app(api, extra=_inspector(store, token), hosts=hosts)
     server = uvicorn.Server(
         # Open live-update streams (the inspector's) must not keep Ctrl-C from stopping the server.
-        uvicorn.Config(
-            app, host=bind, port=port_number, log_level="warning", lifespan="off", timeout_graceful_shutdown=1
-        )
+        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     )
     fleet_thread = threading.Thread(target=fleet.run, name="serve-fleet", daemon=True)
     fleet_thread.start()
-    typer.echo(
-        f"[serve] http://{bind}:{port_number} pid {os.getpid()} record {store.display_url} (log: {log_path})"
-    )
-    if token is None:
-        typer.echo(f"[serve] posting your messages needs the token in {settings.home / TOKEN_FILE}")
+    shown = f"http://{_host_in_url(bind)}:{port_number}"
+    typer.echo(f"[serve] {shown} pid {os.getpid()} record {store.display_url} (log: {log_path})")
+    where = "AVIBE_SERVE_TOKEN" if os.environ.get("AVIBE_SERVE_TOKEN") else settings.home / TOKEN_FILE
+    typer.echo(f"[serve] the API needs its token (Authorization: Bearer <token>): {where}")
+    typer.echo(f"[serve] inspector: {shown}/inspect/?token={quote(token)}")
     try:
-        server.run()
+        server.run(sockets=[listening])
     finally:
         stopping.set()
         fleet.stop()
 
 
-def _inspector(store: RecordStore, token: str | None) -> list[Any]:
-    """The inspector's app at /inspect (issue 15), behind the same token as the API off loopback."""
+def _host_in_url(bind: str) -> str:
+    if bind in ("0.0.0.0", "::"):
+        return "127.0.0.1" if bind == "0.0.0.0" else "[::1]"
+    return f"[{bind}]" if ":" in bind else bind
+
+
+def _inspector(store: RecordStore, token: str) -> list[Any]:
+    """The inspector's app at /inspect (issue 15), behind the same token as the API."""
     from starlette.routing import Mount
 
     from avibe.web.inspector import inspector_app

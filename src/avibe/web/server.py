@@ -1,30 +1,35 @@
 """`vibe serve`: the HTTP API of a host of live sessions (issue 12), an ASGI app served by uvicorn.
 
-    GET  /health                         this host: its sessions, and why a session's host last failed
+    GET  /health                         alive (no token); with the token: the sessions hosted, and why
+                                         a session's host last failed
     GET  /sessions                       every session of the record
     GET  /sessions/{id}/entries?after=N  the record after seq N, each entry with its harness-written tag
-    POST /sessions/{id}/messages         the person's message ({"text": ...}); Idempotency-Key honoured;
-                                         always needs the serve token, loopback too (see below)
-    POST /callbacks/{id}                 a callback's body becomes a tagged input (secret required)
+    POST /sessions/{id}/messages         the person's message ({"text": ...}); Idempotency-Key honoured
+    POST /callbacks/{id}                 a callback's body becomes a tagged input (its own secret)
     /inspect                             the inspector, where installed (read-only)
 
-A callback request must carry its secret - `Authorization: Bearer <secret>`, or `X-Avibe-Signature:
-sha256=<hex HMAC-SHA256 of the body>` - else 401 and nothing is recorded; a body over the callback's
-limit is 413, more requests a minute than it allows 429. `Idempotency-Key` makes a retry record nothing
-new (exactly once into the record, whichever host the retry reaches). A request is answered 202 only
-once its input is committed. Bound to anything but loopback, every other endpoint needs the serve token
-(`Authorization: Bearer <token>`, AVIBE_SERVE_TOKEN).
+Every route but callbacks (and a bare /health) needs the serve token, on loopback too: `Authorization:
+Bearer <token>` (the inspector also takes it once as `?token=`, then keeps it in a cookie). An agent's
+sandboxed command shares the machine's network, so on loopback it is just another local process: without
+the token it could read every session, and post its own words into the record as the person's (T1). The
+token is AVIBE_SERVE_TOKEN, else `serve-token` in Avibe's home, which the sandbox hides. The Host header
+must name this server (avibe.web.guard): a web page whose name resolves to 127.0.0.1 gets 421.
 
-The person's messages need the token on loopback too (T1: nobody but the user writes the user's words). A
-sandboxed shell command shares the host's network, so an agent could otherwise `curl` its own words into
-the record as the user's; the token lives in Avibe's home (`serve-token`), which the sandbox hides.
+A callback request must carry its secret - `Authorization: Bearer <secret>`, or a signature:
+`X-Avibe-Timestamp: <unix seconds>` and `X-Avibe-Signature: sha256=<hex HMAC-SHA256 of
+"{timestamp}.{Idempotency-Key}.{body}">` (the key empty when none is sent) - else 401 and nothing is
+recorded. A signature is good for 5 minutes either side of this host's clock, and within them it records
+once: its Idempotency-Key (or, without one, the signature itself) is the delivery key, and a new key
+breaks the signature. A body over the callback's limit is 413, more requests a minute than it allows
+429. `Idempotency-Key` makes a retry record nothing new (exactly once into the record, whichever host the
+retry reaches). A request is answered 202 only once its input is committed. Client input is never
+answered with a 5xx: a body or number of the wrong shape is 400, naming what is wrong.
 """
 
 from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
 import logging
 import os
@@ -32,13 +37,14 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
@@ -50,22 +56,17 @@ from avibe.record.entries import Entry, EntryQuery, Source
 from avibe.record.feeds import Feed
 from avibe.record.sources import render_entry_text
 from avibe.web.fleet import Fleet
+from avibe.web.guard import HostGuard, Hosts
 
 log = logging.getLogger("avibe.serve")
 
 MAX_KEY_CHARS: Final = 150
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
+MAX_SEQ: Final = 2**62  # past any record's size, and below what SQLite's integers hold
 PAGE: Final = 500
 TOKEN_FILE: Final = "serve-token"
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+SIGNATURE_WINDOW_S: Final = 300  # a signed callback is good this long either side of this host's clock
+CALLBACKS: Final = "/callbacks/"
 
 
 class RateLimit:
@@ -87,6 +88,10 @@ class RateLimit:
                 return 60.0 - (now - times[0])
             times.append(now)
             return 0.0
+
+
+class BadInput(Exception):
+    """A client's input of the wrong shape: answered 400 with this message."""
 
 
 def _error(status: int, message: str, **headers: str) -> JSONResponse:
@@ -118,44 +123,139 @@ async def _body(request: Request, limit: int) -> bytes | None:
     return bytes(body)
 
 
-def _authorised(request: Request, secret: str, body: bytes) -> bool:
+def whole_number(params: Mapping[str, str], name: str, default: int, low: int, high: int) -> int:
+    """A query parameter that must be a whole number in [low, high]; BadInput naming it otherwise."""
+    text = params.get(name)
+    if text is None:
+        return default
+    text = text.strip()
+    if not (text.isascii() and text.lstrip("-").isdigit() and len(text) <= 20):
+        raise BadInput(f"{name} must be a whole number from {low} to {high:,}")
+    value = int(text)
+    if not low <= value <= high:
+        raise BadInput(f"{name} must be a whole number from {low} to {high:,}")
+    return value
+
+
+def message_text(body: bytes) -> str:
+    """The text of a person's message body, `{"text": "..."}`; BadInput naming what is wrong."""
+    try:
+        found = json.loads(body)
+    except RecursionError:  # nested past the parser's depth: no message is shaped like that
+        raise BadInput('the body is not JSON of the form {"text": "..."} (nested too deep)') from None
+    except ValueError:  # not JSON, or not UTF-8
+        raise BadInput('the body is not JSON of the form {"text": "..."}') from None
+    if not isinstance(found, dict):
+        raise BadInput(f'the body must be a JSON object {{"text": "..."}}, not {type(found).__name__}')
+    text = found.get("text")
+    if not isinstance(text, str):
+        shown = "missing" if "text" not in found else f"a {type(text).__name__}"
+        raise BadInput(f'"text" must be a string with the message; it is {shown}')
+    if not text.strip():
+        raise BadInput('"text" is empty')
+    return text
+
+
+def callback_signature(secret: str, timestamp: str, key: str, body: bytes) -> str:
+    """`sha256=<hex HMAC-SHA256 of "{timestamp}.{key}.{body}">`: what a signed callback carries in
+    X-Avibe-Signature (the key is its Idempotency-Key header, empty when it sends none)."""
+    message = f"{timestamp}.{key}.".encode() + body
+    return "sha256=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
+
+
+def sign_callback(secret: str, body: bytes, key: str = "", now: float | None = None) -> dict[str, str]:
+    """The headers of a signed callback request (for senders written in Python, and the tests)."""
+    timestamp = str(int(time.time() if now is None else now))
+    headers = {
+        "X-Avibe-Timestamp": timestamp,
+        "X-Avibe-Signature": callback_signature(secret, timestamp, key, body),
+    }
+    return headers | ({"Idempotency-Key": key} if key else {})
+
+
+def _signature_refused(request: Request, secret: str, body: bytes, now: float) -> str | None:
+    """Why a signed callback is refused, or None when its signature is good and fresh."""
+    timestamp = request.headers.get("x-avibe-timestamp", "").strip()
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
+        return "a signed callback needs X-Avibe-Timestamp: <unix seconds>"
+    if abs(now - int(timestamp)) > SIGNATURE_WINDOW_S:
+        return (
+            f"X-Avibe-Timestamp is more than {SIGNATURE_WINDOW_S} s from this host's clock "
+            "(a replay, or the sender's clock is wrong)"
+        )
+    given = request.headers.get("x-avibe-signature", "").strip().lower()
+    key = request.headers.get("idempotency-key", "")
+    expected = callback_signature(secret, timestamp, key, body)
+    if not hmac.compare_digest(given.encode(), expected.encode()):
+        return 'wrong signature (HMAC-SHA256 of "{timestamp}.{Idempotency-Key}.{body}")'
+    return None
+
+
+def _callback_refused(request: Request, secret: str, body: bytes, now: float) -> str | None:
+    """Why a callback request is refused (no or wrong secret, a stale signature), or None."""
+    if "x-avibe-signature" in request.headers:  # a signature decides, whatever else the request carries
+        return _signature_refused(request, secret, body, now)
     bearer = request.headers.get("authorization", "")
     if bearer.lower().startswith("bearer "):
-        return hmac.compare_digest(bearer[7:].strip().encode(), secret.encode())
-    signature = request.headers.get("x-avibe-signature", "")
-    if signature.startswith("sha256="):
-        expected = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-        return hmac.compare_digest(signature[7:].strip().lower().encode(), expected.encode())
-    return False
+        if hmac.compare_digest(bearer[7:].strip().encode(), secret.encode()):
+            return None
+        return "wrong secret"
+    return "missing secret (Authorization: Bearer <secret>, or a signature)"
 
 
 def _bearer_is(request: Request, token: str) -> bool:
     given = request.headers.get("authorization", "")
-    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
 
 
 def serve_token_file(home: Path) -> str:
     """The token of this machine's `vibe serve` kept in Avibe's home (made once, owner-only): the person's
-    scripts read it there; an agent's sandboxed command cannot (the sandbox hides the home)."""
+    scripts read it there; an agent's sandboxed command cannot (the sandbox hides the home). Several
+    hosts started at once on one home agree on one token: the file is made whole, then linked in place,
+    and only the first link wins."""
     path = home / TOKEN_FILE
+    token = _read_token(path)
+    if token:
+        return token
+    home.mkdir(parents=True, exist_ok=True)
+    token = secrets.token_urlsafe(24)
+    made = home / f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
+    descriptor = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
+        out.write(token + "\n")
     try:
-        token = path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        token = ""
-    if not token:
-        home.mkdir(parents=True, exist_ok=True)
-        token = secrets.token_urlsafe(24)
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-            out.write(token + "\n")
+        os.link(made, path)
+    except FileExistsError:
+        found = _read_token(path)
+        if found:
+            return found  # another process made it first
+        os.replace(made, path)  # an empty file: make it anew
+    finally:
+        made.unlink(missing_ok=True)
     return token
 
 
-def _key(request: Request, scope: str) -> str | JSONResponse:
+def _read_token(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return ""
+
+
+def _key(request: Request, scope: str) -> str:
     key = request.headers.get("idempotency-key", "")
     if len(key) > MAX_KEY_CHARS or not key.isprintable():
-        return _error(400, f"Idempotency-Key must be printable and at most {MAX_KEY_CHARS} characters")
+        raise BadInput(f"Idempotency-Key must be printable and at most {MAX_KEY_CHARS} characters")
     return f"{scope}:{key}" if key else ""
+
+
+def _refuse_unauthorised() -> JSONResponse:
+    return _error(
+        401,
+        "this needs the serve token (Authorization: Bearer <token>; on this machine it is in Avibe's "
+        "home, serve-token, or AVIBE_SERVE_TOKEN)",
+        **{"WWW-Authenticate": 'Bearer realm="avibe"'},
+    )
 
 
 @dataclass
@@ -164,30 +264,35 @@ class Api:
     fleet: Fleet
     clock: Clock
     user_name: str
-    token: str | None = None  # required on every endpoint but callbacks when set
-    limits: RateLimit | None = None
-    person_token: str | None = None  # required to post the person's message (the token when set)
-
-    def __post_init__(self) -> None:
-        self.limits = self.limits or RateLimit()
-        self.person_token = self.token or self.person_token
+    token: str  # required on every endpoint but callbacks and the bare /health, loopback too
+    limits: RateLimit = field(default_factory=RateLimit)
 
     def guarded(
         self, endpoint: Callable[[Request], Awaitable[Response]]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
-            if self.token is not None and not _bearer_is(request, self.token):
-                return _error(401, "this host needs its serve token (Authorization: Bearer <token>)")
-            try:
-                return await endpoint(request)
-            except UnknownSession as exc:
-                return _error(404, str(exc))
-            except AvibeError as exc:
-                return _error(503 if "unavailable" in str(exc) else 400, str(exc))
+            if not _bearer_is(request, self.token):
+                return _refuse_unauthorised()
+            return await self.answered(endpoint, request)
 
         return run
 
+    async def answered(
+        self, endpoint: Callable[[Request], Awaitable[Response]], request: Request
+    ) -> Response:
+        """The endpoint's answer; what the client got wrong is a 4xx, never a 500."""
+        try:
+            return await endpoint(request)
+        except BadInput as exc:
+            return _error(400, str(exc))
+        except (UnknownSession, UnknownFeed) as exc:
+            return _error(404, str(exc))
+        except AvibeError as exc:
+            return _error(503 if "unavailable" in str(exc) else 400, str(exc))
+
     async def health(self, request: Request) -> Response:
+        if not _bearer_is(request, self.token):
+            return JSONResponse({"ok": True})  # alive; which sessions it hosts is for the token holder
         return JSONResponse(
             {"ok": True, "hosting": self.fleet.hosted(), "failures": dict(self.fleet.failures)}
         )
@@ -198,38 +303,25 @@ class Api:
 
     async def entries(self, request: Request) -> Response:
         session = request.path_params["session"]
-        try:
-            after = int(request.query_params.get("after", "0"))
-            limit = min(int(request.query_params.get("limit", str(PAGE))), PAGE)
-        except ValueError:
-            return _error(400, "after and limit must be whole numbers")
-        query = EntryQuery(session, seq_from=after + 1, limit=max(limit, 0))
+        after = whole_number(request.query_params, "after", 0, 0, MAX_SEQ)
+        limit = whole_number(request.query_params, "limit", PAGE, 0, MAX_SEQ)
+        query = EntryQuery(session, seq_from=after + 1, limit=min(limit, PAGE))
         found = await run_in_threadpool(self.store.query, query)
         return JSONResponse([entry_json(e) for e in found])
 
     async def message(self, request: Request) -> Response:
         session = request.path_params["session"]
-        if self.person_token is None or not _bearer_is(request, self.person_token):
-            return _error(
-                401,
-                "the person's message needs the serve token (Authorization: Bearer <token>; on this "
-                "machine it is in Avibe's home, serve-token)",
-            )
         body = await _body(request, MAX_MESSAGE_BYTES)
         if body is None:
             return _error(413, f"a message is at most {MAX_MESSAGE_BYTES:,} bytes")
-        try:
-            text = json.loads(body)["text"]
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError("empty")
-        except (ValueError, KeyError, TypeError):
-            return _error(400, 'send JSON {"text": "..."} with the message')
+        text = message_text(body)
         key = _key(request, f"message:{session}")
-        if isinstance(key, JSONResponse):
-            return key
         return await self._record(session, Source("user", name=self.user_name), text, key)
 
     async def callback(self, request: Request) -> Response:
+        return await self.answered(self._callback, request)
+
+    async def _callback(self, request: Request) -> Response:
         feed_id = request.path_params["feed"]
         try:
             feed = await run_in_threadpool(self._callback_feed, feed_id)
@@ -238,9 +330,9 @@ class Api:
         body = await _body(request, int(feed.spec["max_bytes"]))
         if body is None:
             return _error(413, f"the body is over this callback's limit of {feed.spec['max_bytes']:,} bytes")
-        if not _authorised(request, str(feed.spec["secret"]), body):
-            return _error(401, "missing or wrong secret", **{"WWW-Authenticate": 'Bearer realm="avibe"'})
-        assert self.limits is not None
+        refused = _callback_refused(request, str(feed.spec["secret"]), body, self.clock.now().timestamp())
+        if refused is not None:
+            return _error(401, refused, **{"WWW-Authenticate": 'Bearer realm="avibe"'})
         wait = self.limits.allow(feed.id, int(feed.spec["per_minute"]))
         if wait:
             return _error(429, "too many requests for this callback", **{"Retry-After": str(int(wait) + 1)})
@@ -251,12 +343,13 @@ class Api:
         if not text.strip():
             return _error(400, "the body is empty")
         key = _key(request, f"callback:{feed.id}")
-        if isinstance(key, JSONResponse):
-            return key
+        if not key and "x-avibe-signature" in request.headers:
+            # A signed request without a key is recorded once all the same: its signature is its key.
+            key = f"callback:{feed.id}:sig:{request.headers['x-avibe-signature'].strip().lower()[7:]}"
         return await self._record(feed.session, Source("callback", name=feed.name, ref=feed.id), text, key)
 
     def _callback_feed(self, feed_id: str) -> Feed:
-        if not isinstance(self.store, FeedStore):
+        if not isinstance(self.store, FeedStore) or len(feed_id) > MAX_KEY_CHARS:
             raise UnknownFeed(feed_id)
         feed = self.store.get_feed(feed_id)
         if feed.kind != "callback" or feed.removed_at is not None:
@@ -277,14 +370,16 @@ class Api:
         return JSONResponse({"session": session, "seq": entry.seq, "duplicate": duplicate}, status_code=202)
 
 
-def build_app(api: Api, *, extra: list[Mount | Route] | None = None) -> Starlette:
+def build_app(api: Api, *, extra: list[Mount | Route] | None = None, hosts: Hosts | None = None) -> Starlette:
+    """The API's app. `hosts`: the names it answers to (every route but callbacks; see guard.HostGuard)."""
     guard = api.guarded
     routes: list[Route | Mount] = [
-        Route("/health", guard(api.health)),
+        Route("/health", api.health),  # bare: alive; with the token, what it hosts
         Route("/sessions", guard(api.sessions)),
         Route("/sessions/{session}/entries", guard(api.entries)),
         Route("/sessions/{session}/messages", guard(api.message), methods=["POST"]),
-        Route("/callbacks/{feed}", api.callback, methods=["POST"]),  # its own secret
+        Route(CALLBACKS + "{feed}", api.callback, methods=["POST"]),  # its own secret
         *(extra or []),
     ]
-    return Starlette(routes=routes)
+    middleware = [Middleware(HostGuard, hosts=hosts, exempt=[CALLBACKS])] if hosts is not None else []
+    return Starlette(routes=routes, middleware=middleware)

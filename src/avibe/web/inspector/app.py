@@ -10,9 +10,13 @@
     GET /eval                              an eval results folder's report (`vibe inspect --eval DIR`)
     GET /static/...                        the script, the style sheet, the vendored uPlot
 
-Read-only: every route is a GET, the store is only read. With a token (anything but loopback), every
-request needs it: `Authorization: Bearer <token>`, or `?token=<token>` once (it is then kept in a cookie).
-Live updates poll the record for entries after the last seq, so they work whichever process writes.
+Read-only: every route is a GET, the store is only read. With a token (`vibe serve` and `vibe inspect`
+always give one, loopback too: an agent's sandboxed command is a local process), every request needs it:
+`Authorization: Bearer <token>`, or `?token=<token>` once (it is then kept in an HttpOnly, SameSite=Strict
+cookie of this port). Every response carries a strict Content-Security-Policy (the page's own script and
+style files only, never framed); a file of an eval folder gets one that forbids script altogether and
+sandboxes it (an SVG can hold a script). Live updates poll the record for entries after the last seq, so
+they work whichever process writes.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from avibe.errors import AvibeError, UnknownSession
 from avibe.ports import RecordStore
+from avibe.web.guard import FILE_CSP, HostGuard, Hosts, SecurityHeaders
 from avibe.web.inspector import pages
 from avibe.web.inspector.evals import EvalFolder
 from avibe.web.inspector.filters import BadFilter, Filters, parse_filters
@@ -52,6 +57,7 @@ HERE: Final = Path(__file__).parent
 COOKIE: Final = "avibe_inspect"
 POLL_S: Final = 0.2  # live updates: how often the record is asked for new entries
 HEARTBEAT_S: Final = 15.0
+MAX_SEQ: Final = 2**62  # past any record's size, and below what SQLite's integers hold
 
 
 def exact(text: str) -> Markup:
@@ -75,6 +81,13 @@ def _templates() -> jinja2.Environment:
     return env
 
 
+def cookie_name(scope: Scope) -> str:
+    """The token's cookie, one per port: browsers share cookies between the ports of a host, and `vibe
+    serve`'s inspector and `vibe inspect`'s have different tokens."""
+    server = scope.get("server")
+    return f"{COOKIE}_{server[1]}" if server and server[1] else COOKIE
+
+
 class TokenGuard:
     """Every request carries the token (header, cookie, or `?token=` which sets the cookie), else 401."""
 
@@ -92,11 +105,12 @@ class TokenGuard:
         header = request.headers.get("authorization", "")
         bearer = header[7:].strip() if header.lower().startswith("bearer ") else ""
         query = request.query_params.get("token", "")
-        if self._ok(bearer) or self._ok(request.cookies.get(COOKIE, "")):
+        cookie = cookie_name(scope)
+        if self._ok(bearer) or self._ok(request.cookies.get(cookie, "")):
             await self.app(scope, receive, send)
         elif self._ok(query):
             response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
-            response.set_cookie(COOKIE, self.token, httponly=True, samesite="strict")
+            response.set_cookie(cookie, self.token, httponly=True, samesite="strict")
             await response(scope, receive, send)
         else:
             message = "the inspector needs its token: open the address `vibe inspect` printed"
@@ -141,11 +155,12 @@ class Inspector:
         return parse_filters(raw), raw
 
     def _after(self, request: Request) -> int:
-        value = request.headers.get("last-event-id") or request.query_params.get("after", "0")
-        try:
-            return max(0, int(value))
-        except ValueError:
-            raise BadFilter("after is a message number (a whole number)") from None
+        value = (request.headers.get("last-event-id") or request.query_params.get("after", "0")).strip()
+        if not (value.isascii() and value.lstrip("-").isdigit() and len(value) <= 20):
+            raise BadFilter("after is a message number (a whole number)")
+        if int(value) > MAX_SEQ:
+            raise BadFilter(f"after is a message number, at most {MAX_SEQ:,}")
+        return max(0, int(value))
 
     async def timeline(self, request: Request) -> Response:
         filters, raw = self._filters(request)
@@ -203,6 +218,8 @@ class Inspector:
     async def checkpoint(self, request: Request) -> Response:
         session = request.path_params["session"]
         number = request.path_params["number"]
+        if number > MAX_SEQ:
+            return self.render(request, "error.html.j2", 404, message=f"no checkpoint {number} in {session}")
         view = await run_in_threadpool(pages.checkpoint_view, self._store(), session, number)
         if view is None:
             return self.render(request, "error.html.j2", 404, message=f"no checkpoint {number} in {session}")
@@ -221,7 +238,8 @@ class Inspector:
         found = self.evals.file(request.path_params["name"]) if self.evals else None
         if found is None:
             return Response("not found", status_code=404, media_type="text/plain")
-        return FileResponse(found)
+        # Same origin as the pages: an SVG's script would run with the inspector's rights. No script here.
+        return FileResponse(found, headers={"Content-Security-Policy": FILE_CSP})
 
 
 def _safe(inspector: Inspector, endpoint: Any) -> Any:
@@ -234,16 +252,22 @@ def _safe(inspector: Inspector, endpoint: Any) -> Any:
             return inspector.render(request, "error.html.j2", 404, message=str(exc))
         except (AvibeError, ValueError) as exc:  # a bad filter, a record that cannot be read
             return inspector.render(request, "error.html.j2", 400, message=str(exc))
+        except OverflowError:  # a number in the address past what the record's integers hold
+            return inspector.render(request, "error.html.j2", 400, message="a number is out of range")
 
     return run
 
 
 def inspector_app(
-    store: RecordStore | None, *, token: str | None = None, eval_dir: Path | None = None
+    store: RecordStore | None,
+    *,
+    token: str | None = None,
+    eval_dir: Path | None = None,
+    hosts: Hosts | None = None,
 ) -> Starlette:
     """The inspector over `store` (read only). `vibe serve` mounts it at /inspect, `vibe inspect` serves
-    it alone. With `token`, every request must carry it (required when bound to anything but loopback).
-    `eval_dir`: an eval results folder shown at /eval."""
+    it alone. With `token`, every request must carry it (both commands always give one). `eval_dir`: an
+    eval results folder shown at /eval. `hosts`: the Host names it answers to (when served alone)."""
     inspector = Inspector(store, eval_dir)
 
     def route(path: str, endpoint: Any) -> Route:
@@ -265,4 +289,7 @@ def inspector_app(
     app = Starlette(routes=routes)
     if token is not None:
         app.add_middleware(TokenGuard, token=token)
+    app.add_middleware(SecurityHeaders)  # outside the token: a 401 is a page too
+    if hosts is not None:
+        app.add_middleware(HostGuard, hosts=hosts)
     return app

@@ -93,7 +93,15 @@ window.AvibeInspector = (function () {
     api.data = data;
   }
 
+  // The plot starts from here, not from a script in the page: the Content-Security-Policy allows no
+  // inline script.
+  function startPlot() {
+    const data = document.getElementById("context-data");
+    if (data && data.dataset.timeline) contextPlot(data.dataset.timeline);
+  }
+
   api.contextPlot = contextPlot;
   document.addEventListener("DOMContentLoaded", liveTimeline);
+  document.addEventListener("DOMContentLoaded", startPlot);
   return api;
 })();
