@@ -129,12 +129,15 @@ def check_layout(mode: str, workdir: Path, *, home: Path, config_dir: Path | Non
     if mode == "full-access":
         return
     work = workdir.expanduser().resolve()
-    named = [(home, "Avibe's home (AVIBE_HOME)"), (config_dir, "Avibe's user config folder")]
-    for folder, what in named:
+    named = [
+        (home, "Avibe's home", "work in another folder, or move Avibe's home (AVIBE_HOME)"),
+        (config_dir, "Avibe's user config folder", "work in another folder"),
+    ]
+    for folder, what, fix in named:
         if folder is not None and work.is_relative_to(folder.expanduser().resolve()):
             raise UnsafeLayout(
                 f"the working directory {work} is {what} or lies inside it, so the agent could change "
-                "Avibe's own files; work in another folder, or move Avibe's home (AVIBE_HOME)"
+                f"Avibe's own files; {fix}"
             )
     database = sqlite_path(database_url)
     if mode == "workspace-write" and database is not None and database.resolve().parent == work:
