@@ -186,7 +186,8 @@ def callback_add(
         f"--data-binary @body.txt {url}"
     )
     typer.echo(
-        "        (or sign the body: X-Avibe-Signature: sha256=<hex HMAC-SHA256 of the body with the secret>)"
+        "        (or sign it: X-Avibe-Timestamp: <unix seconds> and X-Avibe-Signature: sha256=<hex "
+        'HMAC-SHA256 with the secret of "<timestamp>.<Idempotency-Key>.<body>">, good for 5 minutes)'
     )
 
 

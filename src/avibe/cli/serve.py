@@ -186,28 +186,32 @@ def serve(
         raise BadArgument("--exit-when-idle hosts one session: give it with --session")
     if session is not None:
         require_session(settings, session)
-    # The port first: one in use is one line, before a token is written or a session's lease taken.
+    _preflight(settings, model_name, named=model is not None)
+    # The port before anything is written: one in use is one line, no serve-token made, no lease taken.
     address = _address(settings, host, port)
     listening = None if exit_when_idle else listen_socket(*address)
     try:
-        _serve(settings, model_name, model, window, workdir, max_steps, session, address[0], listening)
+        _serve(settings, model_name, window, workdir, max_steps, session, address[0], listening)
     finally:
         if listening is not None:
             listening.close()
 
 
-def _serve(
-    settings: Settings, model_name: str, model: str | None, window: int | None, workdir: Path,
-    max_steps: int, session: str | None, bind: str, listening: socket.socket | None,
-) -> None:  # fmt: skip
+def _preflight(settings: Settings, model_name: str, *, named: bool) -> None:
     try:
         preflight_model(model_name, settings)
     except AvibeError as exc:
-        if model is not None:  # asked for by name: a model that cannot run here is an error
+        if named:  # asked for by name: a model that cannot run here is an error
             raise
         # The configured default: a host of Claude Code / Codex / OpenCode sessions needs no model of its
         # own, so serve them; Vibey's sessions fail (and /health says why) until the model can run.
         typer.echo(f"[serve] warning: Vibey's model cannot run here ({exc}); only other agents' sessions run")
+
+
+def _serve(
+    settings: Settings, model_name: str, window: int | None, workdir: Path, max_steps: int,
+    session: str | None, bind: str, listening: socket.socket | None,
+) -> None:  # fmt: skip
     log_path = log_to_file(settings)
     announce(settings)  # before it hosts a session (issue 27 item 1)
     workdir = workdir.resolve()
