@@ -406,7 +406,7 @@ def _trusted_folders(user: _Layer) -> list[Path]:
 
 def _shown(value: object) -> str:
     """A value the agent may have written, for a warning line: TOML-like, ASCII-escaped, short."""
-    text = json.dumps(value, ensure_ascii=True)
+    text = json.dumps(value, ensure_ascii=True, default=str)
     return text if len(text) <= 80 else text[:77] + "..."
 
 

@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 LEDGER_FILE: Final = "provenance.json"
 AGENTS_MD: Final = "AGENTS.md"
 WORKDIR_SKILLS: Final = Path(".avibe") / "skills"
+HASH_CHUNK: Final = 1 << 20
 KEEP_PER_FILE: Final = 32  # the newest contents an agent left in one file; older ones are forgotten
 
 
@@ -48,11 +49,16 @@ class AgentWrite:
 
 
 def file_hash(path: Path) -> str | None:
-    """The sha256 of a regular file's bytes (links followed), or None when there is none to read."""
+    """The sha256 of a regular file's bytes (links followed), or None when there is none to read. Read
+    in chunks: the agent may point AGENTS.md at a huge file, and this runs around every tool call."""
     try:
         if not path.is_file():
             return None
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        digest = hashlib.sha256()
+        with path.open("rb") as handle:
+            while chunk := handle.read(HASH_CHUNK):
+                digest.update(chunk)
+        return digest.hexdigest()
     except OSError:
         return None
 
