@@ -427,6 +427,28 @@ def test_the_start_check_refuses_what_the_sandbox_cannot_protect(
     assert isinstance(caught.value, ConfigError)
 
 
+@pytest.mark.parametrize("linked", ["home", "config", "database"])
+def test_the_start_check_refuses_a_home_reached_through_a_link_in_the_workdir(
+    tmp_path: Path, linked: str
+) -> None:
+    """Issue 27 item 2: `.local/share/avibe` a link to the real home elsewhere - a command can remove the
+    link and put a folder with a crafted avibe.db in its place, which the next start would open. The same
+    for the config folder and the database file. In read-only nothing can be replaced: allowed."""
+    work, real = tmp_path / "user", tmp_path / "elsewhere"
+    (work / ".local" / "share").mkdir(parents=True)
+    real.mkdir()
+    (real / "avibe.db").write_text("")
+    link = work / ".local" / "share" / ("avibe.db" if linked == "database" else "avibe")
+    link.symlink_to(real / "avibe.db" if linked == "database" else real)
+    home = link if linked == "home" else tmp_path / "home"
+    config = link if linked == "config" else tmp_path / "config"
+    url = f"sqlite:///{link if linked == 'database' else home / 'avibe.db'}"
+    with pytest.raises(UnsafeLayout, match="through the link"):
+        check_layout("workspace-write", work, home=home, config_dir=config, database_url=url)
+    check_layout("read-only", work, home=home, config_dir=config, database_url=url)
+    check_layout("workspace-write", tmp_path / "other", home=home, config_dir=config, database_url=url)
+
+
 def test_open_session_refuses_such_a_workdir_before_writing_anything(tmp_path: Path) -> None:
     """Issue 27 item 2: `vibe run` in Avibe's home stops before any database or session exists."""
     from avibe.cli.wiring import open_session

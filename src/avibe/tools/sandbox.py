@@ -121,7 +121,8 @@ def check_layout(mode: str, workdir: Path, *, home: Path, config_dir: Path | Non
     folder would hold what must stay read-only to it - the working directory is Avibe's home or the
     user's config folder, or lies inside one; or, in workspace-write, the SQLite database lies directly
     in the working directory (a command could put `-journal` / `-wal` files next to it that SQLite reads
-    as its own). A home, config folder or database in a subfolder of the working directory is fine: it is
+    as its own), or one of them is reached through a link inside it (a command could replace the link).
+    A home, config folder or database in a subfolder of the working directory is fine: it is
     covered, cannot be renamed, and the file tools know it by identity. full-access: no check (the person
     opted out of the sandbox)."""
     if mode not in MODES:
@@ -140,12 +141,33 @@ def check_layout(mode: str, workdir: Path, *, home: Path, config_dir: Path | Non
                 f"Avibe's own files; {fix}"
             )
     database = sqlite_path(database_url)
-    if mode == "workspace-write" and database is not None and database.resolve().parent == work:
+    if mode != "workspace-write":
+        return
+    if database is not None and database.resolve().parent == work:
         raise UnsafeLayout(
             f"the record's database {database.name} lies directly in the working directory {work}, where "
             "the agent could put files next to it that SQLite would read as part of the record; move the "
             "database into a folder of its own (AVIBE_DATABASE_URL), or use AVIBE_SANDBOX=read-only"
         )
+    for path in (home, config_dir, database):
+        link = None if path is None else _replaceable_link(path, work)
+        if link is not None:
+            raise UnsafeLayout(
+                f"Avibe reaches {path} through the link {link} in the working directory, which the agent "
+                "could replace with a folder or file of its own; point the setting (AVIBE_HOME, "
+                "AVIBE_DATABASE_URL, XDG_CONFIG_HOME) at the real path, or use AVIBE_SANDBOX=read-only"
+            )
+
+
+def _replaceable_link(path: Path, work: Path) -> Path | None:
+    """The first link on the way to `path` (as configured, not resolved) whose own entry lies inside
+    `work`: a command can remove it and put something else there, and Avibe would follow that next time."""
+    current = Path("/")
+    for part in Path(os.path.abspath(path.expanduser())).parts[1:]:
+        current = current / part
+        if current.is_symlink() and current.parent.resolve().is_relative_to(work):
+            return current
+    return None
 
 
 @dataclass(frozen=True, slots=True)
