@@ -36,6 +36,7 @@ _LOOK_ALIKES: Final[dict[str, frozenset[str]]] = {
     "i": frozenset("iіıɪιӏlǀᎥꓲ1!|"),
     "b": frozenset("bвьβʙᏼƅɓƀᏴᏏᗷᑲꓐ6"),
 }
+_FIRSTS: Final[frozenset[str]] = frozenset[str]().union(*(_LOOK_ALIKES[key[0]] for key in _KEYS))
 # Enclosed letters that Unicode normalisation leaves alone: negative circled, negative squared and
 # regional-indicator A-Z.
 _ENCLOSED: Final = (0x1F150, 0x1F170, 0x1F1E6)
@@ -70,12 +71,13 @@ _BREAKS: Final = frozenset("\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029")  # where str.
 
 # Escapes a renderer or a model decodes into the character they stand for: HTML entities (also behind
 # `&amp;`, as double-encoded text is), backslash escapes (`\u005b`, `\x5b`, `\N{...}`, octal) and URL
-# percent-escapes (also `%255B`).
+# percent-escapes (also `%255B`). Every repetition is bounded, so a match costs O(1) wherever it starts.
 _ESCAPE: Final = re.compile(
-    r"&(?:amp;|#0*38;|#x0*26;)*(?P<entity>#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)"
-    r"|\\+(?:u\{(?P<brace>[0-9a-fA-F]{1,6})\}|u(?P<u4>[0-9a-fA-F]{4})|U(?P<u8>[0-9a-fA-F]{8})"
+    r"&(?:amp;|#0{0,4}38;|#[xX]0{0,4}26;){0,4}"
+    r"(?P<entity>#[0-9]{1,7};?|#[xX][0-9a-fA-F]{1,6};?|[A-Za-z][A-Za-z0-9]{1,31};)"
+    r"|\\{1,8}(?:u\{(?P<brace>[0-9a-fA-F]{1,6})\}|u(?P<u4>[0-9a-fA-F]{4})|U(?P<u8>[0-9a-fA-F]{8})"
     r"|x(?P<x2>[0-9a-fA-F]{2})|N\{(?P<name>[A-Za-z0-9 -]{1,60})\}|(?P<octal>[0-3][0-7]{2}))"
-    r"|%(?:25)*(?P<percent>[0-9a-fA-F]{2})"
+    r"|%(?:25){0,4}(?P<percent>[0-9a-fA-F]{2})"
 )
 
 
@@ -134,6 +136,11 @@ class _Visible:
                 self._seen.append("\n")
                 self._raw.append(at)
                 continue
+            if raw.isascii():  # the common case, without normalising
+                if raw.isprintable() and not raw.isspace():
+                    self._seen.append(raw)
+                    self._raw.append(at)
+                continue
             for ch in unicodedata.normalize("NFKD", raw):
                 if not _is_invisible(ch):
                     self._seen.append(_unenclosed(ch))
@@ -164,6 +171,9 @@ def _is_word(ch: str) -> bool:
 def _spells_key(chars: _Visible, i: int) -> bool:
     """Whether "harness" or "avibe" is spelled from `i` on: each letter in any case or look-alike, with
     up to _MAX_GAP separators (`H-a-r-n-e-s-s`, `H.a.r...`) between letters but never another letter."""
+    first = chars.at(i)
+    if first.casefold() not in _FIRSTS and first.lower() not in _FIRSTS:
+        return False
     for key in _KEYS:
         at, found = i, 0
         while found < len(key):
@@ -186,6 +196,8 @@ def _skip(chars: _Visible, i: int) -> int:
     letter or digit - brackets, quotes, dashes, ellipses, decoration, which a reader reads past to the
     first word. Markup is `_markup_end`'s."""
     first = chars.at(i)
+    if first in _DECORATION:
+        return i + 1
     if first == "[" and chars.at(i + 1) in {"]", "x", "X"}:
         box = i + (1 if chars.at(i + 1) == "]" else 2)
         if chars.at(box) == "]":
@@ -196,7 +208,7 @@ def _skip(chars: _Visible, i: int) -> int:
         length += 1
     if length and chars.at(j + length) in {".", ")"}:
         return j + length + 1
-    return i + 1 if first in _DECORATION or not _is_word(first) else -1
+    return -1 if _is_word(first) else i + 1
 
 
 @functools.lru_cache(maxsize=16)
