@@ -393,3 +393,8 @@ def test_the_watch_marks_what_changes_during_a_tool_or_a_background_job_not_the_
     agents.write_text("user again")
     watch.settle()
     assert ledger.agent_write(agents) is None
+    skill = work / ".avibe" / "skills" / "x" / "SKILL.md"  # an external agent's turn (Claude Code ...)
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: x\ndescription: y\n---\n")
+    watch.agent_changed(8)  # after its turn: whatever changed is its doing, at its reply's entry
+    assert ledger.agent_write(skill).seq == 8 and ledger.agent_write(agents) is None  # type: ignore[union-attr]

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 
@@ -51,6 +51,9 @@ from avibe.host.events import (
 from avibe.ingress import record_reply
 from avibe.ports import Clock, Delivery, RecordStore
 from avibe.record.entries import CallRecord, Entry, Source
+
+if TYPE_CHECKING:
+    from avibe.store.provenance import ToolWatch
 
 log = logging.getLogger("avibe.backends")
 STATE_PREFIX: Final = "backend."  # store state key per backend: its session id and how far it has read
@@ -102,8 +105,10 @@ class BackendAgent:
         post: Delivery,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         on_start: Callable[[int], None] = lambda _: None,
+        watch: ToolWatch | None = None,
     ) -> None:
         self.backend, self.executable, self.store, self.session_id = backend, executable, store, session_id
+        self.watch = watch  # issue 27 item 7: what the program leaves in AGENTS.md and skills is marked
         self.workdir, self.clock, self.post, self.timeout_s, self.on_start = (
             workdir,
             clock,
@@ -132,6 +137,8 @@ class BackendAgent:
         emit(TurnStarted(self.session_id, self.name))
         self.state.cursor = max(self.state.cursor, inputs[-1].seq)
         self._save()
+        if self.watch is not None:
+            self.watch.settle()
         try:
             outcome = run_program(
                 self.backend,
@@ -144,11 +151,15 @@ class BackendAgent:
                 on_start=self.on_start,
             )
         except BackendError as exc:
+            if self.watch is not None:  # what it wrote before it failed, at the input it worked on
+                self.watch.agent_changed(self.state.cursor)
             return self._failed(str(exc), emit)
         calls = tuple(CallRecord(c.name, _compact(dict(c.arguments))) for c in outcome.calls)
         entry = record_reply(
             self.store, self.session_id, outcome.reply, agent=self.name, clock=self.clock, calls=calls
         )
+        if self.watch is not None:  # whatever the program changed this turn: its reply's step
+            self.watch.agent_changed(entry.seq)
         self.state = BackendState(outcome.backend_session or self.state.session, entry.seq, entry.seq)
         self._save()
         emit(Replied(outcome.reply))
@@ -244,6 +255,7 @@ def open_backend_session(
     """A session host with Claude Code, Codex or OpenCode in it, over a new or existing session; this
     process holds the session's lease while it hosts it (issue 11 item 2)."""
     from avibe.config import user_config_file
+    from avibe.store.provenance import ProvenanceLedger, ToolWatch
     from avibe.tools.sandbox import check_layout
 
     backend, executable = check_backend(agent, settings)
@@ -270,6 +282,7 @@ def open_backend_session(
             post=post,
             timeout_s=timeout_s,
             on_start=on_start,
+            watch=ToolWatch(ProvenanceLedger(settings.home), workdir, session.id),
         )
         host = SessionHost(store, session.id, runner, clock, events)
         add_feeds(host, store, settings, workdir)  # its watches and timers reach the program tagged (T3)

@@ -171,6 +171,12 @@ class ToolWatch:
         finally:
             self._look(by_agent=True)
 
+    def agent_changed(self, seq: int | None) -> None:
+        """Take in every change since the last look as the agent's, at the step #seq: an external
+        agent's turn (Claude Code, Codex, OpenCode change files as they like while they run)."""
+        self._step = seq
+        self._look(by_agent=True)
+
     def settle(self) -> None:
         """Take in changes made since the last look (before a tool call, when the session closes)."""
         self._look(by_agent=self._busy or self.busy())
