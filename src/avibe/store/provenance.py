@@ -81,6 +81,12 @@ def _key(path: Path) -> str:
         return str(path.absolute())
 
 
+def _entries(files: dict[str, Any], path: Path) -> list[dict[str, Any]]:
+    """The ledger's entries for `path` (anything malformed in a hand-edited ledger left out)."""
+    found = files.get(_key(path))
+    return [entry for entry in found if isinstance(entry, dict)] if isinstance(found, list) else []
+
+
 class ProvenanceLedger:
     """The ledger file in Avibe's home; see the module docstring."""
 
@@ -104,8 +110,8 @@ class ProvenanceLedger:
         digest = digest or file_hash(path)
         if digest is None:
             return None
-        for entry in reversed(self._load().get(_key(path), [])):
-            if isinstance(entry, dict) and entry.get("sha256") == digest:
+        for entry in reversed(_entries(self._load(), path)):
+            if entry.get("sha256") == digest:
                 return AgentWrite(
                     digest, str(entry.get("session", "?")), entry.get("seq"), str(entry.get("at"))
                 )
@@ -117,9 +123,7 @@ class ProvenanceLedger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
             files = self._load()
-            entries = [
-                e for e in files.get(_key(path), []) if isinstance(e, dict) and e.get("sha256") != digest
-            ]
+            entries = [e for e in _entries(files, path) if e.get("sha256") != digest]
             files[_key(path)] = [*entries, asdict(write)][-KEEP_PER_FILE:]
             self._write({"version": 1, "files": files})
 
