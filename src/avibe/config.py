@@ -27,7 +27,9 @@ is a ConfigError that names the variable or the file and says what to set.
 |               |                          | no sandbox); see avibe/tools/sandbox.py             |
 | approval      | AVIBE_APPROVAL           | auto; ask: shell commands and writes no allow rule  |
 |               |                          | covers wait for the person (avibe/tools/approval.py)|
+| serve_url     | AVIBE_SERVE_URL          | http://127.0.0.1:8765 (where `vibe serve` listens)  |
 | deny, allow_commands, allow_writes | the `[rules]` table of a config.toml | none (issue 11 item 9) |
+| trusted_projects | - (the user's config.toml only) | none: no project config loosens anything     |
 
 `[rules]` (e.g. `deny = ["vendor/**"]`): the file tools never change a path a deny rule matches; the
 deny rules of every file add up (a rule only ever refuses more), while `allow_commands` and
