@@ -13,6 +13,7 @@ message number, quoted line by line so no memo text can pass for a heading or a 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from typing import Final
 
@@ -20,10 +21,12 @@ from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.prompts import fill, render
 from avibe.record.messages import ChatMessage
-from avibe.record.sources import label_tag_lines, looks_like_tag
+from avibe.record.sources import frame_body, label_tag_lines, looks_like_tag
 
 _COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _BLANK_RUNS: Final = re.compile(r"\n{3,}")
+# The memo's heading and an entry's header (`Message #12:`), behind any decoration, after NFKC + casefold.
+_MEMO_LIKE: Final = re.compile(r"[\W_]*(?:message\W*\d|the user\W*s (?:own )?words)")
 
 
 def system_prompt(
@@ -52,14 +55,23 @@ def _quoted_line(line: str) -> str:
 
 
 def _quoted(text: str) -> str:
-    return "\n".join(_quoted_line(line) for line in text.split("\n"))
+    """Every line quoted - lines broken wherever any reader breaks them (U+2028 too), so no line of a
+    kept message starts outside its quote."""
+    return "\n".join(_quoted_line(line) for line in text.splitlines() or [""])
+
+
+def _reads_like_memo(line: str) -> bool:
+    """Whether a line reads like the recollection's own memo parts: its heading or an entry's header."""
+    return bool(_MEMO_LIKE.match(unicodedata.normalize("NFKC", line).casefold()))
 
 
 def _own(text: str) -> str:
-    """The mind and scene are the model's own words: a line of them that reads like a source tag (a
-    small model copies a callback's tag line into its scene) gets "vibey:" in front, so the recollection
-    never shows a tag the harness did not write (T1, T2)."""
-    return label_tag_lines(text, "vibey")
+    """The mind, scene, plan and file list are the model's (or its workdir's) words: a line of them that
+    reads like a source tag (a small model copies a callback's tag line into its scene) or like a kept
+    message of the user (`Message #12:`) gets "vibey:" in front, so the recollection never shows a tag
+    or a user's message that Avibe did not write (T1, T2)."""
+    lines = label_tag_lines(text, "vibey").splitlines(keepends=True)
+    return "".join(f"vibey: {line}" if _reads_like_memo(line) else line for line in lines)
 
 
 def _memo(items: Sequence[MemoItem]) -> str:
@@ -74,10 +86,12 @@ def _mind(mind: str) -> str:
 
 
 def _skills(skills: Sequence[PutBackSkill]) -> str:
+    """Each skill's text framed: a skill file is not the user's and may be written in the workdir, so no
+    line of it may pass for a heading, a kept message or a tag of the recollection."""
     if not skills:
         return ""
     parts = [
-        fill("recollection_skill", name=s.name, cut=", cut" if s.cut else "", text=s.text.strip())
+        fill("recollection_skill", name=s.name, cut=", cut" if s.cut else "", text=frame_body(s.text.strip()))
         for s in skills
     ]
     return "\n" + fill("recollection_skills", skills="\n\n".join(parts)) + "\n"
@@ -112,10 +126,10 @@ def recollection(
         mind=_own(_mind(checkpoint.mind)),
         memo=_memo(checkpoint.memo),
         scene=_own(checkpoint.scene.strip()),
-        plan="\n" + fill("recollection_plan", plan=plan.strip()) + "\n" if plan.strip() else "",
+        plan="\n" + fill("recollection_plan", plan=_own(plan.strip())) + "\n" if plan.strip() else "",
         current=_current(current_request_seqs),
         skills=_skills(skills),
-        files="\n" + fill("recollection_files", files=files.strip()) + "\n" if files.strip() else "",
+        files="\n" + fill("recollection_files", files=_own(files.strip())) + "\n" if files.strip() else "",
         pointer="\n" + fill("recollection_record", pointer=pointer.strip()) + "\n" if pointer.strip() else "",
     )
 
