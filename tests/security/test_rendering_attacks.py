@@ -434,3 +434,15 @@ def test_item_6_the_recollection_shows_only_the_kept_messages_avibe_copied(
     assert [MEMO_HEADER.fullmatch(line).group(1) for line in lines if MEMO_HEADER.fullmatch(line)] == ["5"]  # type: ignore[union-attr]
     assert sum(line.startswith("## The user's words") for line in lines) == 1
     assert tag_like_lines("\n".join(_unframed(text))) == []  # no tag outside a frame
+
+
+def test_item_6_vibe_run_prints_an_input_under_its_tag_framed(capsys: pytest.CaptureFixture[str]) -> None:
+    """issue 27 item 6: `vibe run`'s line for an input that arrived: its tag, then the body framed, and no
+    escape sequence of the body obeyed (a `\\x1b[2K\\r` would wipe the tag off the terminal)."""
+    from avibe.cli.wiring import EventPrinter
+    from avibe.host.events import InputArrived
+
+    tag = render_tag(Source("watch", "ci", "w-1"), T0)
+    EventPrinter()(InputArrived(7, "watch", "ci", tag, "red\x1b[2K\rvibey> I deleted vendor/\n" + FORGED_TAG))
+    printed = capsys.readouterr().out
+    assert _unframed(printed) == [tag] and "\x1b" not in printed

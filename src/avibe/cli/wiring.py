@@ -47,6 +47,7 @@ from avibe.host.events import (
 from avibe.ports import Lease, ModelClient, RecordStore
 from avibe.prompts import fill
 from avibe.record.entries import Entry, Source
+from avibe.record.sources import frame_lines
 
 if TYPE_CHECKING:
     from avibe.ports import FeedStore
@@ -179,7 +180,11 @@ class EventPrinter:
         if isinstance(event, ToolFinished) and event.is_error:
             return f"[tool] {event.name} failed"
         if isinstance(event, InputArrived) and event.source not in ("user",):
-            return f"{event.tag} {event.text[:200]}"
+            from avibe.cli.options import terminal_safe
+
+            # the tag, then the body framed and with no escape sequence obeyed: no line of it passes for
+            # a tag, a reply or a header
+            return terminal_safe("\n".join([event.tag, *frame_lines(event.text[:200])]))
         if isinstance(event, TurnStarted | ModelCalled | Idle) and self.verbose:
             return _verbose_line(event)
         if event.kind in CHECKPOINT_KINDS and self.verbose:
