@@ -44,7 +44,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -443,13 +443,13 @@ class _Sources:
             )
         return sources
 
-    def _mine(self) -> tuple[_Layer, ...]:
+    def _own_layers(self) -> tuple[_Layer, ...]:
         """The layers whose values apply as they are, first wins."""
         return (self.env, self.project, self.user) if self.trusted else (self.env, self.user)
 
     def mine(self, key: str) -> tuple[Any, str]:
         """The value the user's own sources give `key` (None: the default) and where, for errors."""
-        for layer in self._mine():
+        for layer in self._own_layers():
             if key in layer.values:
                 self.origins[key] = layer.origin(key)
                 return layer.values[key], layer.where(key)
@@ -473,7 +473,9 @@ class _Sources:
             self.ignore(key, self.project.values[key])
         return value, where
 
-    def tightened(self, key: str, parse: Any, stricter: Any) -> Any:
+    def tightened(
+        self, key: str, parse: Callable[[Any, str], Any], stricter: Callable[[Any, Any], bool]
+    ) -> Any:
         """A setting the project may tighten: `parse(raw, where)` checks a value, `stricter(new, old)`
         says whether the project's parsed value is at least as strict as the user's."""
         value = parse(*self.mine(key))
@@ -496,7 +498,7 @@ class _Sources:
             deny.extend(rule for rule in tables[id(layer)].get("deny", ()) if rule not in deny)
         found: dict[str, tuple[str, ...]] = {"deny": tuple(deny)}
         for key in ("allow_commands", "allow_writes"):
-            mine = next((layer for layer in self._mine() if key in tables[id(layer)]), None)
+            mine = next((layer for layer in self._own_layers() if key in tables[id(layer)]), None)
             found[key] = () if mine is None else tables[id(mine)][key]
             if mine is not None:
                 self.origins[key] = mine.origin("rules")
