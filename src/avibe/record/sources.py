@@ -202,13 +202,12 @@ def _skip(chars: _Visible, i: int) -> int:
         box = i + (1 if chars.at(i + 1) == "]" else 2)
         if chars.at(box) == "]":
             return box + 1
-    j = i + (first == "(")
+    if not _is_word(first):  # `(` of `(iv)` too: the marker is read from the next character on
+        return i + 1
     length = 0
-    while chars.at(j + length).isalnum() and length < _MAX_MARKER:
+    while chars.at(i + length).isalnum() and length < _MAX_MARKER:
         length += 1
-    if length and chars.at(j + length) in {".", ")"}:
-        return j + length + 1
-    return -1 if _is_word(first) else i + 1
+    return i + length + 1 if chars.at(i + length) in {".", ")"} else -1
 
 
 @functools.lru_cache(maxsize=16)
