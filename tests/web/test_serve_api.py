@@ -17,6 +17,7 @@ from avibe.record.feeds import Feed
 from avibe.record.sources import frame_body
 from avibe.store import SqlStore
 from avibe.web.fleet import Fleet, SessionHandle
+from avibe.web.guard import Hosts
 from avibe.web.server import TOKEN_FILE, Api, RateLimit, build_app, serve_token_file, sign_callback
 
 SECRET = "s3cret-s3cret-s3cret"
@@ -189,3 +190,42 @@ def test_vibe_serve_mounts_the_inspector_behind_the_same_token(sqlite_store: Sql
         assert client.get("/inspect/").status_code in (401, 403)
         page = client.get("/inspect/", headers={"Authorization": "Bearer tok-9"})
         assert page.status_code == 200 and "inspected" in page.text
+
+
+@pytest.mark.parametrize(
+    ("header", "arrived_on", "answered"),
+    [
+        ("127.0.0.1:8765", 8765, True),
+        ("localhost:8765", 8765, True),
+        ("[::1]:8765", 8765, True),
+        ("LOCALHOST.:8765", 8765, True),
+        ("localhost", 80, True),  # a browser leaves out port 80
+        ("127.0.0.1:1", 8765, False),  # a loopback name, another port
+        ("evil.example:8765", 8765, False),  # DNS rebinding
+        ("127.0.0.1.evil.example:8765", 8765, False),
+        ("avibe.example.com", 8765, True),  # serve_url's host, through a proxy
+        ("avibe.example.com:443", 8765, True),
+        ("avibe.example.com:8080", 8765, False),
+        ("", 8765, False),
+        ("[::1", 8765, False),
+        ("localhost:http", 8765, False),
+    ],
+)
+def test_issue27_only_this_hosts_names_are_answered(header: str, arrived_on: int, answered: bool) -> None:
+    hosts = Hosts.of("127.0.0.1", "https://avibe.example.com")
+    assert hosts.allows(header, arrived_on) is answered
+
+
+def test_issue27_a_forged_host_is_421_but_a_callback_is_its_secrets_business(sqlite_store: SqlStore) -> None:
+    session = sqlite_store.create_session().id
+    spec = {"secret": SECRET, "max_bytes": 100, "per_minute": 3}
+    sqlite_store.add_feed(Feed("cb-1", session, "callback", "build", spec))
+    api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-1")
+    app = build_app(api, hosts=Hosts.of("127.0.0.1"))
+    with TestClient(app, base_url="http://evil.example:80") as client:
+        refused = client.get("/sessions", headers={"Authorization": "Bearer tok-1"})
+        assert refused.status_code == 421 and "evil.example" in refused.json()["error"]
+        posted = client.post("/callbacks/cb-1", content="x", headers={"Authorization": f"Bearer {SECRET}"})
+        assert posted.status_code == 202
+    with TestClient(app, base_url="http://localhost:80") as client:
+        assert client.get("/sessions", headers={"Authorization": "Bearer tok-1"}).status_code == 200

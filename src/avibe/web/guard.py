@@ -79,12 +79,12 @@ class Hosts:
                     named.add((_name(parts.hostname), None))
         return cls(frozenset(local), frozenset(named))
 
-    def allows(self, header: str, arrived_on: int | None) -> bool:
+    def allows(self, header: str, arrived_on: int | None, scheme: str = "http") -> bool:
         name, port = split_host(header)
         if not name:
             return False
-        if name in self.local and port == arrived_on:
-            return True
+        if name in self.local and (port if port is not None else DEFAULT_PORTS.get(scheme)) == arrived_on:
+            return True  # a browser leaves out the scheme's own port (80)
         return (name, port) in self.named
 
     def describe(self) -> str:
@@ -124,7 +124,7 @@ class HostGuard:
         header = Headers(scope=scope).get("host", "")
         server = scope.get("server")
         arrived_on = server[1] if server else None
-        if self.hosts.allows(header, arrived_on):
+        if self.hosts.allows(header, arrived_on, scope.get("scheme", "http")):
             await self.app(scope, receive, send)
             return
         message = (
