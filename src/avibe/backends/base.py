@@ -155,11 +155,18 @@ def failure_text(backend: Backend, what: str, stderr: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
+def program_env(environ: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
+    """An external agent's environment: the person's (its keys, its login, its settings) less Avibe's own
+    variables - the home and database URL (a password, maybe) would let its shell write the record as the
+    user; it runs as it is (L5), not over Avibe's record (issue 27)."""
+    return {**{k: v for k, v in environ.items() if not k.startswith("AVIBE_")}, **extra}
+
+
 class _Process:
     """The running program: stdout lines through a queue (so silence can time out), the stderr tail."""
 
     def __init__(self, argv: list[str], launch: Launch, workdir: Path) -> None:
-        env = {**os.environ, **launch.env}
+        env = program_env(os.environ, launch.env)
         self.popen = subprocess.Popen(
             argv,
             cwd=workdir,
