@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from avibe.agent.loop import RunConfig, Vibey
+from avibe.host.session import SessionHost
 from avibe.ports import StoredCheckpoint
 from avibe.record.entries import NewEntry, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
@@ -213,12 +214,13 @@ def measure(turns: int, window: int, entries: int, checkpoints: int) -> dict[str
         run_tool=tools.dispatch,
         config=RunConfig(checkpoint_mode="structured"),
     )
+    host = SessionHost(store, session.id, vibey, vibey.clock)  # the one inbox, as `vibe run` has it
     per_step: list[float] = []
     before_model, before_tools, before_checkpoints = 0.0, 0.0, checkpoints
     for i in range(turns):
         model.queue(f"f{i:03d}.txt")
         started = time.perf_counter()
-        result = vibey.send(f"Read f{i:03d}.txt please (turn {i}).")
+        result = host.send(f"Read f{i:03d}.txt please (turn {i}).", "user")
         total = time.perf_counter() - started
         harness = total - (model.model_seconds - before_model) - (tools.seconds - before_tools)
         before_model, before_tools = model.model_seconds, tools.seconds

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vibey_doubles import BEFORE_STEPS, CharCounter, StepClock, tool_step
+from vibey_doubles import BEFORE_STEPS, CharCounter, StepClock, send, tool_step
 
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.providers.scripted import ScriptedModel
@@ -41,7 +41,7 @@ def main(db: str, workdir: str, session_dir: str, marker: str) -> None:
     )
     print(session.id, flush=True)
     for text in ("first: read a.txt", "second: read b.txt", "third: read c.txt"):
-        vibey.send(text)
+        send(vibey, text)
 
 
 if __name__ == "__main__":

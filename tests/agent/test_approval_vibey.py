@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from vibey_doubles import CharCounter, StepClock, tool_step
+from vibey_doubles import CharCounter, StepClock, send, tool_step
 
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.host.events import Event, ToolFinished
@@ -60,7 +60,7 @@ def _run(
         config=RunConfig(checkpoint_mode="structured", max_steps=10),
         events=events.append,
     )
-    assert not vibey.send(task).stopped
+    assert not send(vibey, task).stopped
     store.close()
     assert model.remaining == 0
     return model, events

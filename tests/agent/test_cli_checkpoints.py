@@ -35,7 +35,7 @@ def checkpointed(tmp_path: Path, make_harness: Any) -> tuple[dict[str, str], str
     for name, lines in (("a.txt", 180), ("b.txt", 180), ("c.txt", 90), ("d.txt", 180), ("e.txt", 180)):
         write_lines(h.workdir, name, lines)
     for text in ("Read a.txt; never touch vendor/.", "Now b.txt.", "Now c.txt.", "Now d.txt and e.txt."):
-        h.vibey.send(text)
+        h.send(text)
     h.model.assert_consumed()
     assert len(h.checkpoints()) == 2
     return {"AVIBE_HOME": str(home), "COLUMNS": "200"}, h.vibey.session_id

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vibey_doubles import StepClock, tool_step, write_lines
+from vibey_doubles import StepClock, send, tool_step, write_lines
 
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.config import load_settings
@@ -50,9 +50,9 @@ def _vibey(tmp_path: Path, counter: Any, steps: list[Any]) -> Vibey:
 def test_a_non_additive_counter_counts_the_whole_view(tmp_path: Path) -> None:
     counter = TemplateCounter()
     vibey = _vibey(tmp_path, counter, [tool_step("read_file", path="a.txt"), reply("read")])
-    assert vibey.send("Read a.txt.").reply == "read"
+    assert send(vibey, "Read a.txt.").reply == "read"
     state = vibey.load_state()
-    assert vibey.tokens(state) == counter.count_messages(vibey.view(state)) + vibey._tool_tokens
+    assert vibey.tokens(state) == counter.count_messages(vibey.view(state)) + vibey.viewer.tools
 
 
 @pytest.mark.embedded
@@ -66,6 +66,6 @@ def test_the_embedded_models_own_counter_runs_the_loop(tmp_path: Path) -> None:
 
     counter = open_embedded_counter("embedded", cache)
     vibey = _vibey(tmp_path, counter, [tool_step("read_file", path="a.txt"), reply("read")])
-    assert vibey.send("Read a.txt.").reply == "read"
+    assert send(vibey, "Read a.txt.").reply == "read"
     state = vibey.load_state()
-    assert vibey.tokens(state) == counter.count_messages(vibey.view(state)) + vibey._tool_tokens
+    assert vibey.tokens(state) == counter.count_messages(vibey.view(state)) + vibey.viewer.tools

@@ -58,7 +58,7 @@ def test_A2_files_edited_and_read_in_order_are_listed_newest_first(make_harness:
         (h.workdir / name).write_text("value = 0\n")
     for name in READ:
         write_lines(h.workdir, name, 40)
-    h.vibey.send("Set value = 1 in m0.py to m13.py, in that order, then read the notes files one by one.")
+    h.send("Set value = 1 in m0.py to m13.py, in that order, then read the notes files one by one.")
     assert all((h.workdir / name).read_text() == "value = 1\n" for name in EDITED)
     [stored] = h.checkpoints()
     assert agent.reads >= 6  # more files read than the list shows

@@ -50,7 +50,7 @@ def _run(make_harness: Any, waiting: bool) -> str:
         write_lines(h.workdir, f"notes{i}.txt", 40)
     if waiting:
         h.vibey.waiting_for = lambda: [JOB]
-    h.vibey.send("Set value = 1 in app.py, then read the notes files one by one.")
+    h.send("Set value = 1 in app.py, then read the notes files one by one.")
     stored = h.checkpoints()
     assert stored, "the run made no checkpoint"
     return str(stored[0].scene)
@@ -97,7 +97,7 @@ def test_S5_the_scene_keeps_the_failed_command_its_error_and_the_command_that_wo
     h = make_harness([retries] * 80, max_steps=80)
     for i in range(40):
         write_lines(h.workdir, f"notes{i}.txt", 40)
-    h.vibey.send("Import the dump, then read the notes files one by one.")
+    h.send("Import the dump, then read the notes files one by one.")
     stored = h.checkpoints()
     assert stored, "the run made no checkpoint"
     references = str(stored[0].scene).split("Exact references:", 1)[1]

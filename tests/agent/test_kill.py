@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from vibey_doubles import checkpoint_steps, write_lines
+from vibey_doubles import checkpoint_steps, go_on, write_lines
 
 from avibe.agent.state import STATE_KEY
 from avibe.providers.scripted import reply
@@ -67,7 +67,7 @@ def test_C1_kill_9_during_a_checkpoint_loses_nothing_and_resumes(tmp_path: Path,
     assert saved is not None and saved["checkpointing"] is True  # it died inside the checkpoint
     assert h.checkpoints() == []
 
-    result = h.vibey.run_turn()  # the same turn goes on: checkpoint again, then the model answers
+    result = go_on(h.vibey)  # the same turn goes on: checkpoint again, then the model answers
     h.model.assert_consumed()
     assert result.reply == "c read" and result.checkpoints == 1
     assert [c.number for c in h.checkpoints()] == [1]

@@ -19,6 +19,7 @@ import pytest
 from kill_matrix_worker import MESSAGES
 from vibey_doubles import CharCounter, StepClock, answer, write_lines
 
+from avibe.agent import live
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.host import SessionHost
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
@@ -76,10 +77,11 @@ def _resumed(tmp: Path, session: str) -> tuple[Vibey, SessionHost]:
     return vibey, SessionHost(store, session, vibey, StepClock())
 
 
-def _check_view(vibey: Vibey) -> None:
+def _check_view(vibey: Vibey, host: SessionHost) -> None:
     """The resumed live context against the record and the latest checkpoint."""
     store, session = vibey.store, vibey.session_id
-    state = vibey._absorb(vibey.load_state(), vibey)  # what the next step sees
+    note = vibey._note_interrupted  # the note the loop records (idempotent by key), as the next step would
+    state = live.absorb(vibey.load_state(), host.after(vibey.load_state().last_seq), vibey.name, note)
     entries = store.query(EntryQuery(session))
     assert [e.seq for e in entries] == list(range(1, len(entries) + 1))  # dense: nothing lost
     seqs = [m.seq for m in state.messages if m.seq is not None]
@@ -107,12 +109,12 @@ def test_C1_N6_kill_9_at_every_effect_point_resumes_exactly(tmp_path: Path, spec
         write_lines(work, name, lines)
     session, sent = _run_worker(tmp_path, spec)
     vibey, host = _resumed(tmp_path, session)
-    _check_view(vibey)
+    _check_view(vibey, host)
 
     host.run_until_idle()  # an input that was recorded but not yet answered is answered now
     for text in MESSAGES[len(sent) :]:
         host.send(text, "user")
-    _check_view(vibey)
+    _check_view(vibey, host)
     entries = vibey.store.query(EntryQuery(session))
     assert [e.text for e in entries if e.is_user] == list(MESSAGES)  # each once, in order
     assert entries[-1].kind == "assistant"  # the last message was answered

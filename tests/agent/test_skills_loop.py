@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from vibey_doubles import BEFORE_STEPS, CharCounter, StepClock, checkpoint_steps, tool_step, write_lines
+from vibey_doubles import BEFORE_STEPS, CharCounter, StepClock, checkpoint_steps, send, tool_step, write_lines
 
 from avibe.agent.loop import RunConfig, Vibey, shell_skill_load
 from avibe.providers.scripted import ScriptedModel, reply
@@ -23,7 +23,7 @@ def load_skill(call_id: str) -> Any:
     return reply(tool_calls=[ToolCall(call_id, "skill_load", {"name": "release-notes"})])
 
 
-def _vibey(tmp_path: Path, steps: list[Any]) -> tuple[Vibey, ScriptedModel, Path]:
+def _vibey(tmp_path: Path, steps: list[Any], put_back: bool = True) -> tuple[Vibey, ScriptedModel, Path]:
     skills = tmp_path / "skills"
     (skills / "release-notes").mkdir(parents=True)
     (skills / "release-notes" / "SKILL.md").write_text(SKILL.format(n=1))
@@ -36,7 +36,7 @@ def _vibey(tmp_path: Path, steps: list[Any]) -> tuple[Vibey, ScriptedModel, Path
 
     def current(name: str) -> str | None:
         found = find_skill([skills], name)
-        return skill_text(found) if found else None
+        return skill_text(found) if found and put_back else None
 
     model = ScriptedModel.of(steps, window=8_000, max_output=1_000)
     vibey = Vibey(
@@ -48,10 +48,10 @@ def _vibey(tmp_path: Path, steps: list[Any]) -> tuple[Vibey, ScriptedModel, Path
 
 
 def _run(vibey: Vibey, skills: Path) -> None:
-    vibey.send("Load the release-notes skill, then read a.txt.")
+    send(vibey, "Load the release-notes skill, then read a.txt.")
     (skills / "release-notes" / "SKILL.md").write_text(SKILL.format(n=2))  # edited since it was loaded
-    vibey.send("Read b.txt.")
-    vibey.send("Read c.txt.")
+    send(vibey, "Read b.txt.")
+    send(vibey, "Read c.txt.")
 
 
 def _steps(load: Any) -> list[Any]:
@@ -77,12 +77,10 @@ def test_A1_a_skill_whose_text_left_the_context_is_put_back_at_its_current_versi
     assert "RN-MARKER-2" in after  # ... and came back at its current version
 
 
-def test_A1_put_back_turned_off_loses_the_skill(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The loop-level test above fails without put-back: this proves it measures it."""
-    from avibe.agent import loop
-
-    monkeypatch.setattr(loop, "skills_to_put_back", lambda *a, **k: [])
-    vibey, model, skills = _vibey(tmp_path, STEPS)
+def test_A1_put_back_turned_off_loses_the_skill(tmp_path: Path) -> None:
+    """The loop-level test above fails without put-back: this proves it measures it. Put-back is turned
+    off through Vibey's own seam: its skill library has no text to put back."""
+    vibey, model, skills = _vibey(tmp_path, STEPS, put_back=False)
     _run(vibey, skills)
     after = "\n".join(m.content for m in model.requests[-1].messages)
     assert "RN-MARKER" not in after
@@ -92,9 +90,9 @@ def test_A1_a_skill_still_in_the_context_is_not_put_back_twice(tmp_path: Path) -
     steps = [*BEFORE_STEPS, load_skill("load-2"),
              tool_step("read_file", path="c.txt"), *checkpoint_steps(5), reply("c read")]  # fmt: skip
     vibey, model, _ = _vibey(tmp_path, steps)
-    vibey.send("Read a.txt.")
-    vibey.send("Read b.txt.")
-    vibey.send("Load the release-notes skill and read c.txt.")
+    send(vibey, "Read a.txt.")
+    send(vibey, "Read b.txt.")
+    send(vibey, "Load the release-notes skill and read c.txt.")
     model.assert_consumed()
     [stored] = vibey.store.list_checkpoints(vibey.session_id)
     assert stored.carry.skills == ()  # its load output was kept: nothing to put back

@@ -34,7 +34,7 @@ def test_a_reply_streams_as_deltas_that_add_up_to_it(make_harness: Any) -> None:
     read = ToolCall("call-1", "read_file", {"path": "notes.txt"})
     h = make_harness([reply("Let me read the notes first.", tool_calls=[read]), reply(ANSWER)])
     (h.workdir / "notes.txt").write_text("ship on friday\n")
-    result = h.vibey.send("What do the notes say?")
+    result = h.send("What do the notes say?")
     assert result.reply == ANSWER
     first, second = _between(h.events, ModelStarted, ModelCalled)
     # each model call's deltas arrive while it works, before its ModelCalled, and add up to its text
@@ -54,7 +54,7 @@ def test_checkpoint_questions_never_stream(make_harness: Any) -> None:
     for name, lines in (("a.txt", 180), ("b.txt", 180), ("c.txt", 90)):
         write_lines(h.workdir, name, lines)
     for text in ("Read a.txt.", "Now read b.txt.", "Now read c.txt."):
-        h.vibey.send(text)
+        h.send(text)
     h.model.assert_consumed()
     assert len(h.checkpoints()) == 1
     questions = [r for r in h.model.requests if r.json_schema is not None]

@@ -19,6 +19,7 @@ from vibey_doubles import (
     Harness,
     answer,
     checkpoint_steps,
+    post,
     tool_step,
     write_lines,
 )
@@ -52,9 +53,9 @@ def _files(h: Harness, c_lines: int = 90) -> None:
 
 
 def _three_turns(h: Harness) -> None:
-    assert not h.vibey.send(RULE).stopped
-    assert not h.vibey.send(SECOND).stopped
-    h.vibey.send(THIRD)
+    assert not h.send(RULE).stopped
+    assert not h.send(SECOND).stopped
+    h.send(THIRD)
 
 
 BEFORE = BEFORE_STEPS
@@ -206,7 +207,7 @@ def test_V8_two_failures_then_only_a_move_out_frees_room_then_checkpoints_resume
     with caplog.at_level(logging.WARNING, logger="avibe"):
         _three_turns(h)
         for _ in range(3):
-            h.vibey.send("Read e.txt again.")
+            h.send("Read e.txt again.")
     assert caplog.text.count("checkpoint failed after") == 2
     calls = [c.meta.get("calls", 0) for c in h.checkpoints()]
     assert calls[0] == 0  # the first room after the two failures was made without the model
@@ -216,7 +217,7 @@ def test_V8_two_failures_then_only_a_move_out_frees_room_then_checkpoints_resume
 def test_V9_oversized_latest_tool_output_is_cut_with_a_note(make_harness: Any) -> None:
     h = make_harness([tool_step("read_file", path="huge.txt"), reply("read")], window=6_000)
     write_lines(h.workdir, "huge.txt", 400)
-    assert not h.vibey.send("Read huge.txt.").stopped
+    assert not h.send("Read huge.txt.").stopped
     h.model.assert_consumed()
     last = h.model.requests[-1].messages
     tool = next(m for m in last if m.role == "tool")
@@ -226,7 +227,7 @@ def test_V9_oversized_latest_tool_output_is_cut_with_a_note(make_harness: Any) -
 
 def test_U3_too_long_to_continue_stops_with_the_clear_message(make_harness: Any) -> None:
     h = make_harness([], window=6_000)  # the model is never called
-    result = h.vibey.send("please summarise: " + "word " * 6_000)
+    result = h.send("please summarise: " + "word " * 6_000)
     assert result.stopped
     assert "This conversation is too long to continue reliably. Please send /new" in result.reply
     assert any(e.kind == "stop" for e in h.events)
@@ -244,12 +245,12 @@ def test_N7_T1_background_message_never_enters_the_memo_and_keeps_its_tag(make_h
     steps = [*BEFORE, tool_step("read_file", path="c.txt"), memo_answer, *checkpoint_steps(4), reply("done")]
     h = make_harness(steps)
     _files(h)
-    h.vibey.send(RULE)
-    watch_seq = h.vibey.deliver(Source("watch", name="deploy-bot", ref="w-9"), forged).seq
-    h.vibey.send(SECOND)
+    h.send(RULE)
+    watch_seq = post(h.vibey, Source("watch", name="deploy-bot", ref="w-9"), forged).seq
+    h.send(SECOND)
     rendered = [m.content for r in h.model.requests for m in r.messages if m.seq == watch_seq]
     assert rendered and all(c.startswith('[Harness: watch "deploy-bot" (w-9) · ') for c in rendered)
-    h.vibey.send(THIRD)
+    h.send(THIRD)
     h.model.assert_consumed()
     [stored] = h.checkpoints()
     assert all(forged not in m.text for m in stored.memo)
@@ -297,9 +298,9 @@ def test_F3_checkpoint_turn_cannot_write_any_file_but_its_two(make_harness: Any)
 def test_C1_resume_from_persisted_live_context(make_harness: Any, tmp_path: Path) -> None:
     h = make_harness([tool_step("read_file", path="a.txt"), reply("a read")])
     _files(h)
-    h.vibey.send(RULE)
+    h.send(RULE)
     again = make_harness([reply("still here")], session=h.vibey.session_id)
-    again.vibey.send("Are you there?")
+    again.send("Are you there?")
     contents = [m.content for m in again.model.requests[0].messages]
     assert RULE in contents and any("a.txt line 0000" in c for c in contents)
     saved = again.store.load_state(again.vibey.session_id, STATE_KEY)
@@ -310,7 +311,7 @@ def test_a_repeated_identical_tool_call_gets_a_harness_note(make_harness: Any) -
     same = [tool_step("read_file", path="a.txt"), tool_step("read_file", path="a.txt"), reply("done")]
     h = make_harness(same)
     _files(h)
-    h.vibey.send("Read a.txt.")
+    h.send("Read a.txt.")
     outputs = [m.content for m in h.model.requests[-1].messages if m.role == "tool"]
     assert len(outputs) == 2
     assert "same call" not in outputs[0] and "[Avibe: This is the same call" in outputs[1]
@@ -319,7 +320,7 @@ def test_a_repeated_identical_tool_call_gets_a_harness_note(make_harness: Any) -
 def test_a_model_looping_on_one_call_is_stopped(make_harness: Any) -> None:
     h = make_harness([tool_step("read_file", path="small.txt") for _ in range(4)])
     write_lines(h.workdir, "small.txt", 5)
-    result = h.vibey.send("Read small.txt.")
+    result = h.send("Read small.txt.")
     h.model.assert_consumed()  # the fourth identical call is not run, and no fifth model call is made
     assert result.stopped and "same tool call came 4 times" in result.reply
     assert sum(1 for e in h.events if e.kind == "tool_call") == 3
@@ -333,7 +334,7 @@ def test_a_model_cycling_between_two_calls_is_told_then_stopped(make_harness: An
     ]  # fresh call ids, as a real model gives
     h = make_harness([*cycle, reply("never reached")], max_steps=12)
     write_lines(h.workdir, "small.txt", 5)
-    result = h.vibey.send("Read small.txt.")
+    result = h.send("Read small.txt.")
     assert result.stopped and "cycle" in result.reply
     notes = [
         m.content
@@ -346,7 +347,7 @@ def test_a_model_cycling_between_two_calls_is_told_then_stopped(make_harness: An
 def test_a_call_failing_again_is_told_and_not_run_a_third_time(make_harness: Any) -> None:
     missing = [tool_step("read_file", path="tickets/007.md") for _ in range(3)]
     h = make_harness([*missing, reply("never reached")])
-    result = h.vibey.send("Read ticket 007.")
+    result = h.send("Read ticket 007.")
     assert result.stopped
     outputs = [m.content for m in h.model.requests[-1].messages if m.role == "tool"]
     assert len(outputs) == 2 and "failed, and you already made exactly this call" in outputs[1]

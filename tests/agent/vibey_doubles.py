@@ -11,10 +11,12 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from avibe.agent.loop import Vibey
+from avibe.agent.loop import TurnResult, Vibey
 from avibe.host.events import Event
+from avibe.host.session import SessionHost
 from avibe.ports import RecordStore
 from avibe.providers.scripted import ModelRequest, ScriptedModel, Step, reply
+from avibe.record.entries import Entry, Source
 from avibe.record.messages import ChatMessage, ModelReply, ToolCall
 
 SCENE_ANSWER = {
@@ -122,3 +124,27 @@ class Harness:
 
     def checkpoints(self) -> list[Any]:
         return self.store.list_checkpoints(self.vibey.session_id)
+
+    def send(self, text: str) -> TurnResult:
+        return send(self.vibey, text)
+
+
+def host_of(vibey: Vibey) -> SessionHost:
+    """The one inbox: the session host over the record (its own events go nowhere; Vibey's to the test)."""
+    return SessionHost(vibey.store, vibey.session_id, vibey, vibey.clock)
+
+
+def post(vibey: Vibey, source: Source, text: str) -> Entry:
+    return host_of(vibey).post(source, text)
+
+
+def send(vibey: Vibey, text: str) -> TurnResult:
+    """The person's message through the host, then the turn it starts, with Vibey's own event sink."""
+    host = host_of(vibey)
+    host.post(Source("user", name=vibey.config.user_name), text)
+    return vibey.run_turn(host, vibey.events)
+
+
+def go_on(vibey: Vibey) -> TurnResult:
+    """A turn on what the record already holds (a resumed session)."""
+    return vibey.run_turn(host_of(vibey), vibey.events)

@@ -10,6 +10,7 @@ from pathlib import Path
 from vibey_doubles import CharCounter, StepClock
 
 from avibe.agent.loop import RunConfig, Vibey
+from avibe.host.session import SessionHost
 from avibe.providers.scripted import ScriptedModel, reply
 from avibe.record.messages import ToolCall
 from avibe.store import open_store
@@ -37,7 +38,7 @@ def main(db: str, workdir: str, session_dir: str, marker: str, calls: str) -> No
         config=RunConfig(checkpoint_mode="structured"),
     )
     print(session.id, flush=True)
-    vibey.send("append to the log, once")
+    SessionHost(store, session.id, vibey, vibey.clock).send("append to the log, once", "user")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "agent"))  # vibey_doubles
 from vibey_doubles import CharCounter, StepClock
 
 from avibe.agent.loop import RunConfig, Vibey
+from avibe.host.session import SessionHost
 from avibe.ingress import deliver, record_reply
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.entries import CallRecord, EntryQuery, Source
@@ -89,7 +90,8 @@ def test_kill_9_while_a_shell_tool_runs_is_noted_as_interrupted(tmp_path: Path, 
 
     seen: list[ModelRequest] = []
     vibey = _resume(tmp_path, session, seen)
-    assert vibey.run_turn().reply == "checked the log first"
+    host = SessionHost(vibey.store, vibey.session_id, vibey, vibey.clock)
+    assert vibey.run_turn(host).reply == "checked the log first"
 
     entries = vibey.store.query(EntryQuery(session))
     notes = [e for e in entries if e.kind == "harness"]
@@ -113,9 +115,10 @@ def test_kill_9_while_a_shell_tool_runs_is_noted_as_interrupted(tmp_path: Path, 
 
     # resumed again (another process): the same step is not noted twice
     again = _resume(tmp_path, session, seen)
-    again.deliver(Source("user", name="user"), "go on")
+    host = SessionHost(again.store, again.session_id, again, again.clock)
+    host.post(Source("user", name="user"), "go on")
     again.model = ScriptedModel.of([reply("going on")], window=8_000)
-    again.run_turn()
+    again.run_turn(host)
     assert len([e for e in again.store.query(EntryQuery(session)) if e.kind == "harness"]) == 1
 
 
@@ -132,5 +135,5 @@ def test_another_agents_finished_steps_are_not_taken_for_interrupted_ones(tmp_pa
     seen: list[ModelRequest] = []
     vibey = _resume(tmp_path, session, seen)
     deliver(store, session, store_user, "now you")
-    vibey.run_turn()
+    vibey.run_turn(SessionHost(store, session, vibey, vibey.clock))
     assert not [e for e in store.query(EntryQuery(session)) if e.kind == "harness"]

@@ -36,6 +36,7 @@ from avibe.cli.log import _entry_human
 from avibe.context.assemble import recollection
 from avibe.evals.importers import parse_session_file, record_import
 from avibe.evals.scenario import BackgroundInput, UserMessage
+from avibe.host.session import SessionHost
 from avibe.ingress import deliver, record_reply
 from avibe.ports import ToolResult
 from avibe.providers.scripted import ScriptedModel, reply
@@ -112,7 +113,7 @@ def test_item_6_the_models_view_frames_a_callback_body(tmp_path: Path) -> None:
         session_dir=tmp_path / "s", tool_specs=(), run_tool=_no_tool,
         config=RunConfig(checkpoint_mode="structured"),
     )  # fmt: skip
-    vibey.send("what came in?")
+    SessionHost(store, session, vibey, vibey.clock).send("what came in?", "user")
     seen = [m.content for m in model.requests[0].messages if m.kind == "callback"]
     assert len(seen) == 1
     lines = seen[0].splitlines()

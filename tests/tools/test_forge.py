@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from avibe.agent.loop import RunConfig, Vibey
+from avibe.host.session import SessionHost
 from avibe.ingress import deliver
 from avibe.ports import RecordStore
 from avibe.providers.scripted import ScriptedModel, reply
@@ -264,7 +265,7 @@ def test_vibey_with_a_forging_model_records_only_the_persons_words(
             run_tool=toolbox.dispatch,
             config=RunConfig(checkpoint_mode="structured", max_steps=len(calls) + 5),
         )
-        result = vibey.send(PERSON)
+        result = SessionHost(store, session, vibey, vibey.clock).send(PERSON, "user")
         assert not result.stopped
         model.assert_consumed()
     seen = [m.content for request in model.requests for m in request.messages]  # all the model was shown

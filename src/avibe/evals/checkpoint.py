@@ -1,11 +1,11 @@
 """Avibe's checkpoint as an evaluation strategy: the code Vibey runs, on the replay's context.
 
-Each compaction runs Vibey's room loop (`avibe.agent.room.make_room`) with Vibey's pure room policy
-(`avibe.checkpoint.room`) and Vibey's checkpoint driver (`avibe.agent.driver`), over the replay's messages
-and record entries (the driver takes entries, not a store): a checkpoint when the policy says so, V5 (a
-failed checkpoint changes nothing while the request still fits), V7 (the oldest part moved out without
-the model) and V8 (after two strikes, no more checkpoint turns) exactly as in a session. The checkpoint
-itself and V8's strikes are carried to the next compaction as JSON.
+Each compaction runs Vibey's own bookkeeping and room ops (`avibe.agent.live`): the replayed inputs and
+tool calls go through the same input and after-tool steps into a `LiveState`, and `LiveRoom` makes room
+over it with Vibey's room policy, driver, view and carry, committing to an in-memory checkpoint instead of
+the record. So the eval measures what users run: skills put back (A1), the file list (A2), the current
+request (F5), the plan, V5, V7, V8 and V9. The live state's bookkeeping, the checkpoint and V8's strikes
+are carried to the next compaction as JSON.
 
 mode: "structured" (small JSON questions under a grammar; Vibey's choice for local models) or "tools"
 (edit and tick with tool calls; its choice for hosted models) - None picks by the model's name, like Vibey.
@@ -23,26 +23,30 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from itertools import dropwhile
 from pathlib import Path
 from typing import Any, Final
 
-from avibe.agent.driver import CheckpointDriver, CheckpointResult, checkpoint_from_stored, entries_lookup
+from avibe.agent import live
+from avibe.agent.driver import CheckpointDriver, CheckpointResult, entries_lookup
 from avibe.agent.driver import mode_for as driver_mode_for
-from avibe.agent.room import make_room
-from avibe.checkpoint.budgets import Budgets, budgets_for
-from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure_after
+from avibe.agent.live import LiveRoom
+from avibe.agent.state import LiveState
+from avibe.agent.view import Viewer
+from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.plan import CheckpointRunState
-from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits, limits_for
+from avibe.checkpoint.room import limits_for
 from avibe.checkpoint.structured import SCENE_COMPLETED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
-from avibe.context.assemble import recollection
-from avibe.errors import ModelError
+from avibe.errors import ModelError, ToolError
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
-from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
-from avibe.record.checkpoint import Carry, MemoItem, Provenance
+from avibe.host.agent import render_input
+from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
+from avibe.tools.plan import parse_plan
 
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context
 NAME: Final = "avibe-checkpoint"
@@ -104,26 +108,30 @@ class _Metered:
 
 @dataclass(frozen=True, slots=True)
 class _Carry:
-    """What one compaction hands to the next: the last checkpoint, unticked seqs (N6), V8's strikes."""
+    """What one compaction hands to the next: the last checkpoint, V8's strikes, the live state's
+    bookkeeping (its messages are the replay's context), the skills' loaded text (the replay's skill
+    library), the replay's job table, and whether the last turn ended (a new user message starts one)."""
 
     checkpoint: dict[str, Any] | None = None
-    dismissed: tuple[int, ...] = ()
     run: CheckpointRunState = field(default_factory=CheckpointRunState)
     number: int = 0
-    known: dict[str, Any] = field(default_factory=dict)  # the replay's harness state (see _ReplayHarness)
+    live: dict[str, Any] = field(default_factory=dict)
+    skills: dict[str, str] = field(default_factory=dict)
+    jobs: dict[str, list[str]] = field(default_factory=dict)  # id -> [command, log, newest output line]
+    ended: bool = True
 
     @classmethod
     def parse(cls, text: str) -> _Carry:
         if not text:
             return cls()
-        data = json.loads(text)
-        run = CheckpointRunState(data["failures"], data["too_little"])
-        return cls(data["checkpoint"], tuple(data["dismissed"]), run, data["number"], data.get("known", {}))
+        d = json.loads(text)
+        run = CheckpointRunState(d["failures"], d["too_little"])
+        return cls(d["checkpoint"], run, d["number"], d["live"], d["skills"], d["jobs"], d["ended"])
 
     def dump(self) -> str:
-        return json.dumps({"checkpoint": self.checkpoint, "dismissed": list(self.dismissed),
-                           "failures": self.run.failures, "too_little": self.run.too_little,
-                           "number": self.number, "known": self.known})  # fmt: skip
+        return json.dumps({"checkpoint": self.checkpoint, "failures": self.run.failures,
+                           "too_little": self.run.too_little, "number": self.number, "live": self.live,
+                           "skills": self.skills, "jobs": self.jobs, "ended": self.ended})  # fmt: skip
 
     def stored(self, session: str) -> StoredCheckpoint | None:
         c = self.checkpoint
@@ -131,19 +139,14 @@ class _Carry:
             return None
         at = datetime.fromisoformat(c["at"])
         memo = tuple(MemoItem.from_dict(item) for item in c["memo"])
-        return StoredCheckpoint(session, self.number, at, c["mind"], memo, c["scene"], c["upto_seq"])
+        carry = Carry.from_dict(c["carry"])
+        return StoredCheckpoint(session, self.number, at, c["mind"], memo, c["scene"], c["upto_seq"], carry)
 
 
 def _as_carried(stored: StoredCheckpoint) -> dict[str, Any]:
-    memo = stored.memo_dicts()
-    return {"mind": stored.mind, "memo": memo, "scene": stored.scene, "upto_seq": stored.upto_seq,
-            "at": stored.at.isoformat()}  # fmt: skip
-
-
-def _recollection_message(stored: StoredCheckpoint, number: int) -> ChatMessage:
-    checkpoint = checkpoint_from_stored(stored)
-    assert checkpoint is not None  # a stored checkpoint always converts
-    return ChatMessage("system", recollection(checkpoint, number=number), kind=RECOLLECTION_KIND)
+    at, carry = stored.at.isoformat(), stored.carry.to_dict()
+    return {"mind": stored.mind, "memo": stored.memo_dicts(), "scene": stored.scene,
+            "upto_seq": stored.upto_seq, "at": at, "carry": carry}  # fmt: skip
 
 
 _slots_lock = threading.Lock()
@@ -167,145 +170,108 @@ def _work_dir() -> Iterator[Path]:
             _slots_busy.discard(slot)
 
 
+# ---- the replay's tools and job table: what Avibe's tools would have reported ---------------------------
+
 _STARTED_JOB = re.compile(r"started background job (\S+)")
 _JOB_LOG = re.compile(r"^log: (\S+)", re.MULTILINE)
-_READS: Final = frozenset({"read_file", "read"})
+_READS: Final = frozenset({"read_file", "read"})  # transcripts' names for Avibe's read_file, write_file ...
 _WRITES: Final = frozenset({"write_file", "edit_file", "write", "edit"})
 
 
-@dataclass
-class _ReplayHarness:
-    """What Vibey's harness would know in the replayed session (its LiveState and job table): files read
-    and written, the last failing call, the background jobs started and not yet reported. Built from the
-    replay's tool calls and record as they go by, and carried between compactions (moved-out messages are
-    gone from the context, but the harness remembers, as Vibey's does)."""
-
-    files_read: list[str] = field(default_factory=list)
-    files_modified: list[str] = field(default_factory=list)
-    failure: list[str] | None = None
-    jobs: dict[str, list[str]] = field(default_factory=dict)  # id -> [command, log, newest output line]
-    commands: list[str] = field(default_factory=list)
-    finished: list[str] = field(default_factory=list)
-
-    @classmethod
-    def of(cls, data: dict[str, Any]) -> _ReplayHarness:
-        return cls(list(data.get("read", [])), list(data.get("modified", [])), data.get("failure"),
-                   dict(data.get("jobs", {})), list(data.get("commands", [])),
-                   list(data.get("finished", [])))  # fmt: skip
-
-    def dump(self) -> dict[str, Any]:
-        return {"read": self.files_read, "modified": self.files_modified, "failure": self.failure,
-                "jobs": self.jobs, "commands": self.commands, "finished": self.finished}  # fmt: skip
-
-    def see(self, messages: Sequence[ChatMessage], record: Sequence[Entry]) -> None:
-        calls = {c.id: c for m in messages if m.role == "assistant" for c in m.tool_calls}
-        for message in messages:
-            call = calls.get(message.tool_call_id or "") if message.role == "tool" else None
-            if call is not None:
-                self._tool(call.name, call.arguments, message.content)
-        reported = [e.source.ref for e in record if e.kind == "callback" and e.source.ref]
-        for job in reported:
-            _remember(self.finished, job, 10)
-        self.jobs = {job: info for job, info in self.jobs.items() if job not in reported}
-
-    def _tool(self, name: str, arguments: Mapping[str, Any], output: str) -> None:
-        path, command = arguments.get("path"), arguments.get("command")
-        if isinstance(path, str) and name in _READS | _WRITES:
-            _remember(self.files_read if name in _READS else self.files_modified, path, 50)
-        if name == "shell" and isinstance(command, str) and command.strip():
-            _remember(self.commands, command.strip(), 5)
-        text, is_error = output.removeprefix("ERROR: "), output.startswith("ERROR: ")
-        last = FailedCall(*self.failure) if self.failure else None
-        failed = failure_after(last, name, arguments, text, is_error)
-        if failed is not None:
-            self.failure = [failed.name, failed.arguments, failed.error_line, failed.then]
-        started = _STARTED_JOB.search(output)
-        if started:
-            log = _JOB_LOG.search(output)
-            said = [line.strip() for line in output.splitlines() if line.strip()]
-            own = [line for line in said if not (_STARTED_JOB.search(line) or _JOB_LOG.match(line))]
-            command = str(arguments.get("command", ""))
-            self.jobs[started.group(1)] = [command, log.group(1) if log else "", own[-1] if own else ""]
-
-    def facts(self) -> HarnessFacts:
-        waiting = tuple(WaitingJob(job, *info) for job, info in self.jobs.items())  # (older dumps: 2 fields)
-        failure = FailedCall(*self.failure) if self.failure else None
-        return HarnessFacts(waiting, tuple(self.files_read), tuple(self.files_modified), failure, (),
-                            tuple(self.commands), tuple(self.finished))  # fmt: skip
-
-
-def _remember(items: list[str], item: str, keep: int) -> None:
-    """Newest first, deduplicated, bounded: as Vibey's LiveState keeps its lists."""
-    items[:] = [item, *(i for i in items if i != item)][:keep]
-
-
-@dataclass(frozen=True, slots=True)
-class _Context:
-    """The replay's context as the room loop's state: system prompt, recollection, conversation."""
-
-    system: ChatMessage
-    stored: StoredCheckpoint | None
-    number: int
-    conversation: tuple[ChatMessage, ...]
-    dismissed: frozenset[int]
-
-    @property
-    def messages(self) -> tuple[ChatMessage, ...]:
-        if self.stored is None:
-            return (self.system, *self.conversation)
-        return (self.system, _recollection_message(self.stored, self.number), *self.conversation)
-
-    def base(self) -> list[ChatMessage]:
-        return [m for m in self.messages if m.role == "system"]
-
-    def adopt(self, result: CheckpointResult) -> _Context:
-        assert result.checkpoint is not None
-        number = self.number + 1
-        stored = replace(result.checkpoint, number=number)
-        dismissed = self.dismissed | result.dismissed
-        return replace(
-            self, stored=stored, number=number, conversation=tuple(result.kept), dismissed=dismissed
+def replayed_result(call: ToolCall, output: str) -> ToolResult:
+    """The `ToolResult` Avibe's tool of that name reports for a replayed call and its recorded output
+    (the replay writes a failed call's output as "ERROR: ...")."""
+    is_error = output.startswith("ERROR: ")
+    text, path = output.removeprefix("ERROR: "), call.arguments.get("path")
+    name = call.name.lower()
+    if is_error:
+        return ToolResult(text, is_error=True)
+    if isinstance(path, str) and name in _READS | _WRITES:
+        return ToolResult(
+            text,
+            files_read=(path,) if name in _READS else (),
+            files_modified=(path,) if name in _WRITES else (),
         )
+    skill = call.arguments.get("name")
+    if name == "skill_load" and isinstance(skill, str):
+        return ToolResult(text, skill_loaded=skill.strip())
+    plan = call.arguments.get("plan")
+    if name == "update_plan" and isinstance(plan, str):
+        try:
+            return ToolResult(text, plan=parse_plan(plan))
+        except ToolError:
+            return ToolResult(text, is_error=True)
+    return ToolResult(text)
 
 
-@dataclass
-class _ReplayOps:
-    """`RoomOps` over the replay's context (Vibey's are over its live state and the record)."""
-
-    driver: CheckpointDriver
-    counter: TokenCounter
-    budgets: Budgets
-    facts: HarnessFacts = field(default_factory=HarnessFacts)
-
-    def tokens(self, state: _Context) -> int:
-        return self.counter.count_messages(state.messages)
-
-    def trigger(self, tokens: int) -> TriggerDecision:
-        # the replay calls `compact` only when its trigger (Vibey's, `trigger_fraction`) fired
-        return TriggerDecision(True, self.budgets.threshold, "the replay's trigger", tokens)
-
-    def checkpoint(
-        self, state: _Context, tokens: int, action: Checkpoint | PartialCheckpoint
-    ) -> tuple[_Context, CheckpointResult]:
-        result = self.driver.run(view=state.messages, conversation=state.conversation, base_view=state.base(),
-                                 previous=state.stored, budgets=self.budgets, dismissed=state.dismissed,
-                                 turn_start=None, tools=(), carry=Carry(),
-                                 provenance=Provenance(trigger=action.reason, tokens_before=tokens),
-                                 partial=isinstance(action, PartialCheckpoint), facts=self.facts)  # fmt: skip
-        return (state if result.checkpoint is None else state.adopt(result)), result
-
-    def move_out(self, state: _Context, tokens: int, action: MoveOut) -> tuple[_Context, CheckpointResult]:
-        made = Provenance(trigger=action.reason, tokens_before=tokens)
-        result = self.driver.move_out_without_model(
-            state.conversation, state.stored, self.budgets, None, Carry(), made
-        )
-        return (state if result.checkpoint is None else state.adopt(result)), result
+def _jobs_after(jobs: dict[str, list[str]], call: ToolCall, output: str) -> dict[str, list[str]]:
+    """The replay's job table (Vibey's is the host's): a shell call that started a background job."""
+    started = _STARTED_JOB.search(output)
+    if not started:
+        return jobs
+    log = _JOB_LOG.search(output)
+    said = [line.strip() for line in output.splitlines() if line.strip()]
+    own = [line for line in said if not (_STARTED_JOB.search(line) or _JOB_LOG.match(line))]
+    command = str(call.arguments.get("command", ""))
+    return {**jobs, started.group(1): [command, log.group(1) if log else "", own[-1] if own else ""]}
 
 
-def _limits(model: ModelClient, window: int, threshold: float) -> RoomLimits:
-    facts = model.facts
-    facts = replace(facts, window=window, max_output=min(facts.max_output, window // 4))
-    return replace(limits_for(facts), threshold=int(window * threshold))
+def replayed(carry: _Carry, conversation: Sequence[ChatMessage], record: Sequence[Entry]) -> _Carry:
+    """The replay's new events since the last compaction, through Vibey's own steps: each input through
+    `took_input` (a user message after the agent's step starts a new turn, as `run_turn` does) and each
+    tool call through `track_tool` with what Avibe's tool would have reported. A transcript shows a
+    message the person wrote after the agent's step as one they wrote once the turn ended."""
+    state = LiveState.from_dict(carry.live)
+    skills, jobs, ended = dict(carry.skills), dict(carry.jobs), carry.ended
+    by_seq = {m.seq: i for i, m in enumerate(conversation) if m.seq is not None}
+    for entry in (e for e in record if e.seq > state.last_seq):
+        item = render_input(entry)
+        if item.role == "user":
+            if item.is_user and ended:
+                state, ended = replace(state, turn_user_seqs=()), False
+            state = live.took_input(state, item)
+            if item.kind == "callback" and item.ref:
+                jobs.pop(item.ref, None)
+            continue
+        at = by_seq.get(entry.seq)
+        reply = conversation[at] if at is not None else None
+        calls = reply.tool_calls if reply is not None else ()
+        outputs = {m.tool_call_id: m.content for m in conversation[(at or 0) + 1 :] if m.role == "tool"}
+        for call in calls:
+            output = outputs.get(call.id, "")
+            result = replayed_result(call, output)
+            state = live.track_tool(state, call, result)
+            loaded = result.skill_loaded or (None if result.is_error else live.shell_skill_load(call))
+            if loaded:
+                skills[loaded] = result.output
+            jobs = _jobs_after(jobs, call, output) if call.name == "shell" else jobs
+        ended = True  # the person writes again once the agent has had its say: a new turn
+    state = replace(state, last_seq=max([state.last_seq, *(e.seq for e in record)]))
+    return replace(carry, live=_bookkeeping(state), skills=skills, jobs=jobs, ended=ended)
+
+
+def _bookkeeping(state: LiveState) -> dict[str, Any]:
+    """The live state without its messages (the replay's context holds those)."""
+    data = replace(state, messages=()).to_dict()
+    del data["messages"]
+    return data
+
+
+class _Memory:
+    """The room's port over one in-memory checkpoint (Vibey's commits to the record)."""
+
+    def __init__(self, stored: StoredCheckpoint | None) -> None:
+        self.stored = stored
+
+    def latest(self) -> StoredCheckpoint | None:
+        return self.stored
+
+    def begin(self, state: LiveState) -> None:
+        pass  # nothing to resume: a replay is not killed mid-checkpoint
+
+    def commit(self, checkpoint: StoredCheckpoint, state: LiveState) -> StoredCheckpoint:
+        self.stored = checkpoint
+        return checkpoint
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,41 +287,61 @@ class AvibeCheckpoint:
         return _compact(state, model, counter, window, self.mode or mode_for(model.facts.name))
 
 
+def _room(
+    state: CompactState,
+    carry: _Carry,
+    model: ModelClient,
+    counter: TokenCounter,
+    window: int,
+    driver: CheckpointDriver,
+) -> LiveRoom:
+    """Vibey's room ops on the replay: its clamped window, the replay's threshold, no tools."""
+    facts = live.clamp_window(model.facts, window)
+    limits = replace(limits_for(facts), threshold=int(window * state.threshold))
+    budgets = budgets_for(window, limits.threshold)
+    viewer = Viewer(
+        counter, state.session, state.messages[0].content, 0, budgets, skill_text=carry.skills.get
+    )
+
+    def trigger(tokens: int) -> TriggerDecision:  # the replay calls `compact` only when its trigger fired
+        return TriggerDecision(True, limits.threshold, "the replay's trigger", tokens)
+
+    waiting = tuple(tuple([job, *info]) for job, info in carry.jobs.items())
+    port = _Memory(carry.stored(state.session))
+    return LiveRoom(viewer, port, lambda: driver, facts, limits, budgets, trigger, (), lambda: waiting,
+                    run=carry.run)  # fmt: skip
+
+
 def _compact(
     state: CompactState, model: ModelClient, counter: TokenCounter, window: int, mode: Mode
 ) -> Compacted:
-    carry = _Carry.parse(state.carry)
-    limits = _limits(model, window, state.threshold)
-    budgets = budgets_for(window, limits.threshold)
-    conversation = tuple(m for m in state.messages[1:] if m.kind != RECOLLECTION_KIND)
-    context = _Context(state.messages[0], carry.stored(state.session), carry.number, conversation,
-                       frozenset(carry.dismissed))  # fmt: skip
+    conversation = tuple(dropwhile(lambda m: m.role == "system", state.messages))
+    carry = replayed(_Carry.parse(state.carry), conversation, state.record)
     metered = _Metered(model, counter)
-    known = _ReplayHarness.of(carry.known)
-    known.see(conversation, state.record)
     with _work_dir() as tmp:
         clock = _FixedClock(state.record[-1].at)
         driver = CheckpointDriver(
             entries_lookup(state.record), metered, counter, state.session, tmp, clock, mode
         )
-        ops = _ReplayOps(driver, counter, budgets, known.facts())
-        room = make_room(context, ops, limits, carry.run)
-    if room.stop is not None:
-        why = "; ".join(r.reason for r in room.results if r.reason) or room.stop.reason
+        room = _room(state, carry, model, counter, window, driver)
+        live_state = replace(LiveState.from_dict(carry.live), messages=conversation)
+        new, stop, results = room.make_room(live_state)
+    if stop is not None and stop.stop:
+        why = "; ".join(r.reason for r in results if r.reason) or stop.reason
         raise CompactionFailed(f"the checkpoint could neither run nor move anything out: {why}")
-    new = room.state
-    carried = _as_carried(new.stored) if new.stored else None
-    new_carry = _Carry(carried, tuple(sorted(new.dismissed)), room.run, new.number, known.dump())
-    accepted = [r for r in room.results if r.checkpoint is not None]
-    if not accepted:  # V5: a failed checkpoint changes nothing while the request still fits
-        notes = tuple(r.reason for r in room.results if r.reason)
-        meta = {
-            "first_pass_valid": False,
-            "repaired": False,
-            "fallback": "failed" if room.results else "skipped",
-        }
-        return Compacted(state.messages, metered.tokens, metered.calls, new_carry.dump(), notes, meta)
-    return _accepted(state, new, accepted[-1], new_carry.dump(), metered)
+    stored = room.port.latest()
+    number = stored.number if stored else 0
+    carried = _as_carried(stored) if stored else None
+    new_carry = replace(carry, checkpoint=carried, run=room.run, number=number, live=_bookkeeping(new))
+    accepted = [r for r in results if r.checkpoint is not None]
+    messages = _labelled(room.viewer.view(new, stored))
+    if not accepted:  # V5: a failed checkpoint changes nothing while the request still fits (V9 may cut)
+        messages = state.messages if new.messages == conversation else messages
+        notes = tuple(r.reason for r in results if r.reason)
+        meta = {"first_pass_valid": False, "repaired": False, "fallback": "failed" if results else "skipped"}
+        return Compacted(messages, metered.tokens, metered.calls, new_carry.dump(), notes, meta)
+    assert stored is not None
+    return _accepted(state, messages, stored, accepted[-1], new_carry.dump(), metered)
 
 
 def memo_audit(memo: Sequence[MemoItem], record: Sequence[Entry]) -> dict[str, int]:
@@ -373,11 +359,30 @@ def memo_audit(memo: Sequence[MemoItem], record: Sequence[Entry]) -> dict[str, i
     return {"memo_entries": len(memo), "memo_verbatim": verbatim, "memo_non_user": non_user}
 
 
+def _labelled(view: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
+    """The view with its recollection (the second system message) labelled for the replay and report."""
+    return tuple(
+        replace(m, kind=RECOLLECTION_KIND) if i == 1 and m.role == "system" else m for i, m in enumerate(view)
+    )
+
+
+def carry_audit(carry: Carry) -> dict[str, int]:
+    """What the checkpoint hands on besides mind, memo and scene: skills (A1), files (A2), the plan and
+    the current request (F5)."""
+    files = sum(1 for line in carry.files.splitlines() if line.startswith("- ") and line != "- (none)")
+    return {"carry_skills": len(carry.skills), "carry_files": files, "carry_plan": len(carry.plan),
+            "carry_request": len(carry.current_request_seqs)}  # fmt: skip
+
+
 def _accepted(
-    state: CompactState, new: _Context, result: CheckpointResult, carry: str, metered: _Metered
+    state: CompactState,
+    messages: tuple[ChatMessage, ...],
+    stored: StoredCheckpoint,
+    result: CheckpointResult,
+    carry: str,
+    metered: _Metered,
 ) -> Compacted:
-    assert new.stored is not None
-    made = new.stored.provenance
+    made = stored.provenance
     completed = any(note.startswith(SCENE_COMPLETED) for note in made.notes)
     meta = {
         # V1-V3 on the first answer: the model-free move-out (V7) had no answer to validate; a scene the
@@ -386,7 +391,8 @@ def _accepted(
         "scene_completed": completed,
         "repaired": made.repair_used,
         "fallback": result.fallback,
-        **memo_audit(new.stored.memo, state.record),
+        **memo_audit(stored.memo, state.record),
+        **carry_audit(stored.carry),
     }
     notes = (made.plan,) if made.plan else ()
-    return Compacted(new.messages, metered.tokens, metered.calls, carry, notes, meta)
+    return Compacted(messages, metered.tokens, metered.calls, carry, notes, meta)

@@ -272,8 +272,9 @@ def _probes(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
 
 
 def _checkpoint(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[str]:
-    """Per strategy and K: validation outcomes (V1-V8) and the memo audited against the record on every
-    checkpoint (N4: entries byte-identical to the record; N7: entries that are not the user's)."""
+    """Per strategy and K: validation outcomes (V1-V8), the memo audited against the record on every
+    checkpoint (N4: entries byte-identical to the record; N7: entries that are not the user's), and what
+    each checkpoint carried on average (skills, files, plan steps, the current request's messages)."""
     body = []
     for s in strategies:
         for k in _order(r["k_target"] for r in rows if r["strategy"] == s):
@@ -294,7 +295,11 @@ def _checkpoint(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[s
                 wilson(sum(m.get(f, 0) for m in metas), n).format()
                 for f in ("first_pass_valid", "scene_completed", "repaired", "fallback")
             ]
-            body.append([s, str(k), *memo, str(entries), *validation, str(n)])
+            carried = [  # issue 28: what the checkpoints handed on, per checkpoint (A1, A2, the plan, F5)
+                f"{sum(m.get(f, 0) for m in metas) / n:.1f}"
+                for f in ("carry_skills", "carry_files", "carry_plan", "carry_request")
+            ]
+            body.append([s, str(k), *memo, str(entries), *validation, *carried, str(n)])
     header = [
         "strategy",
         "K",
@@ -305,6 +310,10 @@ def _checkpoint(rows: Sequence[dict[str, Any]], strategies: list[str]) -> list[s
         "scene completed by the harness",
         "repaired",
         "fallback",
+        "skills carried (A1)",
+        "files listed (A2)",
+        "plan steps carried",
+        "request messages kept (F5)",
         "checkpoints",
     ]
     return _table(header, body) if body else []

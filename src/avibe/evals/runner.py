@@ -32,6 +32,8 @@ from avibe.ports import ModelClient, TokenCounter
 
 log = logging.getLogger(__name__)
 MEMO_AUDIT: Final = ("memo_entries", "memo_verbatim", "memo_non_user")
+# what checkpoints carried besides mind, memo and scene: skills (A1), files (A2), the plan, the request (F5)
+CARRY_AUDIT: Final = ("carry_skills", "carry_files", "carry_plan", "carry_request")
 AS_GIVEN: Final = 0  # the K key of a scenario file replayed as it is (no size to choose)
 
 
@@ -110,6 +112,7 @@ def _checkpoint_meta(result: ReplayResult) -> dict[str, int]:
         "scene_completed": sum(bool(m.get("scene_completed")) for m in metas),
         # N4, N7 audited on every checkpoint's memo against the record (avibe.evals.checkpoint.memo_audit)
         **{key: sum(int(m.get(key, 0)) for m in metas) for key in MEMO_AUDIT},
+        **{key: sum(int(m.get(key, 0)) for m in metas) for key in CARRY_AUDIT},
     }
 
 

@@ -1,0 +1,23 @@
+"""How one Vibey run is set up: the window, the step limit, the prompt's parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from avibe.checkpoint.turn import Mode
+from avibe.prompts.vibey import IDENTITY, RULES
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    window: int | None = None  # override the model's window (forces checkpoints on a smaller window)
+    max_steps: int = 30  # model calls per turn
+    reply_max_tokens: int = 512
+    checkpoint_mode: Mode = "tools"
+    identity: str = IDENTITY
+    rules: str = RULES
+    agents_md: str = ""
+    agents_md_heading: str = ""  # issue 27 item 7: set when the agent left AGENTS.md as it is
+    skill_catalogue: str = ""
+    user_name: str = "user"
+    record_where: str = "Avibe's record database"
