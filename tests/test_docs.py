@@ -1,6 +1,7 @@
 """The docs hold together in a clone: every relative link of the README and of docs/ resolves to a file (and
 a heading) inside the repository, every docs page is linked from somewhere, the README stays a front door
-(under 200 lines, no commit hashes), and no markdown file points outside the repository (`../shared`)."""
+(under 200 lines, no commit hashes), no markdown file points outside the repository (`../shared`), and
+docs/design.md's package map names modules that exist."""
 
 from __future__ import annotations
 
@@ -97,6 +98,32 @@ def test_the_readme_is_a_front_door() -> None:
 def test_no_markdown_file_links_outside_the_repository() -> None:
     outside = [_name(p) for p in _repo_markdown() if "../shared" in p.read_text(encoding="utf-8")]
     assert not outside, f"these link to ../shared, which a clone does not have: {outside}"
+
+
+def _package_map() -> list[str]:
+    """The paths docs/design.md's package map names under src/avibe/ (a bare name after a comma is in
+    the folder of the path before it: `checkpoint/tools_mode.py, structured_mode.py`)."""
+    text = (ROOT / "docs" / "design.md").read_text(encoding="utf-8")
+    block = text.split("## Package map", 1)[1].split("```", 2)[1]
+    paths = []
+    for line in block.splitlines():
+        named = re.match(r"  ([^\s,]+(?:, [^\s,]+)*)", line)  # continuation lines are indented further
+        folder = ""
+        for name in named.group(1).split(", ") if named else []:
+            if "/" in name.rstrip("/"):
+                folder = name.rstrip("/").rsplit("/", 1)[0] + "/"
+                paths.append(name)
+            else:
+                paths.append(folder + name)
+    return paths
+
+
+def test_the_design_package_map_names_modules_that_exist() -> None:
+    """The map is a map of this tree: a module moved or renamed takes its line in docs/design.md along."""
+    named = _package_map()
+    assert "checkpoint/turn.py" in named and "checkpoint/structured_mode.py" in named
+    missing = [path for path in named if not (ROOT / "src" / "avibe" / path).exists()]
+    assert not missing, f"docs/design.md's package map names what src/avibe/ lacks: {missing}"
 
 
 def test_the_link_checker_can_fail(tmp_path: Path) -> None:
