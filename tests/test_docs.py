@@ -24,7 +24,7 @@ def _prose(text: str) -> str:
     """The text without fenced code blocks, and each inline code span as one word (a link's text may be
     code; a span's own brackets are not links)."""
     text = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
-    return re.sub(r"`[^`\n]+`", "code", text)
+    return re.sub(r"(`+)(?!`)(.+?)(?<!`)\1(?!`)", "code", text, flags=re.S)  # ``a `b` c``, over lines too
 
 
 def _links(page: Path) -> list[str]:
@@ -128,7 +128,10 @@ def test_the_design_package_map_names_modules_that_exist() -> None:
 
 def test_the_link_checker_can_fail(tmp_path: Path) -> None:
     page = tmp_path / "page.md"
-    page.write_text("# A page\n\nSee [b](b.md#nowhere) and `[not a](link.md)`.\n```\n[code](x.md)\n```\n")
+    page.write_text(
+        "# A page\n\nSee [b](b.md#nowhere) and `[not a](link.md)`, ``x `[nor](this.md)` ``,\n"
+        "`a span over\na line [break](x.md)`.\n```\n[code](x.md)\n```\n"
+    )
     assert _links(page) == ["b.md#nowhere"]
     assert _anchors(page) == {"a-page"}
     assert _slug("The chat: `vibe`") == "the-chat-vibe"
