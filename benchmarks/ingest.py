@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
+import hmac
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -33,8 +36,6 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-
-import httpx
 
 from avibe.record.entries import EntryQuery
 from avibe.record.feeds import Feed
@@ -47,14 +48,71 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from record_append import fresh_database, throwaway_postgres  # noqa: E402
 
 from openai_chat import serve_chat  # noqa: E402 - the tests' scripted model server
-from serve_support import free_port, hosting, start_serve, stop, vibe_env  # noqa: E402
+from serve_support import free_port, start_serve, stop, vibe_env  # noqa: E402
 
 SECRET = "benchmark-callback-secret"
 ATTEMPTS = 6
 
 
+class _Connection:
+    """One keep-alive HTTP/1.1 connection of the load's client: a few lines over asyncio streams, so that
+    the client, which shares the cores with the hosts, spends little of them (httpx costs about as much
+    CPU per request as the host it measures)."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.streams: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
+
+    async def post(self, path: str, body: bytes, headers: dict[str, str]) -> int:
+        """The response's status (its body read and dropped); OSError/EOF when the connection failed."""
+        if self.streams is None:
+            self.streams = await asyncio.open_connection("127.0.0.1", self.port)
+        reader, writer = self.streams
+        lines = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+        head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{self.port}\r\nContent-Length: {len(body)}\r\n"
+        writer.write(f"{head}{lines}\r\n".encode() + body)
+        try:
+            answer = await reader.readuntil(b"\r\n\r\n")
+            status = int(answer[9:12])
+            fields = answer.lower()
+            at = fields.find(b"content-length:")
+            length = int(fields[at + 15 : fields.index(b"\r\n", at)]) if at >= 0 else 0
+            if length:
+                await reader.readexactly(length)
+            if b"connection: close" in fields:
+                self.close()
+            return status
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        if self.streams is not None:
+            self.streams[1].close()
+            self.streams = None
+
+
+def _auth(body: bytes, key: str, signed: bool, old: bool) -> dict[str, str]:
+    """The callback's credentials in the protocol of the tree measured: the secret as a bearer token
+    (both trees), or a signature - this tree's over timestamp, key and body; the old tree's over the body."""
+    if not signed:
+        return {"Authorization": f"Bearer {SECRET}"}
+    if old:
+        digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        return {"X-Avibe-Signature": f"sha256={digest}"}
+    stamp = str(int(time.time()))
+    digest = hmac.new(SECRET.encode(), f"{stamp}.{key}.".encode() + body, hashlib.sha256).hexdigest()
+    return {"X-Avibe-Timestamp": stamp, "X-Avibe-Signature": f"sha256={digest}"}
+
+
 async def _load(
-    ports: list[int], feeds: list[str], count: int, concurrency: int
+    ports: list[int],
+    feeds: list[str],
+    count: int,
+    concurrency: int,
+    *,
+    signed: bool = False,
+    old: bool = False,
 ) -> tuple[dict[str, str], list[float], int, float]:
     """Post `count` callbacks; returns the accepted keys (key -> feed), latencies in ms, retries, seconds."""
     queue: asyncio.Queue[int] = asyncio.Queue()
@@ -63,54 +121,63 @@ async def _load(
     accepted: dict[str, str] = {}
     latencies: list[float] = []
     retries = 0
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
 
-    async def worker(client: httpx.AsyncClient) -> None:
+    async def worker() -> None:
         nonlocal retries
-        while not queue.empty():
-            n = queue.get_nowait()
-            feed, key = feeds[n % len(feeds)], f"ingest-{n}"
-            body = f"build {n} finished: green (key {key})"
-            began = time.perf_counter()
-            for attempt in range(ATTEMPTS):
-                port = ports[(n + attempt) % len(ports)]
-                try:
-                    response = await client.post(
-                        f"http://127.0.0.1:{port}/callbacks/{feed}", content=body,
-                        headers={"Authorization": f"Bearer {SECRET}", "Idempotency-Key": key},
-                    )  # fmt: skip
-                except httpx.HTTPError:
-                    response = None
-                if response is not None and response.status_code == 202:
-                    latencies.append((time.perf_counter() - began) * 1000)
-                    accepted[key] = feed
-                    break
-                retries += 1
-                await asyncio.sleep(0.05 * (attempt + 1))
+        connections = {port: _Connection(port) for port in ports}
+        try:
+            while not queue.empty():
+                n = queue.get_nowait()
+                feed, key = feeds[n % len(feeds)], f"ingest-{n}"
+                body = f"build {n} finished: green (key {key})".encode()
+                began = time.perf_counter()
+                for attempt in range(ATTEMPTS):
+                    port = ports[(n + attempt) % len(ports)]
+                    headers = {**_auth(body, key, signed, old), "Idempotency-Key": key}
+                    try:
+                        status = await asyncio.wait_for(
+                            connections[port].post(f"/callbacks/{feed}", body, headers), 30
+                        )
+                    except (OSError, asyncio.IncompleteReadError, TimeoutError, ValueError):
+                        status = 0
+                    if status == 202:
+                        latencies.append((time.perf_counter() - began) * 1000)
+                        accepted[key] = feed
+                        break
+                    retries += 1
+                    await asyncio.sleep(0.05 * (attempt + 1))
+        finally:
+            for connection in connections.values():
+                connection.close()
 
-    async with httpx.AsyncClient(timeout=30, limits=limits) as client:
-        began = time.perf_counter()
-        await asyncio.gather(*(worker(client) for _ in range(concurrency)))
-        elapsed = time.perf_counter() - began
+    began = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    elapsed = time.perf_counter() - began
     return accepted, latencies, retries, elapsed
 
 
-def _settle(ports: list[int], home: Path, sessions: int, timeout: float = 60) -> None:
-    """Wait until the hosts together host every session and that has held for a second (asked with the
-    serve token the hosts keep in `home`)."""
-    deadline, steady_since = time.monotonic() + timeout, None
-    while time.monotonic() < deadline:
-        hosted: set[str] = set()
-        for port in ports:
-            hosted |= set(hosting(port, home))
-        if len(hosted) >= sessions:
-            steady_since = steady_since or time.monotonic()
-            if time.monotonic() - steady_since >= 1.0:
-                return
-        else:
-            steady_since = None
-        time.sleep(0.2)
-    print(f"  (the hosts did not take all {sessions} sessions within {timeout:.0f} s)", file=sys.stderr)
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) the process `pid` has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+GIL = ["--gil"] if os.environ.get("AVIBE_SPY_GIL") else []  # py-spy: only the samples holding the GIL
+
+
+def _spy(pid: int, folder: str | None, name: str) -> subprocess.Popen[bytes] | None:
+    """py-spy recording the host `pid` (its Python threads, GIL holders and idle alike) into
+    `folder`/`name`.txt (collapsed stacks) until SIGINT; None without --profile."""
+    if not folder:
+        return None
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    out = Path(folder) / f"{name}.txt"
+    spy = subprocess.Popen(
+        ["py-spy", "record", "--pid", str(pid), "--format", "raw", "--rate", "250", *GIL, "-o", str(out)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    time.sleep(1.0)  # attached before the load begins
+    return spy
 
 
 def _count(url: str, sessions: dict[str, str], accepted: dict[str, str]) -> tuple[int, int, int]:
@@ -142,17 +209,27 @@ def run_case(url: str, hosts: int, args: argparse.Namespace, code: Path | None) 
         if code is not None:
             env["PYTHONPATH"] = str(code)
         ports = [free_port() for _ in range(hosts)]
+        processes = []
         for n, port in enumerate(ports):
             process = start_serve(env, work, port, work / f"serve-{n}.log")
             stack.callback(stop, process)
+            processes.append(process)
         feeds = list(sessions)
         # Warm-up (its keys are posted again by the load: they must not double): the inputs make the
         # hosts take the sessions (each host loads its tokenizer once); the load starts once they have.
-        asyncio.run(_load(ports, feeds, min(50, args.callbacks), 4))
-        _settle(ports, work / "home", len(feeds))
+        asyncio.run(_load(ports, feeds, min(50, args.callbacks), 4, signed=args.signed, old=code is not None))
+        spy = _spy(processes[0].pid, args.profile, f"{url.split(':')[0]}-{hosts}{'-old' if code else ''}")
+        host_cpu = sum(_cpu_s(p.pid) for p in processes)
+        client_cpu = time.process_time()
+        load = os.getloadavg()[0]
         accepted, latencies, retries, elapsed = asyncio.run(
-            _load(ports, feeds, args.callbacks, args.concurrency)
+            _load(ports, feeds, args.callbacks, args.concurrency, signed=args.signed, old=code is not None)
         )
+        client_cpu = time.process_time() - client_cpu
+        host_cpu = sum(_cpu_s(p.pid) for p in processes) - host_cpu
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            spy.wait(timeout=60)
     lost, duplicated, stored = _count(url, sessions, accepted)
     return {
         "accepted": float(len(accepted)),
@@ -163,6 +240,9 @@ def run_case(url: str, hosts: int, args: argparse.Namespace, code: Path | None) 
         "lost": float(lost + (args.callbacks - len(accepted))),
         "duplicated": float(duplicated),
         "stored": float(stored),
+        "host_cpu_ms": 1000 * host_cpu / max(1, len(accepted)),
+        "client_cpu_ms": 1000 * client_cpu / max(1, len(accepted)),
+        "load": load,
     }
 
 
@@ -193,6 +273,12 @@ def main() -> None:
         "--only", default="sqlite-1,postgresql-1,postgresql-3", help="cases: BACKEND-HOSTS,..."
     )
     parser.add_argument("--url", help="PostgreSQL server URL (default: a throwaway cluster)")
+    parser.add_argument(
+        "--signed",
+        action="store_true",
+        help="sign each callback (each tree's HMAC) instead of the bearer secret",
+    )
+    parser.add_argument("--profile", metavar="DIR", help="py-spy the first host of each case into DIR")
     parser.add_argument("--compare-with", metavar="REV", help="also run the hosts of this git revision")
     args = parser.parse_args()
     cases = [(c.split("-")[0], int(c.split("-")[1])) for c in args.only.split(",") if c]
@@ -221,14 +307,26 @@ def main() -> None:
                 print(f"  running {name} ...", file=sys.stderr, flush=True)
                 rows.append((name, run_case(url, hosts, args, code)))
     print(f"ingest benchmark: {args.callbacks:,} HTTP callbacks per case, {args.concurrency} in flight, "
-          f"{args.feeds} feeds/sessions, queued (wake=False: no agent turns, ingest only); "
-          f"{os.cpu_count()} cores shared by client, hosts and database")  # fmt: skip
-    head = f"{'accepted/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'retries':>8} {'lost':>5} {'duplicated':>10}"
-    print(f"  {'':32} {head}")
+          f"{args.feeds} feeds/sessions, {'signed' if args.signed else 'bearer secret'}, queued "
+          f"(wake=False: no agent turns, ingest only); {os.cpu_count()} cores shared by client, hosts "
+          "and database")  # fmt: skip
+    head = (f"{'accepted/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'retries':>8} {'lost':>5} {'duplicated':>10} "
+            f"{'host CPU ms':>11} {'client CPU ms':>13} {'load':>5}")  # fmt: skip
+    print(f"  {'':34} {head}")
     for name, r in rows:
-        print(f"  {name:32} {r['rate']:10,.0f} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f} {r['retries']:8,.0f} "
-              f"{r['lost']:5,.0f} {r['duplicated']:10,.0f}")  # fmt: skip
-    print("  latency: first POST to 202 (committed in the record); lost/duplicated counted in the record")
+        print(f"  {name:34} {r['rate']:10,.0f} {r['p50_ms']:8.1f} {r['p99_ms']:8.1f} {r['retries']:8,.0f} "
+              f"{r['lost']:5,.0f} {r['duplicated']:10,.0f} {r['host_cpu_ms']:11.2f} "
+              f"{r['client_cpu_ms']:13.2f} {r['load']:5.1f}")  # fmt: skip
+    if args.compare_with:
+        print(f"  this tree / {args.compare_with}, measured in this run:")
+        half = len(rows) // 2
+        for (name, new), (_, old) in zip(rows[:half], rows[half:], strict=True):
+            print(f"  {name:34} {new['rate'] / max(old['rate'], 1e-9):9.1f}x accepted/s, p99 "
+                  f"{new['p99_ms'] / max(old['p99_ms'], 1e-9):5.2f}x, host CPU per callback "
+                  f"{new['host_cpu_ms'] / max(old['host_cpu_ms'], 1e-9):5.2f}x")  # fmt: skip
+    print("  latency: first POST to 202 (committed in the record); lost/duplicated counted in the record;")
+    print("  host/client CPU: CPU time per accepted callback (all hosts together / the load's client);")
+    print("  load: the 1-minute load average as the case began")
 
 
 if __name__ == "__main__":

@@ -82,12 +82,24 @@ def deliver(
     the entry it made and records nothing new (a watch tick, a timer fire, a callback's Idempotency-Key).
     Raises IngressError for a bad input, UnknownSession for a session the store does not have.
     """
+    return store.append(new_input(session_id, source, text, at=at, turn_id=turn_id, clock=clock, key=key))
+
+
+def new_input(
+    session_id: str,
+    source: Source,
+    text: str,
+    *,
+    at: datetime | None = None,
+    turn_id: str = "",
+    clock: Clock | None = None,
+    key: str = "",
+) -> NewEntry:
+    """The input `deliver` appends, checked (IngressError), for a caller that appends it itself - `vibe
+    serve`'s ingest writer, which commits many requests' inputs in one transaction."""
     _check_source(source)
     moment, turn = _moment(at, clock), _check_turn(turn_id)
-    entry = NewEntry(
-        session_id, source, _check_text("text", text), moment, turn, delivery_key=_check_key(key)
-    )
-    return store.append(entry)
+    return NewEntry(session_id, source, _check_text("text", text), moment, turn, delivery_key=_check_key(key))
 
 
 MAX_KEY: Final = 200

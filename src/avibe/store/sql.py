@@ -9,6 +9,8 @@ Group commit: appends that arrive at once from several threads (concurrent deliv
 share one transaction. The first becomes the leader and commits whatever is queued meanwhile; each caller
 returns only after the transaction holding its entries committed. Should that transaction fail, each
 append of the group is retried on its own, so one bad append (an unknown session) fails alone.
+`append_each` is the same commit for a caller that holds many independent appends at once (`vibe
+serve`'s ingest writer): one transaction for all of them, an outcome for each.
 """
 
 from __future__ import annotations
@@ -74,10 +76,23 @@ _DELIVERED: Final = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
 _DELIVERED_ONE: Final = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
     entries.c.session == bindparam("sid"), entries.c.delivery_key == bindparam("key")
 )
+# Many sessions' keys at once (the pairs are picked out of what it finds).
+_DELIVERED_ANY: Final = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
+    entries.c.session.in_(bindparam("sids", expanding=True)),
+    entries.c.delivery_key.in_(bindparam("keys", expanding=True)),
+)
+# Locks the rows of several sessions, in id order.
+_LOCK_SESSIONS: Final = (
+    select(sessions.c.id)
+    .where(sessions.c.id.in_(bindparam("sids", expanding=True)))
+    .order_by(sessions.c.id)
+    .with_for_update()
+)
 # A group commit takes at most this many appends (and stops adding once it holds _GROUP_ENTRIES entries).
 _GROUP_APPENDS: Final = 512
 _GROUP_ENTRIES: Final = 5_000
 _INSERT_ENTRY: Final = insert(entries)
+_FEEDS_NAMED: Final = select(sources).where(sources.c.id.in_(bindparam("ids", expanding=True)))
 # PostgreSQL: every append tells the hosts listening which session got input (LISTEN/NOTIFY, issue 12);
 # the notification goes out when the transaction commits, never for one rolled back.
 NOTIFY_CHANNEL: Final = "avibe_entries"
@@ -468,14 +483,23 @@ class SqlStore:
             except Exception as exc:  # handed to the caller that made this append
                 append.finish(error=exc)
 
-    def _append_in(self, conn: Connection, new: Sequence[NewEntry]) -> list[Entry]:
+    def _append_in(
+        self,
+        conn: Connection,
+        new: Sequence[NewEntry],
+        repeats: list[bool] | None = None,
+        quiet: Sequence[bool] = (),
+    ) -> list[Entry]:
+        """Store `new` (in this transaction). `repeats`, when given, gets for each entry whether its
+        delivery key was recorded before (its entry is the earlier one). `quiet[i]`: entry i wakes no host
+        (a queued input): a session all of whose new entries are quiet is not NOTIFYed."""
         sessions_in = sorted({entry.session for entry in new})  # a fixed order: no two batches deadlock
         keyed = any(entry.delivery_key for entry in new)
         if keyed and self._postgres:
             # The keys must be looked up under the session lock (a concurrent delivery of the same key
             # commits first, then this one sees it). SQLite's BEGIN IMMEDIATE holds the write lock already.
-            for session_id in sessions_in:
-                self._lock_session(conn, session_id)
+            # One statement locks every session of the batch, in id order (no two batches deadlock).
+            conn.execute(_LOCK_SESSIONS, {"sids": sessions_in}).all()
         # A delivery key seen before is a repeat: it gets the entry it made (`made[i]` is None for those).
         seen = self._delivered(conn, new) if keyed else {}
         first_of_key: dict[tuple[str, str], int] = {}
@@ -516,7 +540,8 @@ class SqlStore:
                 _INSERT_ENTRY, [_entry_values(cast(Entry, made[i]), new[i].delivery_key) for i in fresh_index]
             )
             if self._postgres:  # wake the session's host wherever it runs (issue 12)
-                for session_id in sorted(counts):
+                waking = {new[i].session for i in fresh_index if not (quiet and quiet[i])}
+                for session_id in sorted(waking):
                     conn.execute(_NOTIFY, {"channel": NOTIFY_CHANNEL, "session": session_id})
         stored: list[Entry] = []
         for i, entry in enumerate(new):
@@ -525,17 +550,101 @@ class SqlStore:
                 key = (entry.session, entry.delivery_key)
                 found = seen[key] if key in seen else made[first_of_key[key]]
             assert found is not None
+            if repeats is not None:
+                repeats.append(made[i] is None)
             stored.append(
                 found if found.at.tzinfo is UTC else dataclasses.replace(found, at=found.at.astimezone(UTC))
             )
         return stored
+
+    def append_each(
+        self,
+        new: Sequence[NewEntry],
+        *,
+        feeds: Mapping[str, Feed] | None = None,
+        quiet: Sequence[bool] = (),
+    ) -> list[Appended]:
+        """Append each entry on its own account - in one transaction while none fails - and give each its
+        outcome: its entry (the earlier one, `repeat`, when its delivery key was recorded before) or the
+        error that refused it alone (an unknown session). `feeds`: feed id -> the feed an entry's request
+        was checked against (its secret, limits, wake); an entry whose source names one is stored only
+        while that feed is, in this transaction, still live and unchanged, else it gets FeedChanged.
+        `quiet[i]`: entry i wakes no host (no NOTIFY for it)."""
+        outcomes: list[Appended | None] = [None] * len(new)
+        valid: list[int] = []
+        for i, entry in enumerate(new):
+            try:
+                _check_new_entry(entry)
+            except (TypeError, ValueError) as exc:
+                outcomes[i] = Appended(error=exc)
+            else:
+                valid.append(i)
+        checked = feeds or {}
+        if len(valid) > 1:
+            try:
+                together = self._write(partial(self._append_each_in, new=new, only=valid, feeds=checked,
+                                               quiet=quiet))  # fmt: skip
+            except StoreUnavailable as exc:  # away (a commit may have been cut off): each gets the error
+                for i in valid:
+                    outcomes[i] = Appended(error=exc)
+                valid = []
+            except Exception:  # refused before commit (an unknown session): each alone, its own outcome
+                pass
+            else:
+                for i, outcome in together.items():
+                    outcomes[i] = outcome
+                valid = []
+        for i in valid:
+            try:
+                alone = self._write(partial(self._append_each_in, new=new, only=[i], feeds=checked,
+                                            quiet=quiet))  # fmt: skip
+                outcomes[i] = alone[i]
+            except Exception as exc:  # handed to the caller that made this append
+                outcomes[i] = Appended(error=exc)
+        return [
+            outcome if outcome is not None else Appended(error=StoreError("not appended"))
+            for outcome in outcomes
+        ]
+
+    def _append_each_in(
+        self,
+        conn: Connection,
+        new: Sequence[NewEntry],
+        only: Sequence[int],
+        feeds: Mapping[str, Feed],
+        quiet: Sequence[bool],
+    ) -> dict[int, Appended]:
+        outcomes: dict[int, Appended] = {}
+        named = sorted({new[i].source.ref for i in only if new[i].source.ref in feeds})
+        if named:
+            current = {row.id: _feed(row) for row in conn.execute(_FEEDS_NAMED, {"ids": named})}
+            for i in only:
+                ref = new[i].source.ref
+                if ref in feeds and not _same_feed(current.get(ref), feeds[ref]):
+                    outcomes[i] = Appended(error=FeedChanged(f"the feed {ref!r} changed since it was read"))
+        keep = [i for i in only if i not in outcomes]
+        if keep:
+            repeats: list[bool] = []
+            stored = self._append_in(
+                conn, [new[i] for i in keep], repeats, [bool(quiet and quiet[i]) for i in keep]
+            )
+            for i, entry, repeat in zip(keep, stored, repeats, strict=True):
+                outcomes[i] = Appended(entry=entry, repeat=repeat)
+        return outcomes
 
     @staticmethod
     def _delivered(conn: Connection, new: Sequence[NewEntry]) -> dict[tuple[str, str], Entry]:
         """The entries already recorded under the delivery keys of `new`."""
         keyed = {(e.session, e.delivery_key) for e in new if e.delivery_key}
         found: dict[tuple[str, str], Entry] = {}
-        for session_id in sorted({session for session, _ in keyed}):
+        sessions_keyed = sorted({session for session, _ in keyed})
+        if len(sessions_keyed) > 1:  # one statement for all (a batch of many sessions' inputs)
+            params = {"sids": sessions_keyed, "keys": sorted({key for _, key in keyed})}
+            for row in conn.execute(_DELIVERED_ANY, params):
+                if (row.session, row.delivery_key) in keyed:
+                    found[(row.session, row.delivery_key)] = _entry(row)
+            return found
+        for session_id in sessions_keyed:
             keys = sorted(key for session, key in keyed if session == session_id)
             rows = (
                 conn.execute(_DELIVERED_ONE, {"sid": session_id, "key": keys[0]})
@@ -916,6 +1025,33 @@ class _Append:
         if self.error is not None:
             raise self.error
         return self.result
+
+
+class FeedChanged(StoreError):
+    """A feed was stopped or changed after a request was checked against it (`append_each`): check the
+    request again against the feed as it is now."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Appended:
+    """One append's outcome in `append_each`: its entry (`repeat`: recorded before under its delivery
+    key), or the error that refused it."""
+
+    entry: Entry | None = None
+    repeat: bool = False
+    error: BaseException | None = None
+
+
+def _same_feed(now: Feed | None, checked: Feed) -> bool:
+    """Whether the feed as stored now is the one a request was checked against (live, same spec and wake)."""
+    return (
+        now is not None
+        and now.removed_at is None
+        and now.kind == checked.kind
+        and now.session == checked.session
+        and now.spec == checked.spec
+        and now.wake == checked.wake
+    )
 
 
 class _SessionExists(StoreError):

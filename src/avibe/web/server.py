@@ -28,6 +28,8 @@ answered with a 5xx: a body or number of the wrong shape is 400, naming what is 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import hmac
 import json
@@ -50,11 +52,12 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
 
 from avibe.errors import AvibeError, UnknownFeed, UnknownSession
-from avibe.ingress import IngressError, deliver
+from avibe.ingress import IngressError, new_input
 from avibe.ports import Clock, FeedStore, RecordStore
-from avibe.record.entries import Entry, EntryQuery, Source
+from avibe.record.entries import Entry, EntryQuery, NewEntry, Source
 from avibe.record.feeds import Feed
 from avibe.record.sources import render_entry_text
+from avibe.store.sql import Appended, FeedChanged, SqlStore
 from avibe.web.fleet import Fleet
 from avibe.web.guard import HostGuard, Hosts
 
@@ -67,6 +70,11 @@ PAGE: Final = 500
 TOKEN_FILE: Final = "serve-token"
 SIGNATURE_WINDOW_S: Final = 300  # a signed callback is good this long either side of this host's clock
 CALLBACKS: Final = "/callbacks/"
+BATCH: Final = 512  # inputs committed in one transaction at most
+WRITER_IDLE_S: Final = (
+    2.0  # the ingest writer thread ends after this long without input (made anew on demand)
+)
+FEED_CACHE: Final = 4096  # callback feeds kept in memory (each checked again in the commit's transaction)
 
 
 class RateLimit:
@@ -88,6 +96,97 @@ class RateLimit:
                 return 60.0 - (now - times[0])
             times.append(now)
             return 0.0
+
+
+@dataclass
+class _Pending:
+    entry: NewEntry
+    feed: Feed | None
+    loop: asyncio.AbstractEventLoop
+    answer: asyncio.Future[Appended]
+
+
+class Ingest:
+    """The one way a request's input reaches the record: requests queue their inputs here and wait (on the
+    event loop, no thread of their own); one writer thread commits whatever is queued in one transaction
+    (`SqlStore.append_each`: the delivery keys looked up in it, each callback's feed checked in it), then
+    answers every request of the batch at once - after the commit, never before - and wakes each session
+    that got input which wakes its agent, once per batch. While it commits, the next batch queues."""
+
+    def __init__(self, store: RecordStore, fleet: Fleet) -> None:
+        self.store, self.fleet = store, fleet
+        self._queue: list[_Pending] = []
+        self._ready = threading.Condition()
+        self._running = False
+        self._idle = False  # the writer waits for input (it is to be woken)
+
+    async def append(self, entry: NewEntry, feed: Feed | None = None) -> Appended:
+        """`entry` committed (or why not); `feed`: the callback feed its request was checked against."""
+        loop = asyncio.get_running_loop()
+        pending = _Pending(entry, feed, loop, loop.create_future())
+        with self._ready:
+            self._queue.append(pending)
+            if not self._running:
+                self._running = True
+                threading.Thread(target=self._write, name="serve-ingest", daemon=True).start()
+            elif self._idle:  # a writer busy committing takes this input with its next batch unwoken
+                self._ready.notify()
+        return await asyncio.shield(pending.answer)  # a client that hangs up still gets its input committed
+
+    def _write(self) -> None:
+        while True:
+            with self._ready:
+                if not self._queue:
+                    self._idle = True
+                    self._ready.wait(WRITER_IDLE_S)
+                    self._idle = False
+                    if not self._queue:
+                        self._running = False
+                        return
+                batch, self._queue = self._queue[:BATCH], self._queue[BATCH:]
+            try:
+                outcomes = self._commit(batch)
+            except Exception as exc:  # never leave a request waiting: each gets the error
+                log.exception("serve: committing %d inputs failed", len(batch))
+                outcomes = [Appended(error=exc)] * len(batch)
+            waking = {
+                p.entry.session
+                for p, o in zip(batch, outcomes, strict=True)
+                if o.entry is not None and not o.repeat and (p.feed is None or p.feed.wake)
+            }
+            for session in sorted(waking):  # a queued input (wake=False) waits for the next turn: no one
+                self.fleet.notify(session)  # before the answer: a 202 means its session is awake too
+            self._answer(batch, outcomes)
+
+    def _commit(self, batch: list[_Pending]) -> list[Appended]:
+        if isinstance(self.store, SqlStore):
+            feeds = {p.feed.id: p.feed for p in batch if p.feed is not None}
+            quiet = [p.feed is not None and not p.feed.wake for p in batch]
+            return self.store.append_each([p.entry for p in batch], feeds=feeds, quiet=quiet)
+        outcomes: list[Appended] = []
+        for p in batch:  # another RecordStore: one append each; a repeat is an entry it numbered before
+            try:
+                before = self.store.get_session(p.entry.session).entry_count
+                entry = self.store.append(p.entry)
+                outcomes.append(Appended(entry=entry, repeat=entry.seq <= before))
+            except Exception as exc:
+                outcomes.append(Appended(error=exc))
+        return outcomes
+
+    @staticmethod
+    def _answer(batch: list[_Pending], outcomes: list[Appended]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[_Pending, Appended]]] = {}
+        for pending, outcome in zip(batch, outcomes, strict=True):
+            by_loop.setdefault(pending.loop, []).append((pending, outcome))
+        for loop, answers in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a loop closed: nobody waits there any more
+                loop.call_soon_threadsafe(_resolve, answers)
+
+
+def _resolve(answers: list[tuple[_Pending, Appended]]) -> None:
+    for pending, outcome in answers:
+        if not pending.answer.done():
+            pending.answer.set_result(outcome)
 
 
 class BadInput(Exception):
@@ -266,6 +365,13 @@ class Api:
     user_name: str
     token: str  # required on every endpoint but callbacks and the bare /health, loopback too
     limits: RateLimit = field(default_factory=RateLimit)
+    ingest: Ingest = field(init=False)
+    # Live callback feeds as last read: a request is checked against its feed here, and the commit checks,
+    # in its transaction, that the feed is still that one (else the request is checked again, afresh).
+    _feeds: dict[str, Feed] = field(init=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.ingest = Ingest(self.store, self.fleet)
 
     def guarded(
         self, endpoint: Callable[[Request], Awaitable[Response]]
@@ -323,13 +429,38 @@ class Api:
 
     async def _callback(self, request: Request) -> Response:
         feed_id = request.path_params["feed"]
-        try:
-            feed = await run_in_threadpool(self._callback_feed, feed_id)
-        except UnknownFeed:
-            return _error(404, f"no callback {feed_id!r} on this record")
+        feed = self._feeds.get(feed_id)
+        if feed is None:
+            try:
+                feed = await self._fresh_feed(feed_id)
+            except UnknownFeed:
+                return _error(404, f"no callback {feed_id!r} on this record")
         body = await _body(request, int(feed.spec["max_bytes"]))
         if body is None:
             return _error(413, f"the body is over this callback's limit of {feed.spec['max_bytes']:,} bytes")
+        answer = await self._callback_with(request, feed, body)
+        if not isinstance(answer, FeedChanged):
+            return answer
+        try:  # stopped, or a new secret or limit since it was read: the request is checked again, afresh
+            feed = await self._fresh_feed(feed_id)
+        except UnknownFeed:
+            return _error(404, f"no callback {feed_id!r} on this record")
+        if len(body) > int(feed.spec["max_bytes"]):
+            return _error(413, f"the body is over this callback's limit of {feed.spec['max_bytes']:,} bytes")
+        answer = await self._callback_with(request, feed, body)
+        if isinstance(answer, FeedChanged):  # changed again meanwhile: the sender retries
+            return _error(503, "the callback changed while the request was recorded; send it again")
+        return answer
+
+    async def _fresh_feed(self, feed_id: str) -> Feed:
+        self._feeds.pop(feed_id, None)
+        feed = await run_in_threadpool(self._callback_feed, feed_id)
+        if len(self._feeds) >= FEED_CACHE:
+            self._feeds.clear()
+        self._feeds[feed_id] = feed
+        return feed
+
+    async def _callback_with(self, request: Request, feed: Feed, body: bytes) -> Response | FeedChanged:
         refused = _callback_refused(request, str(feed.spec["secret"]), body, self.clock.now().timestamp())
         if refused is not None:
             return _error(401, refused, **{"WWW-Authenticate": 'Bearer realm="avibe"'})
@@ -346,7 +477,11 @@ class Api:
         if not key and "x-avibe-signature" in request.headers:
             # A signed request without a key is recorded once all the same: its signature is its key.
             key = f"callback:{feed.id}:sig:{request.headers['x-avibe-signature'].strip().lower()[7:]}"
-        return await self._record(feed.session, Source("callback", name=feed.name, ref=feed.id), text, key)
+        source = Source("callback", name=feed.name, ref=feed.id)
+        try:
+            return await self._record(feed.session, source, text, key, feed)
+        except FeedChanged as exc:
+            return exc
 
     def _callback_feed(self, feed_id: str) -> Feed:
         if not isinstance(self.store, FeedStore) or len(feed_id) > MAX_KEY_CHARS:
@@ -356,18 +491,25 @@ class Api:
             raise UnknownFeed(feed_id)
         return feed
 
-    async def _record(self, session: str, source: Source, text: str, key: str) -> Response:
-        def work() -> tuple[Entry, bool]:
-            before = self.store.get_session(session).entry_count
-            entry = deliver(self.store, session, source, text, clock=self.clock, key=key)
-            return entry, entry.seq <= before
-
+    async def _record(
+        self, session: str, source: Source, text: str, key: str, feed: Feed | None = None
+    ) -> Response:
+        """Record the input through the ingest writer; 202 once it is committed (FeedChanged: `feed` is
+        no longer what the request was checked against)."""
         try:
-            entry, duplicate = await run_in_threadpool(work)
+            entry = new_input(session, source, text, clock=self.clock, key=key)
         except IngressError as exc:
             return _error(400, str(exc))
-        self.fleet.notify(session)
-        return JSONResponse({"session": session, "seq": entry.seq, "duplicate": duplicate}, status_code=202)
+        outcome = await self.ingest.append(entry, feed)
+        if outcome.error is not None:
+            if isinstance(outcome.error, ValueError):  # refused as stored: the input's shape
+                return _error(400, str(outcome.error))
+            raise outcome.error
+        assert outcome.entry is not None
+        stored = outcome.entry
+        return JSONResponse(
+            {"session": session, "seq": stored.seq, "duplicate": outcome.repeat}, status_code=202
+        )
 
 
 def build_app(api: Api, *, extra: list[Mount | Route] | None = None, hosts: Hosts | None = None) -> Starlette:
