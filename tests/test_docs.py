@@ -83,7 +83,10 @@ def test_every_docs_page_is_linked_from_the_readme_or_another_page() -> None:
             if path:
                 linked.add((page.parent / path).resolve())
     orphans = [_name(p) for p in sorted((ROOT / "docs").glob("*.md")) if p.resolve() not in linked]
-    assert not orphans, f"no page links to {orphans}"
+    assert not orphans, (
+        f"no page links to {orphans}: link each from the README's Documentation list or from the docs page "
+        "it belongs to (a benchmark's own page from docs/benchmarks.md)"
+    )
 
 
 def test_the_readme_is_a_front_door() -> None:
