@@ -50,6 +50,7 @@ from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from avibe.errors import AvibeError, UnknownFeed, UnknownSession
 from avibe.ingress import IngressError, new_input
@@ -523,5 +524,25 @@ def build_app(api: Api, *, extra: list[Mount | Route] | None = None, hosts: Host
         Route(CALLBACKS + "{feed}", api.callback, methods=["POST"]),  # its own secret
         *(extra or []),
     ]
-    middleware = [Middleware(HostGuard, hosts=hosts, exempt=[CALLBACKS])] if hosts is not None else []
+    middleware = [Middleware(_CallbackPath, api=api)]
+    if hosts is not None:
+        middleware.append(Middleware(HostGuard, hosts=hosts, exempt=[CALLBACKS]))
     return Starlette(routes=routes, middleware=middleware)
+
+
+class _CallbackPath:
+    """`POST /callbacks/{feed}` straight to `Api.callback`, past the router and the middleware behind it
+    (the ingest hot path; the Host check exempts callbacks anyway); anything else goes on to `app`."""
+
+    def __init__(self, app: ASGIApp, api: Api) -> None:
+        self.app, self.api = app, api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"].startswith(CALLBACKS):
+            feed = scope["path"][len(CALLBACKS) :]
+            if feed and "/" not in feed:  # what the route's {feed} matches
+                scope["path_params"] = {"feed": feed}
+                response = await self.api.callback(Request(scope, receive))
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
