@@ -80,8 +80,8 @@ def _resumed(tmp: Path, session: str) -> tuple[Vibey, SessionHost]:
 def _check_view(vibey: Vibey, host: SessionHost) -> None:
     """The resumed live context against the record and the latest checkpoint."""
     store, session = vibey.store, vibey.session_id
-    note = vibey._note_interrupted  # the note the loop records (idempotent by key), as the next step would
-    state = live.absorb(vibey.load_state(), host.after(vibey.load_state().last_seq), vibey.name, note)
+    state = vibey.load_state()
+    state = live.absorb(state, host.after(state.last_seq), vibey.name, vibey.record.note_interrupted)
     entries = store.query(EntryQuery(session))
     assert [e.seq for e in entries] == list(range(1, len(entries) + 1))  # dense: nothing lost
     seqs = [m.seq for m in state.messages if m.seq is not None]

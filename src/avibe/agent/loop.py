@@ -11,7 +11,6 @@ nothing already recorded and resumes exactly where it was.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -24,7 +23,6 @@ from typing import Final
 from avibe.agent import live
 from avibe.agent.config import RunConfig
 from avibe.agent.driver import CheckpointDriver, store_lookup
-from avibe.agent.interrupted import NOTE_SOURCE, Interrupted, note_text
 from avibe.agent.live import LiveRoom, shell_skill_load
 from avibe.agent.persist import SessionRecord
 from avibe.agent.repeats import loop_stop_reason
@@ -38,9 +36,7 @@ from avibe.context.assemble import system_prompt
 from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host import events as ev
 from avibe.host.agent import Inbox, TurnResult
-from avibe.ingress import deliver, record_reply
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
-from avibe.record.entries import CallRecord, Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 
 __all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display", "shell_skill_load"]
@@ -115,7 +111,7 @@ class Vibey:
 
     @cached_property
     def record(self) -> SessionRecord:
-        return SessionRecord(self.store, self.session_id)
+        return SessionRecord(self.store, self.session_id, self.clock)
 
     def load_state(self) -> LiveState:
         return self.record.load_state()
@@ -172,12 +168,12 @@ class Vibey:
             result = replace(self._stop(message, logged=False), steps=self.config.max_steps)
             return result
         finally:
-            self._save_at_turn_end(state)
+            self.record.save_at_turn_end(state)
             self.events(ev.TurnEnded(result.reply, result.stopped, result.steps, result.checkpoints))
 
     def _step(self, state: LiveState, step: int, inbox: Inbox) -> Step:
         self.viewer.counts.refresh()
-        state = live.absorb(state, inbox.after(state.last_seq), self.name, self._note_interrupted)
+        state = live.absorb(state, inbox.after(state.last_seq), self.name, self.record.note_interrupted)
         state, stop = self.make_room(state)
         if stop is not None and stop.stop:
             return state, self._stop(stop.message, why=stop.reason)
@@ -190,7 +186,8 @@ class Vibey:
         except ModelError as exc:
             return state, self._stop(f"the model failed: {exc}", logged=False)
         try:
-            state = self._record(state, reply)
+            seq = self.record.reply(reply)  # C1: the record shows every step; tool output stays live (A3)
+            state = live.after_reply(state, reply.text, reply.tool_calls, seq)
         except StoreError as exc:  # a full disk: the streamed reply reached the screen, not the record
             return state, self._stop(f"the reply above was not saved: {exc}. {_FIX}")
         if not reply.tool_calls:
@@ -209,13 +206,6 @@ class Vibey:
         self.events(ev.Stopped(message))
         return TurnResult(message, stopped=True)
 
-    def _note_interrupted(self, step: Interrupted) -> Entry:
-        """Record, once per step, that its calls did not report back (a second resume gives back the same
-        entry); the model reads it as the harness's, never the user's."""
-        log.warning("session %s: tool calls of #%d were interrupted; noted", self.session_id, step.seq)
-        source = replace(NOTE_SOURCE, ref=str(step.seq))
-        return deliver(self.store, self.session_id, source, note_text(step), clock=self.clock, key=step.key)
-
     def _complete(self, state: LiveState, step: int) -> ModelReply:
         view = self.viewer.derive(state, self.latest_checkpoint())
         self.events(ev.ModelStarted(step, view.tokens))
@@ -232,17 +222,6 @@ class Vibey:
         """The reply's visible text as the model writes it, to the edges (`vibe run`, the chat)."""
         self.events(ev.ReplyDelta(text))
 
-    def _record(self, state: LiveState, reply: ModelReply) -> LiveState:
-        """Record the reply's text and its tool calls (C1: the record shows every step); the tools' output
-        lives in the live context only (A3)."""
-        seq = None
-        if reply.text.strip() or reply.tool_calls:
-            calls = [
-                CallRecord(c.name, json.dumps(c.arguments, ensure_ascii=False)) for c in reply.tool_calls
-            ]
-            seq = record_reply(self.store, self.session_id, reply.text, clock=self.clock, calls=calls).seq
-        return live.after_reply(state, reply.text, reply.tool_calls, seq)
-
     def _run_tools(self, state: LiveState, calls: Sequence[ToolCall]) -> LiveState:
         step = state.messages[-1].seq if state.messages else None  # the reply that made these calls
         for call in calls:
@@ -255,14 +234,6 @@ class Vibey:
             state = live.after_tool(state, call, result)
             self.save_state(state)  # persist: a killed process resumes after this call
         return state
-
-    def _save_at_turn_end(self, state: LiveState) -> None:
-        """The live state at the turn's end; when the record cannot take it (the turn stopped for that
-        reason), the session resumes from the last state saved and the record - nothing is lost."""
-        try:
-            self.save_state(state)
-        except StoreError as exc:
-            log.error("session %s: the live state was not saved at the turn's end: %s", self.session_id, exc)
 
 
 _FIX: Final = "Free space or fix the database, then send a message to go on"

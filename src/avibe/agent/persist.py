@@ -1,14 +1,21 @@
-"""Vibey's port onto the record for one session: the live state saved after every step, the latest
-checkpoint, and a checkpoint committed in one transaction with the live state it implies (`RoomPort`).
+"""Vibey's port onto the record for one session: its replies and notes, the live state saved after every
+step, the latest checkpoint, and a checkpoint committed in one transaction with the live state it implies
+(`RoomPort`).
 This process is the session's one writer (its lease), so what it wrote last is kept, not re-read."""
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 
+from avibe.agent.interrupted import NOTE_SOURCE, Interrupted, note_text
 from avibe.agent.state import STATE_KEY, LiveState
-from avibe.ports import RecordStore, StoredCheckpoint
+from avibe.errors import StoreError
+from avibe.ingress import deliver, record_reply
+from avibe.ports import Clock, RecordStore, StoredCheckpoint
+from avibe.record.entries import CallRecord, Entry
+from avibe.record.messages import ModelReply
 
 log = logging.getLogger("avibe.agent")
 
@@ -17,6 +24,7 @@ log = logging.getLogger("avibe.agent")
 class SessionRecord:
     store: RecordStore
     session_id: str
+    clock: Clock
     _latest: list[StoredCheckpoint | None] = field(default_factory=list, repr=False)  # [] = not loaded
     _cursor: int | None = field(default=None, repr=False)
 
@@ -53,3 +61,25 @@ class SessionRecord:
         if self._cursor is None:
             self._cursor = self.load_state().last_seq
         return self._cursor
+
+    def save_at_turn_end(self, state: LiveState) -> None:
+        """When the record cannot take it (the turn stopped for that reason), the session resumes from the
+        last state saved and the record - nothing is lost."""
+        try:
+            self.save_state(state)
+        except StoreError as exc:
+            log.error("session %s: the live state was not saved at the turn's end: %s", self.session_id, exc)
+
+    def reply(self, reply: ModelReply) -> int | None:
+        """The reply's text and its tool calls as a record entry (none for an empty reply): its seq."""
+        if not (reply.text.strip() or reply.tool_calls):
+            return None
+        calls = [CallRecord(c.name, json.dumps(c.arguments, ensure_ascii=False)) for c in reply.tool_calls]
+        return record_reply(self.store, self.session_id, reply.text, clock=self.clock, calls=calls).seq
+
+    def note_interrupted(self, step: Interrupted) -> Entry:
+        """Record, once per step, that its calls did not report back (a second resume gives back the same
+        entry, by its key); the model reads it as the harness's, never the user's."""
+        log.warning("session %s: tool calls of #%d were interrupted; noted", self.session_id, step.seq)
+        source = replace(NOTE_SOURCE, ref=str(step.seq))
+        return deliver(self.store, self.session_id, source, note_text(step), clock=self.clock, key=step.key)

@@ -1,8 +1,9 @@
 """Making room, the one loop Vibey and the eval's `avibe-checkpoint` strategy share (F1, V5-V8, U3).
 
 `make_room` asks the pure policy (`avibe.checkpoint.room.decide_room`) for the next step and performs it
-through `RoomOps` - Vibey's over its live state and the record, the eval's over the replay's context - and
-keeps V8's count of strikes. Whatever the caller, the same policy and the same checkpoint driver decide.
+through `RoomOps` - `avibe.agent.live.LiveRoom` over a live state, which Vibey commits to the record and the
+eval to an in-memory checkpoint - and keeps V8's count of strikes. Whatever the caller, the same policy,
+the same room ops and the same checkpoint driver decide.
 """
 
 from __future__ import annotations

@@ -205,7 +205,7 @@ def replayed_result(call: ToolCall, output: str) -> ToolResult:
 
 
 def _jobs_after(jobs: dict[str, list[str]], call: ToolCall, output: str) -> dict[str, list[str]]:
-    """The replay's job table (Vibey's is the host's): a shell call that started a background job."""
+    """The replay's job table (Vibey's is the host's): a call whose output says it started a job."""
     started = _STARTED_JOB.search(output)
     if not started:
         return jobs
@@ -244,7 +244,7 @@ def replayed(carry: _Carry, conversation: Sequence[ChatMessage], record: Sequenc
             loaded = result.skill_loaded or (None if result.is_error else live.shell_skill_load(call))
             if loaded:
                 skills[loaded] = result.output
-            jobs = _jobs_after(jobs, call, output) if call.name == "shell" else jobs
+            jobs = _jobs_after(jobs, call, output)
         ended = True  # the person writes again once the agent has had its say: a new turn
     state = replace(state, last_seq=max([state.last_seq, *(e.seq for e in record)]))
     return replace(carry, live=_bookkeeping(state), skills=skills, jobs=jobs, ended=ended)
