@@ -296,7 +296,7 @@ def _room(
     driver: CheckpointDriver,
 ) -> LiveRoom:
     """Vibey's room ops on the replay: its clamped window, the replay's threshold, no tools."""
-    facts = live.clamp_window(model.facts, window)
+    facts = live.clamp_window(replace(model.facts, window=window), window)  # the eval's window, as given
     limits = replace(limits_for(facts), threshold=int(window * state.threshold))
     budgets = budgets_for(window, limits.threshold)
     viewer = Viewer(

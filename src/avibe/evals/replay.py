@@ -27,10 +27,12 @@ DEFAULT_THRESHOLD: Final = 0.9  # SPEC F1: compact when the next request would e
 def trigger_fraction(facts: ModelFacts, window: int) -> float:
     """Vibey's own trigger (F1) for this model at this window, as a fraction of the window: the smallest
     of 90%, the window less the reply reserve and a safety margin, and a price-tier boundary. Every
-    strategy is compacted at this same point, which leaves the checkpoint turn the room it is built for."""
+    strategy is compacted at this same point, which leaves the checkpoint turn the room it is built for.
+    The window is clamped as Vibey clamps a forced window (`clamp_window`: the reply reserve shrinks too)."""
+    from avibe.agent.live import clamp_window
     from avibe.checkpoint.trigger import threshold_for
 
-    return threshold_for(replace(facts, window=window)) / window
+    return threshold_for(clamp_window(replace(facts, window=window), window)) / window
 
 
 @dataclass(frozen=True, slots=True)
