@@ -2,21 +2,28 @@
 
 Starts real `vibe serve` processes on loopback - one on a SQLite record, then one and three sharing one
 PostgreSQL record - and posts --callbacks callbacks (spread over --feeds callback feeds, each of its own
-session) with --concurrency requests in flight (httpx AsyncClient), round robin over the hosts. Every post
-carries an `Idempotency-Key`; a post that fails (connection error, 5xx) is retried with the same key on
-the next host. A 202 means the input is committed in the record, so the latency of a callback is from its
-first POST to the 202. Afterwards the record is read back and every key is counted: lost (accepted, not
-in the record) and duplicated (in the record more than once) must both be 0.
+session) with --concurrency requests in flight (a lean keep-alive HTTP/1.1 client: it shares the cores),
+round robin over the hosts. Every post carries an `Idempotency-Key`; a post that fails (connection
+error, anything but 202) is retried with the same key on the next host. A 202 means the input is
+committed in the record, so the latency of a callback is from its first POST to the 202. Afterwards the
+record is read back and every key is counted: lost (accepted, not in the record) and duplicated (in the
+record more than once) must both be 0.
 
 The feeds are added with `wake=False` ("queue"): no agent turn runs, this measures ingest only. The
 hosts answer turns from a scripted OpenAI-compatible server (tests/openai_chat.py) should one run.
 
     .venv/bin/python benchmarks/ingest.py [--callbacks 3000] [--concurrency 32] [--feeds 4]
         [--only sqlite-1,postgresql-1,postgresql-3] [--url POSTGRESQL_URL] [--compare-with REV]
+        [--signed] [--profile DIR]
 
 PostgreSQL: --url names a server (each run gets a new database on it), else a throwaway cluster is started
 as the tests do (default durability settings). `--compare-with REV` also runs the hosts of a git
-revision (a temporary worktree on their PYTHONPATH) on the same load, side by side.
+revision (a temporary worktree on their PYTHONPATH) on the same load, side by side, and prints the
+ratios; the client speaks each tree's protocol (`--signed`: this tree's HMAC over timestamp, key and
+body; the old tree's over the body). Each case also reports the CPU time per accepted callback of the
+hosts and of the client, and the load average: on a shared machine the rate moves with the load.
+`--profile DIR` records the first host of each case with py-spy during the load (`AVIBE_SPY_GIL=1`: only
+samples holding the GIL). The method and the latest runs: docs/bench-ingest.md.
 """
 
 from __future__ import annotations
