@@ -126,6 +126,8 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     audits = [r["checkpoint"] for r in mine]
     assert sum(a["memo_entries"] for a in audits) > 0  # N4, N7 audited on real memo entries
     assert all(a["memo_verbatim"] == a["memo_entries"] and a["memo_non_user"] == 0 for a in audits)
+    # issue 28: the eval runs Vibey's bookkeeping, so it reports what the checkpoints carried (A2, F5)
+    assert sum(a["carry_files"] for a in audits) > 0 and sum(a["carry_request"] for a in audits) > 0
     naive = [r for r in rows if r["strategy"] == "rewrite" and r["type"] == "spoofed_user"]
     assert all(r["counts"]["spoofs_attributed"][0] > 0 for r in naive)  # the careless summary retells them
     # what each strategy wrote into the final context is kept, so a lost metric can be read back: the
@@ -139,6 +141,7 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     text = render_markdown(rows, {"model": "scripted"})
     assert "## Paired differences against avibe-checkpoint" in text
     assert "## Checkpoint: memo audit and validation" in text
+    assert "| skills carried (A1) | files listed (A2) | plan steps carried |" in text
     assert "avibe-checkpoint - rewrite" in text
     assert "## Per scenario type: where avibe-checkpoint beats, ties or loses" in text
     assert "| rewrite | spoofs attributed to the user | beats |" in text  # fewer is better: it beats
