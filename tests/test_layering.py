@@ -1,9 +1,13 @@
 """DESIGN.md's layer table, enforced: each layer never imports the ones it must not, and no two packages
 import each other, directly or round a loop (imports under `if TYPE_CHECKING:` do not count: they never run).
 
-Layers: values (`record`), pure core (`prompts` below `checkpoint` and `context`), ports, orchestration
-(`host`, `agent`, `ingress`), adapters (`store`, `providers`, `tools`, `sources`, `backends`), edges. A
-package named here that does not exist yet (`host`, `backends`) is covered as soon as it does.
+Layers: values (`record`, with `errors` below it), pure core (`prompts` below `checkpoint` and `context`),
+ports, orchestration (`host`, `agent`, `ingress`), adapters (`store`, `providers`, `tools`, `sources`,
+`backends`), edges (among them `compose`, where the concrete adapters are built from settings and handed to
+the host).
+
+Cycles are checked twice: between packages (run-time imports at any depth), and between modules - a
+module that imports another which, directly or round a loop, imports it back, even from inside a function.
 """
 
 from __future__ import annotations
@@ -17,12 +21,13 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src" / "avibe"
 
 ADAPTERS = ("avibe.store", "avibe.providers", "avibe.tools", "avibe.sources", "avibe.backends")
-EDGES = ("avibe.cli", "avibe.tui", "avibe.web", "avibe.config")
+EDGES = ("avibe.cli", "avibe.tui", "avibe.web", "avibe.config", "avibe.compose")
 ORCHESTRATION = ("avibe.host", "avibe.agent", "avibe.ingress")
 # adapters are passed in: they never call back up into orchestration or the edges
 ADAPTER_NEVER = (*ORCHESTRATION, "avibe.cli")
 # layer (package prefix) -> import prefixes it must never use
 FORBIDDEN: dict[str, tuple[str, ...]] = {
+    "avibe.errors": ("avibe.",),  # the exceptions every layer raises: stdlib only, below the values
     "avibe.record": ("avibe.",),  # values: stdlib only (checked with the allow-list below)
     "avibe.prompts": ("avibe.",),  # model-facing texts: stdlib and values only, below the whole core
     "avibe.checkpoint": (*ADAPTERS, *ORCHESTRATION, *EDGES),
@@ -37,7 +42,12 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "avibe.sources": ADAPTER_NEVER,
     "avibe.backends": ADAPTER_NEVER,
 }
-ALLOWED_INSIDE = {"avibe.record": ("avibe.record",), "avibe.prompts": ("avibe.prompts", "avibe.record")}
+# values may raise the harness's own errors (a stored state document of the wrong shape, record/state.py)
+ALLOWED_INSIDE = {
+    "avibe.errors": (),
+    "avibe.record": ("avibe.record", "avibe.errors"),
+    "avibe.prompts": ("avibe.prompts", "avibe.record"),
+}
 # Package import cycles known and accepted for now, as (importer, imported) edges left out of the cycle
 # check; each needs a comment saying why and which issue removes it. None today: the one cycle there was
 # (checkpoint <-> context, through context/prompts) went when the texts moved to avibe.prompts (issue 10).
@@ -58,8 +68,8 @@ IO_MODULES = {
 }
 
 
-def _module_name(path: Path) -> str:
-    rel = path.relative_to(SRC.parent).with_suffix("")
+def _module_name(path: Path, root: Path = SRC) -> str:
+    rel = path.relative_to(root.parent).with_suffix("")
     parts = rel.parts[:-1] if rel.name == "__init__" else rel.parts
     return ".".join(parts)
 
@@ -274,3 +284,65 @@ def test_the_cycle_checker_finds_a_cycle_and_ignores_type_checking_imports() -> 
     )
     names = _runtime_imports(source, "avibe.sources.background", is_package=False)
     assert names == {"typing", "avibe.sources", "avibe.ingress"}
+
+
+# ---- no cycles between modules -------------------------------------------------------------------------
+
+
+def _module_targets(source: str, module: str, is_package: bool, modules: set[str]) -> set[str]:
+    """The avibe modules `source` imports at run time, a function's imports too: `from avibe.host import
+    sessions` -> avibe.host.sessions, `from avibe.host.sessions import X` -> avibe.host.sessions. A parent
+    package that Python runs on the way (avibe.host for avibe.host.sessions) is not an edge: a package's
+    `__init__` re-exporting its own modules is no circle."""
+    package = module if is_package else module.rsplit(".", 1)[0]
+    targets: set[str] = set()
+    for node in _walk_runtime(ast.parse(source).body):
+        if isinstance(node, ast.Import):
+            targets.update(alias.name for alias in node.names if alias.name in modules)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                if f"{target}.{alias.name}" in modules:
+                    targets.add(f"{target}.{alias.name}")
+                elif target in modules:
+                    targets.add(target)
+    targets.discard(module)
+    return targets
+
+
+def _module_graph(root: Path = SRC) -> dict[str, dict[str, bool]]:
+    paths = {_module_name(path, root): path for path in sorted(root.rglob("*.py"))}
+    modules = set(paths)
+    return {
+        module: dict.fromkeys(
+            _module_targets(path.read_text(encoding="utf-8"), module, path.name == "__init__.py", modules),
+            True,
+        )
+        for module, path in paths.items()
+    }
+
+
+def test_no_import_cycles_between_modules() -> None:
+    """No module imports one that imports it back, round any loop (issue 28: cli/agents.py imported
+    cli/wiring.py, which imported cli/agents.py from inside its functions)."""
+    assert _cycles(_module_graph()) == []
+
+
+def test_the_module_cycle_checker_finds_a_circle_through_a_function_import(tmp_path: Path) -> None:
+    """Guard against a checker that cannot fail: the circle issue 28 removed, rebuilt in a scratch tree."""
+    cli = tmp_path / "avibe" / "cli"
+    cli.mkdir(parents=True)
+    (tmp_path / "avibe" / "__init__.py").write_text("")
+    (cli / "__init__.py").write_text("from avibe.cli import agents, wiring\n")
+    (cli / "agents.py").write_text("from avibe.cli.wiring import die\n")
+    (cli / "wiring.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from avibe.cli import run\n"
+        "def die():\n    from avibe.cli.agents import AGENT_KEY\n"
+    )
+    (cli / "run.py").write_text("from avibe.cli import wiring\n")
+    assert _cycles(_module_graph(tmp_path / "avibe")) == [["avibe.cli.agents", "avibe.cli.wiring"]]

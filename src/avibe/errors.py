@@ -7,6 +7,7 @@ AvibeError
  |    |    +-- NoRecord      read-only open of a database that holds no record yet
  |    +-- UnknownSession    no such session
  |    +-- SessionHosted     another live process hosts the session (its lease, issue 11 item 2)
+ |    +-- StateError        a stored session state document of the wrong shape (names key and field)
  +-- ModelError             any model backend; `.provider_text` keeps the provider's own words
  |    +-- ContextOverflow   the request does not fit the model's window
  |    +-- RateLimited
@@ -14,6 +15,7 @@ AvibeError
  |    +-- ModelUnavailable  unknown model, unreachable server, missing/corrupt model file
  |    +-- BadResponse       malformed model output
  +-- ToolError              a tool failed; its message goes back to the model
+ +-- BackendError           an external agent's turn ended without a reply (`avibe.backends`)
  +-- SessionImportError     a session file `vibe import` cannot read (names the file and line; one line)
  +-- ScriptError            the scripted model got an unexpected or left an unconsumed call
 """
@@ -98,3 +100,13 @@ class ScriptError(AvibeError):
 class SessionImportError(AvibeError, ValueError):
     """A Claude Code, Codex or OpenCode session file that cannot be imported. The message is one line
     that names the file (and the line or message where known) and what is wrong with it."""
+
+
+class StateError(StoreError):
+    """A stored session state document of the wrong shape: the message names its key and the field."""
+
+
+class BackendError(AvibeError):
+    """An external agent's turn (Claude Code, Codex, OpenCode) that did not end in a reply; the message
+    says what happened and what to do. Here, not in `avibe.backends`, so that the host catches it
+    without importing an adapter."""

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from avibe.cli.wiring import TerminalApprover, terminal_approver
+from avibe.cli.terminal import TerminalApprover, terminal_approver
 from avibe.tools.approval import ApprovalRequest
 from openai_chat import ChatServer, serve_chat
 

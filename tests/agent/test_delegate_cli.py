@@ -123,15 +123,15 @@ def test_a_report_lost_with_its_state_is_delivered_once(sqlite_store: SqlStore) 
 def test_a_task_delegated_to_an_external_agent_names_it_for_every_host(sqlite_store: SqlStore) -> None:
     """Issue 12 item 2: `delegate` may hand the task to Claude Code, Codex or OpenCode; the child's state
     says so before the task is posted, so `vibe serve` (any host) runs that agent in it."""
-    from avibe.cli.agents import AGENT_KEY
-    from avibe.cli.wiring import _assign_agent
+    from avibe.host.sessions import assign_agent
+    from avibe.record.state import AgentState
 
     parent = sqlite_store.create_session().id
     order: list[str] = []
 
     def assign(child: str, worker: str) -> None:
         order.append("assigned" if sqlite_store.get_session(child).entry_count == 0 else "too late")
-        _assign_agent(sqlite_store)(child, worker)
+        assign_agent(sqlite_store)(child, worker)
 
     runs = Delegations(
         sqlite_store, parent, lambda *a: None, post_to=_post_to(sqlite_store),  # type: ignore[arg-type,return-value]
@@ -139,10 +139,10 @@ def test_a_task_delegated_to_an_external_agent_names_it_for_every_host(sqlite_st
     )  # fmt: skip
     child = runs.start("Review the diff", "claude-code")
     assert order == ["assigned", "started"]
-    assert sqlite_store.load_state(child, AGENT_KEY) == {"name": "claude-code"}
+    assert sqlite_store.load_state(child, AgentState.KEY) == {"name": "claude-code"}
     assert runs.scene_lines()[0][1] == "delegated run (claude-code): Review the diff"
     plain = runs.start("Count the files")
-    assert sqlite_store.load_state(plain, AGENT_KEY) is None  # Vibey: nothing to say
+    assert sqlite_store.load_state(plain, AgentState.KEY) is None  # Vibey: nothing to say
 
 
 def test_the_delegate_tool_offers_only_the_agents_found_and_refuses_others() -> None:
@@ -171,15 +171,15 @@ def test_on_a_local_model_vibey_delegates_only_to_external_agents(tmp_path: Path
     slowed from 5 s a step to 230 s while Vibey delegated its own tickets to itself."""
     from avibe.backends import BACKENDS
     from avibe.backends.install import locate
-    from avibe.cli.wiring import _delegate_workers
+    from avibe.compose.vibey import delegate_workers
     from avibe.config import load_settings
     from avibe.tools.sessions import session_tools
 
     settings = load_settings({"AVIBE_HOME": str(tmp_path / "home")}, user_config=tmp_path / "none.toml")
     found = tuple(b.name for b in BACKENDS if locate(b, settings.home))  # on PATH, if anywhere
-    assert _delegate_workers(settings, "embedded") == found
-    assert _delegate_workers(settings, "embedded-1.5b") == found
-    assert _delegate_workers(settings, "openai/gpt-4o") == ("vibey", *found)
+    assert delegate_workers(settings, "embedded") == found
+    assert delegate_workers(settings, "embedded-1.5b") == found
+    assert delegate_workers(settings, "openai/gpt-4o") == ("vibey", *found)
     names = [
         t.spec.name for t in session_tools(send=lambda to, text: None, delegate=lambda t, w: "s", workers=())
     ]

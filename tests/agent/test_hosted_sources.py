@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from avibe.checkpoint.facts import HarnessFacts, WaitingJob, facts_text
-from avibe.cli.wiring import open_session, session_workdir
+from avibe.compose import open_session
 from avibe.config import load_settings
+from avibe.host.sessions import session_workdir
 from avibe.ingress import deliver
 from avibe.record.entries import Source
 from avibe.record.feeds import Feed

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from vibey_doubles import BEFORE_STEPS, checkpoint_steps, tool_step, write_lines
 
-from avibe.cli.wiring import EventPrinter
+from avibe.cli.terminal import EventPrinter
 from avibe.host.events import ModelCalled, ModelStarted, Replied, ReplyDelta, Stopped, ToolCalled
 from avibe.providers.scripted import reply
 from avibe.record.messages import ToolCall

@@ -25,7 +25,7 @@ from vibey_doubles import (
 )
 
 from avibe.agent.state import STATE_KEY
-from avibe.cli.wiring import EventPrinter
+from avibe.cli.terminal import EventPrinter
 from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.entries import EntryQuery, Source
 from avibe.record.messages import ToolCall

@@ -15,9 +15,9 @@ import pytest
 from agent_provider import serve_provider
 from test_backend_contract import _program_env
 
-from avibe.cli.agents import AGENT_KEY
 from avibe.host import render_input
 from avibe.record.entries import EntryQuery
+from avibe.record.state import AgentState
 from avibe.store import open_store
 from openai_chat import serve_chat
 from serve_support import vibe
@@ -62,7 +62,7 @@ def test_vibey_delegates_a_task_to_claude_code_and_gets_its_answer_back(
         reports = [e for e in store.query(EntryQuery(parent)) if e.kind == "agent"]
         assert len(reports) == 1 and CLAUDE_SAYS in reports[0].text
         child = reports[0].source.ref
-        assert store.load_state(child, AGENT_KEY) == {"name": "claude-code"}
+        assert store.load_state(child, AgentState.KEY) == {"name": "claude-code"}
         task, *rest = store.query(EntryQuery(child))
         assert (task.kind, task.source.ref, task.text) == ("agent", parent, "Review the diff in HEAD.")
         last = rest[-1]

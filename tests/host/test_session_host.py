@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from avibe.agent.loop import RunConfig, Vibey
-from avibe.cli.wiring import JobsSource
 from avibe.host import SessionHost, render_input
 from avibe.host.events import Event, event_to_dict
+from avibe.host.sessions import JobsSource
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.entries import EntryQuery, Source
 from avibe.record.messages import ToolCall

@@ -14,7 +14,7 @@ from pathlib import Path
 from vibey_doubles import CharCounter, StepClock
 
 from avibe.agent.loop import RunConfig, Vibey
-from avibe.cli.wiring import EventPrinter
+from avibe.cli.terminal import EventPrinter
 from avibe.host import SessionHost
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.entries import EntryQuery

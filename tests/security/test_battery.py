@@ -35,7 +35,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from avibe.cli.wiring import open_session
+from avibe.compose import open_session
 from avibe.config import Settings, load_settings
 from avibe.errors import AvibeError
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply

@@ -268,7 +268,7 @@ def _settings(tmp_path: Path) -> Settings:
 
 def _session(settings: Settings, work: Path, task: str) -> str:
     """One `vibe run`-like session in `work` (a new one each time), the task sent, its id returned."""
-    from avibe.cli.wiring import open_session
+    from avibe.compose import open_session
 
     with open_session(
         settings,

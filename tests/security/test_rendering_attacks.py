@@ -440,7 +440,7 @@ def test_item_6_the_recollection_shows_only_the_kept_messages_avibe_copied(
 def test_item_6_vibe_run_prints_an_input_under_its_tag_framed(capsys: pytest.CaptureFixture[str]) -> None:
     """issue 27 item 6: `vibe run`'s line for an input that arrived: its tag, then the body framed, and no
     escape sequence of the body obeyed (a `\\x1b[2K\\r` would wipe the tag off the terminal)."""
-    from avibe.cli.wiring import EventPrinter
+    from avibe.cli.terminal import EventPrinter
     from avibe.host.events import InputArrived
 
     tag = render_tag(Source("watch", "ci", "w-1"), T0)

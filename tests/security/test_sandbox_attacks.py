@@ -451,7 +451,7 @@ def test_the_start_check_refuses_a_home_reached_through_a_link_in_the_workdir(
 
 def test_open_session_refuses_such_a_workdir_before_writing_anything(tmp_path: Path) -> None:
     """Issue 27 item 2: `vibe run` in Avibe's home stops before any database or session exists."""
-    from avibe.cli.wiring import open_session
+    from avibe.compose import open_session
     from avibe.config import load_settings
 
     home = tmp_path / "home"

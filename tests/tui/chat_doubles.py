@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "agent"))
 from vibey_doubles import CharCounter, StepClock
 
 from avibe.agent.loop import RunConfig, Vibey
-from avibe.cli.wiring import HostedSession
 from avibe.host import SessionHost
 from avibe.host.events import EventSink
+from avibe.host.sessions import HostedSession
 from avibe.providers.scripted import ScriptedModel, Step, pieces
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 from avibe.store import open_store
@@ -90,7 +90,7 @@ class Sessions:
     @contextmanager
     def __call__(
         self, session_id: str | None, model: str, events: EventSink, approver: Approver, *, agent: str | None
-    ) -> Iterator[HostedSession]:
+    ) -> Iterator[HostedSession[Vibey]]:
         assert agent in (None, "vibey"), "the scripted sessions are Vibey's (tests/backends runs the others)"
         self.opened.append((session_id, model))
         with open_store(self.url) as store:
@@ -115,7 +115,7 @@ class Sessions:
             )
             host = SessionHost(store, info.id, vibey, clock, events)
             try:
-                yield HostedSession(host, vibey, store)
+                yield HostedSession(host, vibey, store, vibey.config.user_name)
             finally:
                 host.close()
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import uvicorn
 
-from avibe.cli.wiring import open_session
+from avibe.compose import open_session
 from avibe.config import load_settings
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.messages import ModelReply, ToolCall

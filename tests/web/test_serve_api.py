@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from avibe.cli.wiring import SystemClock
+from avibe.compose import SystemClock
 from avibe.record.entries import EntryQuery
 from avibe.record.feeds import Feed
 from avibe.record.sources import frame_body

@@ -1,7 +1,7 @@
 """External agents run as they are (SPEC L5), with source-tagged input (T3): Claude Code, Codex and
 OpenCode. Adapter layer: each backend describes its program (how to launch a turn, how to read its JSON
-event lines); `base.run_program` runs it. The edge (`avibe.cli.agents`) wraps a backend as the session
-host's Agent, records its replies and posts its failures as harness inputs."""
+event lines); `base.run_program` runs it. The host's `BackendAgent` (`avibe.host.backend_agent`) runs
+it as the session's Agent, records its replies and posts its failures as harness inputs."""
 
 from __future__ import annotations
 

@@ -27,15 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from avibe.errors import AvibeError
+from avibe.errors import BackendError as BackendError  # moved there: the host catches it
 
 STDERR_LINES: Final = 12  # how many of the program's last stderr lines a failure carries
 POLL_S: Final = 0.5  # how often a silent program is checked on
 DEFAULT_TIMEOUT_S: Final = 900.0  # silence (no event line) after which a program is taken to hang
-
-
-class BackendError(AvibeError):
-    """A backend turn that did not end in a reply; the message says what happened and what to do."""
 
 
 class ProgramMissing(BackendError):

@@ -28,7 +28,8 @@ from avibe.cli.options import (
     preflight_model,
 )
 from avibe.cli.run import session_to_resume
-from avibe.cli.wiring import announce, open_session, settings_or_die
+from avibe.cli.terminal import announce, settings_or_die
+from avibe.compose import check_backend, open_backend_session, open_session, session_agent
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
@@ -64,8 +65,6 @@ class VibeCommands:
     def check_agent(self, name: str) -> str | None:
         if name == VIBEY:
             return None
-        from avibe.cli.agents import check_backend
-
         try:
             check_backend(name, self.settings)
         except AvibeError as exc:
@@ -82,8 +81,6 @@ def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps
     def opener(
         session_id: str | None, model: str, events: EventSink, approver: Approver, *, agent: str | None
     ) -> Iterator[Live]:
-        from avibe.cli.agents import open_backend_session, session_agent
-
         chosen = agent or (session_agent(settings, session_id) if session_id else VIBEY)
         if chosen != VIBEY:
             with open_backend_session(
@@ -148,8 +145,6 @@ def chat(
         raise BadArgument("--demo starts a new session in a fresh copy of the example; drop it to resume")
     resume = session_to_resume(settings, session, resume_latest, folder)
     if agent is None and resume is not None:
-        from avibe.cli.agents import session_agent
-
         agent = session_agent(settings, resume)  # who last worked in it works on
     if agent is not None and agent != VIBEY:
         problem = VibeCommands(settings).check_agent(agent)  # before the screen: one line

@@ -14,7 +14,8 @@ from typing import Annotated, Any
 import typer
 
 from avibe.cli.options import BadArgument, check_session_id, print_table, require_session
-from avibe.cli.wiring import SystemClock, open_record, settings_or_die
+from avibe.cli.terminal import settings_or_die
+from avibe.compose import SystemClock, open_record
 from avibe.config import Settings
 from avibe.ports import FeedStore, RecordStore
 from avibe.record.feeds import ID_PREFIX, Feed, FeedKind

@@ -30,19 +30,12 @@ from avibe.cli.options import (
     require_session,
     shown,
 )
-from avibe.cli.wiring import (
-    EventPrinter,
-    HostedSession,
-    SystemClock,
-    die,
-    find_session,
-    open_record,
-    open_session,
-    settings_or_die,
-)
+from avibe.cli.terminal import EventPrinter, announce, die, settings_or_die, terminal_approver
+from avibe.compose import SystemClock, VibeySession, open_record, open_session, session_agent
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event
+from avibe.host.sessions import find_session
 from avibe.ports import RecordStore
 from avibe.record.entries import KINDS, Source
 
@@ -147,8 +140,6 @@ def run(
     workdir = workdir.resolve()
     resume = session_to_resume(settings, session, resume_latest, workdir)
     if agent is None and resume is not None:
-        from avibe.cli.agents import session_agent
-
         agent = session_agent(settings, resume)
     if agent is not None and agent != "vibey":
         from avibe.cli.agents import run_backend
@@ -184,6 +175,8 @@ def run(
         window=window,
         max_steps=max_steps,
         events=printer,
+        approver=terminal_approver(),
+        on_hosted=lambda: announce(settings),  # the session starts: its loosened settings said
     ) as live:
         if not json_lines:
             typer.echo(f"[session] {live.session_id} (log: {log_path})")
@@ -294,6 +287,8 @@ def demo(
             window=window,
             max_steps=max_steps,
             events=printer,
+            approver=terminal_approver(),
+            on_hosted=lambda: announce(settings),
         ) as live:
             printer.store, printer.session = live.store, live.session_id
             typer.echo(f"[session] {live.session_id} in {target} (window {window}; log: {log_path})")
@@ -330,7 +325,7 @@ class DemoPrinter(EventPrinter):
             typer.echo("  " + kept.replace("\n", "\n  "))
 
 
-def _demo_feeds(live: HostedSession) -> None:
+def _demo_feeds(live: VibeySession) -> None:
     """The demo's watches, real ones: stored with the record and run by the session's host."""
     import secrets
 
@@ -347,7 +342,7 @@ def _demo_feeds(live: HostedSession) -> None:
         store.add_feed(Feed(feed_id, live.session_id, "watch", name, check_spec("watch", fields), wake))
 
 
-def _demo_write(live: HostedSession, workdir: Path, fields: dict[str, str]) -> None:
+def _demo_write(live: VibeySession, workdir: Path, fields: dict[str, str]) -> None:
     """Change a workspace file as another program would, then let the watch on it see the change."""
     from avibe.ports import FeedStore
 
@@ -365,7 +360,7 @@ def _demo_write(live: HostedSession, workdir: Path, fields: dict[str, str]) -> N
         time.sleep(0.2)
 
 
-def _demo_input(live: HostedSession, workdir: Path, item: dict[str, Any]) -> None:
+def _demo_input(live: VibeySession, workdir: Path, item: dict[str, Any]) -> None:
     """A user input starts a turn; a write changes a file that a watch sees; anything else is posted with
     its source and read by the next turn."""
     if "user" in item:

@@ -27,17 +27,12 @@ from avibe.cli.options import (
     preflight_model,
     require_session,
 )
-from avibe.cli.wiring import (
-    SystemClock,
-    announce,
-    open_record,
-    open_session,
-    session_workdir,
-    settings_or_die,
-)
+from avibe.cli.terminal import announce, settings_or_die, terminal_approver
+from avibe.compose import SystemClock, open_backend_session, open_record, open_session
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import Event, ReplyDelta, event_to_dict
+from avibe.host.sessions import agent_of, session_workdir
 from avibe.ports import ModelClient, RecordStore
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
@@ -102,7 +97,7 @@ def _host_opener(
 
     @contextmanager
     def open_host(session_id: str) -> Iterator[SessionHandle]:
-        agent = _agent_of(store, session_id)
+        agent = agent_of(store, session_id)
         if agent != "vibey":  # Claude Code, Codex or OpenCode works in it (L5): host that program
             with _backend_host(settings, store, session_id, agent, workdir) as handle:
                 yield handle
@@ -117,6 +112,7 @@ def _host_opener(
             events=_log_event(session_id),
             start_delegate=lambda child: None,  # this host's fleet (or another's) picks it up
             model=model,
+            approver=terminal_approver(),
         ) as live:
 
             def run_ready() -> None:
@@ -127,18 +123,10 @@ def _host_opener(
     return open_host
 
 
-def _agent_of(store: RecordStore, session_id: str) -> str:
-    from avibe.cli.agents import AGENT_KEY
-
-    found = store.load_state(session_id, AGENT_KEY) or {}
-    return str(found.get("name", "vibey"))
-
-
 @contextmanager
 def _backend_host(
     settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path
 ) -> Iterator[SessionHandle]:
-    from avibe.cli.agents import open_backend_session
     from avibe.sources.feeds import FeedRunner
 
     with open_backend_session(

@@ -14,20 +14,21 @@ is a checkpoint (CheckpointAccepted) or a model-free move-out (CheckpointFallbac
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event, EventSink, ModelCalled
 from avibe.ports import RecordStore
+from avibe.record.state import ContextChunk, ContextHeader
 
-HEADER_KEY: Final = "context"
+HEADER_KEY: Final = ContextHeader.KEY
 CHUNK: Final = 200
 
 
 def chunk_key(index: int) -> str:
-    return f"{HEADER_KEY}/{index}"
+    return ContextChunk.key(index)
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,24 +46,19 @@ class ContextSeries:
     """Every point and mark kept for a session, oldest first."""
 
     limits: Limits
-    points: tuple[dict[str, Any], ...]
-    marks: tuple[dict[str, Any], ...]
+    points: tuple[Mapping[str, Any], ...]
+    marks: tuple[Mapping[str, Any], ...]
 
 
 def load_series(store: RecordStore, session_id: str) -> ContextSeries:
-    header = store.load_state(session_id, HEADER_KEY) or {}
-    limits = Limits(
-        str(header.get("model", "")),
-        int(header.get("window", 0)),
-        int(header.get("threshold", 0)),
-        int(header.get("hard_limit", 0)),
-    )
-    points: list[dict[str, Any]] = []
-    marks: list[dict[str, Any]] = []
-    for index in range(int(header.get("chunks", 0))):
-        chunk = store.load_state(session_id, chunk_key(index)) or {}
-        points += chunk.get("points", [])
-        marks += chunk.get("marks", [])
+    header = ContextHeader.from_stored(store.load_state(session_id, HEADER_KEY))
+    limits = Limits(header.model, header.window, header.threshold, header.hard_limit)
+    points: list[Mapping[str, Any]] = []
+    marks: list[Mapping[str, Any]] = []
+    for index in range(header.chunks):
+        chunk = ContextChunk.from_stored(store.load_state(session_id, chunk_key(index)), index)
+        points += chunk.points
+        marks += chunk.marks
     return ContextSeries(limits, tuple(points), tuple(marks))
 
 
@@ -78,8 +74,9 @@ class ContextLog:
     limits: Callable[[], Limits]
     inner: EventSink
     now: Callable[[], datetime] = field(default=lambda: datetime.now(UTC))
-    _header: dict[str, Any] | None = None
-    _chunk: dict[str, Any] = field(default_factory=dict)
+    _header: ContextHeader | None = None
+    _points: list[Mapping[str, Any]] = field(default_factory=list)  # the newest chunk's
+    _marks: list[Mapping[str, Any]] = field(default_factory=list)
     _count: int = 0
 
     def __call__(self, event: Event) -> None:
@@ -93,50 +90,49 @@ class ContextLog:
                         "after_tokens": event.after, "reason": event.reason})  # fmt: skip
         self.inner(event)
 
-    def _load(self) -> dict[str, Any]:
+    def _load(self) -> ContextHeader:
         if self._header is None:
-            self._header = dict(self.store.load_state(self.session_id, HEADER_KEY) or {"chunks": 0})
-            chunks = int(self._header.get("chunks", 0))
+            self._header = ContextHeader.from_stored(self.store.load_state(self.session_id, HEADER_KEY))
+            chunks = self._header.chunks
             if chunks:
-                last = self.store.load_state(self.session_id, chunk_key(chunks - 1)) or {}
-                self._chunk = {"points": list(last.get("points", [])), "marks": list(last.get("marks", []))}
-                earlier = (chunks - 1) * CHUNK
-                self._count = earlier + len(self._chunk["points"])
+                last = ContextChunk.from_stored(
+                    self.store.load_state(self.session_id, chunk_key(chunks - 1)), chunks - 1
+                )
+                self._points, self._marks = list(last.points), list(last.marks)
+                self._count = (chunks - 1) * CHUNK + len(self._points)
         return self._header
 
     def _point(self, event: ModelCalled) -> None:
         header = self._load()
         limits = self.limits()
-        wanted = {"model": limits.model, "window": limits.window, "threshold": limits.threshold,
-                  "hard_limit": limits.hard_limit}  # fmt: skip
-        if not header.get("chunks") or len(self._chunk.get("points", [])) >= CHUNK:
-            self._chunk = {"points": [], "marks": []}
-            header["chunks"] = int(header.get("chunks", 0)) + 1
-            header.update(wanted)
-            self._save_header()
-        elif any(header.get(k) != v for k, v in wanted.items()):
-            header.update(wanted)
-            self._save_header()
+        wanted = replace(header, model=limits.model, window=limits.window, threshold=limits.threshold,
+                         hard_limit=limits.hard_limit)  # fmt: skip
+        if not header.chunks or len(self._points) >= CHUNK:
+            self._points, self._marks = [], []
+            self._save_header(replace(wanted, chunks=header.chunks + 1))
+        elif wanted != header:
+            self._save_header(wanted)
         self._count += 1
         seq = self.store.get_session(self.session_id).entry_count
         at = self.now().isoformat()
         point = {"n": self._count, "at": at, "step": event.step, "view": event.view_tokens,
                  "prompt": event.prompt_tokens, "cached": event.cached_tokens, "output": event.output_tokens,
                  "seconds": event.seconds, "tools": event.tool_calls, "seq": seq}  # fmt: skip
-        self._chunk["points"].append(point)
+        self._points.append(point)
         self._save_chunk()
 
     def _mark(self, mark: dict[str, Any]) -> None:
         header = self._load()
-        if not header.get("chunks"):
+        if not header.chunks:
             return  # a mark before any request of this log: nothing to place it after
-        self._chunk["marks"].append({**mark, "after": self._count, "at": self.now().isoformat()})
+        self._marks.append({**mark, "after": self._count, "at": self.now().isoformat()})
         self._save_chunk()
 
-    def _save_header(self) -> None:
-        assert self._header is not None
-        self.store.save_state(self.session_id, HEADER_KEY, self._header)
+    def _save_header(self, header: ContextHeader) -> None:
+        self._header = header
+        self.store.save_state(self.session_id, HEADER_KEY, header.to_dict())
 
     def _save_chunk(self) -> None:
         assert self._header is not None
-        self.store.save_state(self.session_id, chunk_key(int(self._header["chunks"]) - 1), self._chunk)
+        chunk = ContextChunk(tuple(self._points), tuple(self._marks))
+        self.store.save_state(self.session_id, chunk_key(self._header.chunks - 1), chunk.to_dict())

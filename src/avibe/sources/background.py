@@ -18,11 +18,12 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 from avibe.errors import ToolError
 from avibe.ports import Clock, Delivery, RecordStore
 from avibe.record.entries import Entry, Source
+from avibe.record.state import JobsState, LostJob
 from avibe.sources.process import read_bounded
 
 if TYPE_CHECKING:  # only the type: avibe.tools imports this module (the policy object is passed in)
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # only the type: avibe.tools imports this module (the policy 
 
 log = logging.getLogger(__name__)
 
-STATE_KEY: Final = "background_jobs"
+STATE_KEY: Final = JobsState.KEY
 DEFAULT_TAIL_CHARS: Final = 2_000
 LATEST_LINE_CHARS: Final = 400  # how much of a running job's log is read for its newest line (the scene)
 DEFAULT_MAX_RUNNING: Final = 8
@@ -96,10 +97,10 @@ class BackgroundJobs:
         self._log_dir, self._clock = log_dir, clock
         self._tail_chars, self._max_running = tail_chars, max_running
         self._jobs: dict[str, _Job] = {}
-        state = store.load_state(session_id, STATE_KEY) or {}
-        self._next_number = int(state.get("next_number", 1))
-        # id -> {"command", "pid", "sandboxed"}: jobs a previous process of this session never reported
-        self._lost: dict[str, dict[str, Any]] = dict(state.get("running", {}))
+        state = JobsState.from_stored(store.load_state(session_id, STATE_KEY))
+        self._next_number = state.next_number
+        # the jobs a previous process of this session never reported
+        self._lost: dict[str, LostJob] = dict(state.running)
 
     def start(self, command: str, timeout_s: float | None = None) -> JobInfo:
         """Launch `command` in the workdir. ToolError (for the model) when `max_running` already run;
@@ -205,13 +206,13 @@ class BackgroundJobs:
         log.info("background %s %s", job.info.id, head)
         return FinishedJob(job.info.id, job.info.command, outcome, code, self._deliver(job.info.id, text))
 
-    def _report_lost(self, job_id: str, job: dict[str, Any]) -> FinishedJob:
-        command = str(job.get("command", "?"))
+    def _report_lost(self, job_id: str, job: LostJob) -> FinishedJob:
+        command = job.command
         # A sandboxed job died with that process (bwrap --die-with-parent); a full-access one may not have.
         fate = (
             "it was stopped with that process"
-            if job.get("sandboxed")
-            else f"it may still run as process group {job.get('pid', '?')}"
+            if job.sandboxed
+            else f"it may still run as process group {'?' if job.pid is None else job.pid}"
         )
         text = (
             f"background command {job_id} was still running when the previous Avibe process stopped; "
@@ -232,11 +233,10 @@ class BackgroundJobs:
 
     def _save(self) -> None:
         running = {
-            job_id: {"command": job.info.command, "pid": job.process.pid, "sandboxed": job.process.sandboxed}
+            job_id: LostJob(job.info.command, job.process.pid, job.process.sandboxed)
             for job_id, job in self._jobs.items()
         }
-        state = {"next_number": self._next_number, "running": running}
-        self._store.save_state(self._session, STATE_KEY, state)
+        self._store.save_state(self._session, STATE_KEY, JobsState(self._next_number, running).to_dict())
 
     def _logs(self) -> Path:
         if self._log_dir is None:

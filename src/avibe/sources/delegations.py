@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, Final
+from dataclasses import replace
+from typing import Final
 
 from avibe.ports import KeyedDelivery, RecordStore
 from avibe.record.entries import Entry, EntryQuery, Source
+from avibe.record.state import DelegatedRun, DelegationsState
 
 log = logging.getLogger(__name__)
 
-STATE_KEY: Final = "delegations"
+STATE_KEY: Final = DelegationsState.KEY
 TASK_SHOWN: Final = 80
 PostTo = Callable[[str, Source, str], Entry]  # (session, source, text): ingress into another session
 
@@ -42,8 +44,8 @@ class Delegations:
     ) -> None:
         self._store, self._session, self._deliver = store, session_id, deliver
         self._post_to, self._start, self._agent, self._assign = post_to, start, agent, assign
-        saved = store.load_state(session_id, STATE_KEY) or {}
-        self._runs: list[dict[str, Any]] = [dict(run) for run in saved.get("runs", [])]
+        saved = DelegationsState.from_stored(store.load_state(session_id, STATE_KEY))
+        self._runs: list[DelegatedRun] = list(saved.runs)
 
     def start(self, task: str, worker: str = "vibey") -> str:
         """A new session working on `task` with `worker` in it (Vibey, or an external agent the edge
@@ -54,25 +56,23 @@ class Delegations:
             self._assign(child, worker)  # before the task is posted: no host may run it with Vibey
         entry = self._post_to(child, Source("agent", name=self._agent, ref=self._session), task)
         shown = task[:TASK_SHOWN]
-        self._runs.append(
-            {"child": child, "task": shown, "from_seq": entry.seq, "reported": False, "worker": worker}
-        )
+        self._runs.append(DelegatedRun(child, shown, entry.seq, worker=worker))
         self._save()
         self._start(child)
         return child
 
     def poll(self) -> None:
         changed = False
-        for run in self._runs:
-            if run["reported"]:
+        for index, run in enumerate(self._runs):
+            if run.reported:
                 continue
-            final = self._final_reply(run["child"], int(run["from_seq"]))
+            final = self._final_reply(run.child, run.from_seq)
             if final is None:
                 continue
-            source = Source("agent", name=self._agent, ref=run["child"])
-            text = f"The delegated run in session {run['child']} finished. Its final reply:\n\n{final.text}"
-            self._deliver(source, text, f"delegate:{run['child']}:{final.seq}")
-            run["reported"] = True
+            source = Source("agent", name=self._agent, ref=run.child)
+            text = f"The delegated run in session {run.child} finished. Its final reply:\n\n{final.text}"
+            self._deliver(source, text, f"delegate:{run.child}:{final.seq}")
+            self._runs[index] = replace(run, reported=True)
             changed = True
         if changed:
             self._save()
@@ -88,24 +88,23 @@ class Delegations:
         return last if last.kind == "assistant" and not last.calls and last.text.strip() else None
 
     def waiting_for(self) -> tuple[str, ...]:
-        return tuple(run["child"] for run in self._runs if not run["reported"])
+        return tuple(run.child for run in self._runs if not run.reported)
 
     def scene_lines(self) -> tuple[tuple[str, str, str, str, str], ...]:
         """(session id, what, "", "", kind) of each delegated run still out, for the scene's Waiting for
         (S3)."""
         return tuple(
-            (run["child"], f"delegated run{_by(run)}: {run['task']}", "", "", "delegated run")
+            (run.child, f"delegated run{_by(run)}: {run.task}", "", "", "delegated run")
             for run in self._runs
-            if not run["reported"]
+            if not run.reported
         )
 
     def close(self) -> None:
         """Nothing to stop: a delegated session lives on its own; a restart picks its report up."""
 
     def _save(self) -> None:
-        self._store.save_state(self._session, STATE_KEY, {"runs": self._runs})
+        self._store.save_state(self._session, STATE_KEY, DelegationsState(tuple(self._runs)).to_dict())
 
 
-def _by(run: dict[str, Any]) -> str:
-    worker = str(run.get("worker", "vibey"))
-    return "" if worker == "vibey" else f" ({worker})"
+def _by(run: DelegatedRun) -> str:
+    return "" if run.worker == "vibey" else f" ({run.worker})"

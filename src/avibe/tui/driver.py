@@ -66,8 +66,8 @@ class StepCancelled(ModelError):
 
 
 class Live(Protocol):
-    """A hosted session as the chat needs it (`avibe.cli.wiring.HostedSession`, or
-    `avibe.cli.agents.BackendSession` with Claude Code, Codex or OpenCode in it: no Vibey)."""
+    """A hosted session as the chat needs it (`avibe.host.sessions.HostedSession`: with Vibey, or with
+    Claude Code, Codex or OpenCode in it and no Vibey)."""
 
     @property
     def host(self) -> SessionHost: ...

@@ -24,10 +24,11 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Final
 
-from avibe.errors import AvibeError, SessionHosted
+from avibe.errors import AvibeError, SessionHosted, StateError
 from avibe.host.events import Event
 from avibe.ports import FeedStore, RecordStore
 from avibe.record.entries import EntryQuery
+from avibe.record.state import DelegationsState
 
 log = logging.getLogger("avibe.serve")
 
@@ -167,8 +168,12 @@ class Fleet:
         return not (newest[-1].kind != "user" and newest[-1].source.ref in self._queued_feeds)
 
     def _delegations_out(self, session_id: str) -> bool:
-        runs = (self.store.load_state(session_id, "delegations") or {}).get("runs", [])
-        return any(not run.get("reported") for run in runs)
+        try:
+            saved = DelegationsState.from_stored(self.store.load_state(session_id, DelegationsState.KEY))
+        except StateError as exc:  # its host says so when it opens the session; the scan goes on
+            log.warning("session %s: %s", session_id, exc)
+            return False
+        return bool(saved.out)
 
     # ---- workers ---------------------------------------------------------------------------------------
 

@@ -10,20 +10,23 @@ checkpoint_view  mind, memo, scene; the mind's diff against the previous one; pr
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from avibe.checkpoint.mind import mission_lines
+from avibe.errors import StateError
 from avibe.host.context_log import load_series
 from avibe.ports import RecordStore, StoredCheckpoint
 from avibe.record.entries import KINDS, NON_HUMAN_INPUT_KINDS, Entry, SessionInfo
 from avibe.record.sources import frame_body, render_tag
+from avibe.record.state import AgentState, ContextHeader
 from avibe.web.inspector.filters import Filters
 
+log = logging.getLogger("avibe.inspector")
 PAGE: Final = 200
-AGENT_KEY: Final = "agent"  # the state key `vibe agents` writes: which agent works in the session
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,13 +37,24 @@ class SessionRow:
     checkpoints: int
 
 
+def _agent_and_model(store: RecordStore, session_id: str) -> tuple[str, str]:
+    """Who works in the session and on which model (the context plot's header); a damaged state
+    document is logged and its row shows Vibey with no model, so one session cannot hide the list."""
+    try:
+        agent = AgentState.from_stored(store.load_state(session_id, AgentState.KEY)).name
+        model = ContextHeader.from_stored(store.load_state(session_id, ContextHeader.KEY)).model
+    except StateError as exc:
+        log.warning("session %s: %s", session_id, exc)
+        return "vibey", ""
+    return agent, model
+
+
 def session_rows(store: RecordStore, search: str = "") -> list[SessionRow]:
     """Every session, most recently active first; `search` matches id, title, agent or model (any case)."""
     rows = []
     for info in store.list_sessions():
-        agent = (store.load_state(info.id, AGENT_KEY) or {}).get("name") or "vibey"
-        model = str((store.load_state(info.id, "context") or {}).get("model", ""))
-        row = SessionRow(info, str(agent), model, len(store.list_checkpoints(info.id)))
+        agent, model = _agent_and_model(store, info.id)
+        row = SessionRow(info, agent, model, len(store.list_checkpoints(info.id)))
         words = " ".join((info.id, info.title, row.agent, row.model)).casefold()
         if search.casefold() in words:
             rows.append(row)

@@ -1,0 +1,92 @@
+"""What every hosted session is built from, whichever agent works in it: the clock, the record, the
+sandbox, the session's watches and timers, and a process of its own for a delegated session."""
+
+from __future__ import annotations
+
+import logging
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+from avibe.config import Settings, load_settings, user_config_file
+from avibe.host.sessions import HostPorts
+from avibe.ports import Clock, FeedStore, RecordStore
+
+if TYPE_CHECKING:  # the adapters are imported where they are built: `vibe --help` loads none of them
+    from avibe.sources.feeds import FeedRunner
+    from avibe.tools.sandbox import SandboxPolicy
+
+log = logging.getLogger("avibe.compose")
+
+
+class SystemClock:
+    def now(self) -> datetime:
+        return datetime.now(UTC)
+
+
+def open_record(settings: Settings) -> RecordStore:
+    from avibe.store import open_store
+
+    settings.home.mkdir(parents=True, exist_ok=True)
+    return open_store(settings.database_url)
+
+
+def check_sandbox(settings: Settings, workdir: Path) -> None:
+    """Before anything is written: refused (UnsafeLayout) where the sandbox cannot keep Avibe's files -
+    its home, the user's config folder, the database - out of the agent's reach (issue 27)."""
+    from avibe.tools.sandbox import check_layout
+
+    check_layout(
+        settings.sandbox,
+        workdir,
+        home=settings.home,
+        config_dir=user_config_file().parent,
+        database_url=settings.database_url,
+    )
+
+
+def sandbox_for(settings: Settings, workdir: Path) -> SandboxPolicy:
+    """The sandbox a session's tools work in (the shell tool's, the file tools', a command watch's):
+    Avibe's home, the user's config folder and the database out of the agent's reach (issue 27)."""
+    from avibe.tools.sandbox import SandboxPolicy
+
+    return SandboxPolicy.for_record(
+        settings.sandbox,
+        workdir,
+        home=settings.home,
+        database_url=settings.database_url,
+        protected=settings.deny,
+        config_dir=user_config_file().parent,
+    )
+
+
+def feeds_for(
+    store: RecordStore, ports: HostPorts, clock: Clock, settings: Settings, workdir: Path
+) -> FeedRunner:
+    """The session's watches and timers, run by its host whatever agent works in it (issue 12): what they
+    post goes through the host's delivery port with its key; a queued feed's input waits for a turn."""
+    from avibe.sources.feeds import FeedRunner
+
+    return FeedRunner(
+        cast("FeedStore", store),
+        ports.session_id,
+        ports.post_keyed,
+        clock,
+        policy=sandbox_for(settings, workdir),
+    )
+
+
+def spawn_delegate(session_id: str) -> None:
+    """Run a delegated session in a process of its own (`vibe serve --session S --exit-when-idle`), with
+    this process's settings (environment) and its output in Avibe's log dir."""
+    settings = load_settings()
+    settings.log_dir.mkdir(parents=True, exist_ok=True)
+    log_path = settings.log_dir / f"delegate-{session_id}.log"
+    argv = [sys.executable, "-m", "avibe", "serve", "--session", session_id, "--exit-when-idle"]
+    with log_path.open("ab") as output:
+        subprocess.Popen(
+            argv, stdin=subprocess.DEVNULL, stdout=output, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    log.info("delegated session %s runs in its own process (log: %s)", session_id, log_path)

@@ -1,0 +1,245 @@
+"""A session with Vibey in it: the model, counter, tools, background jobs, delegations, skills and
+AGENTS.md built from Settings; `avibe.host.sessions` hosts them."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from avibe.agent.driver import mode_for
+from avibe.agent.loop import RunConfig, Vibey
+from avibe.compose.common import (
+    SystemClock,
+    check_sandbox,
+    feeds_for,
+    open_record,
+    sandbox_for,
+    spawn_delegate,
+)
+from avibe.config import Settings
+from avibe.host.context_log import ContextLog, Limits
+from avibe.host.events import EventSink, ignore_events
+from avibe.host.sessions import (
+    HostedSession,
+    HostPorts,
+    JobsSource,
+    SessionParts,
+    assign_agent,
+    host_session,
+    post_to,
+    start_delegate,
+    vibey_works_in,
+)
+from avibe.ports import ModelClient, RecordStore
+from avibe.prompts import fill
+from avibe.record.entries import Source
+
+if TYPE_CHECKING:
+    from avibe.sources.background import BackgroundJobs
+    from avibe.sources.delegations import Delegations
+    from avibe.store.provenance import ProvenanceLedger
+    from avibe.tools import ToolBox
+    from avibe.tools.approval import Approver
+    from avibe.tools.sandbox import SandboxPolicy
+    from avibe.tools.skills import SkillInfo
+
+VibeySession = HostedSession[Vibey]
+
+
+@contextmanager
+def open_session(
+    settings: Settings,
+    *,
+    model_name: str,
+    workdir: Path,
+    session_id: str | None,
+    window: int | None,
+    max_steps: int,
+    events: EventSink = ignore_events,
+    approver: Approver | None = None,
+    start_delegate: Callable[[str], None] | None = None,
+    model: ModelClient | None = None,
+    on_hosted: Callable[[], None] = lambda: None,
+) -> Iterator[VibeySession]:
+    """A session host with Vibey over a new or existing session; its sources stop on the way out.
+    This process holds the session's lease while it hosts it (issue 11 item 2). `approver` answers
+    ask-mode approvals (issue 11 item 9; None: nobody, they are refused). `on_hosted` runs once the
+    lease is held, before anything is written (the CLI says the loosened settings in force then)."""
+    from avibe.providers import open_model
+    from avibe.store.sql import lease_owner
+
+    check_sandbox(settings, workdir)  # before anything is written
+    store = open_record(settings)
+    if model is None:  # `vibe serve` shares one model between the sessions it hosts
+        model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
+    session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
+    start = start_delegate or spawn_delegate
+    build = _VibeyBuilder(
+        settings, store, model, model_name, workdir, window, max_steps, events, approver, start
+    )
+    with host_session(
+        store,
+        session.id,
+        owner=lease_owner(),
+        clock=build.clock,
+        user_name=settings.user_name,
+        build=build,
+        workdir=workdir,
+        on_hosted=on_hosted,
+    ) as live:
+        yield live
+
+
+class _VibeyBuilder:
+    """Builds Vibey's parts once the host's delivery ports exist (background jobs and feeds post through
+    the host; the tools start jobs and delegations; Vibey's scene names what they run)."""
+
+    def __init__(
+        self, settings: Settings, store: RecordStore, model: ModelClient, model_name: str, workdir: Path,
+        window: int | None, max_steps: int, events: EventSink, approver: Approver | None,
+        start: Callable[[str], None],
+    ) -> None:  # fmt: skip
+        self.settings, self.store, self.model, self.model_name = settings, store, model, model_name
+        self.workdir, self.window, self.max_steps = workdir, window, max_steps
+        self.events, self.approver, self.start = events, approver, start
+        self.clock = SystemClock()
+
+    def __call__(self, ports: HostPorts) -> SessionParts[Vibey]:
+        from avibe.providers import is_local, open_counter
+        from avibe.sources.background import BackgroundJobs
+        from avibe.sources.delegations import Delegations
+        from avibe.store.provenance import ProvenanceLedger, ToolWatch
+        from avibe.tools import catalogue_text, discover_skills, find_skill, skill_text
+
+        settings, store, workdir, session_id = self.settings, self.store, self.workdir, ports.session_id
+        vibey_works_in(store, session_id)
+        counter = open_counter(self.model_name, settings, self.model)
+        skill_dirs = [workdir / ".avibe" / "skills", settings.home / "skills"]
+        sandbox = sandbox_for(settings, workdir)
+        jobs = BackgroundJobs(ports.post, store, session_id, sandbox)
+        delegations = Delegations(
+            store,
+            session_id,
+            ports.post_keyed,
+            post_to=post_to(store, self.clock),
+            start=start_delegate(store, workdir, self.start),
+            assign=assign_agent(store),
+        )
+        feeds = feeds_for(store, ports, self.clock, settings, workdir)  # issue 12
+        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, session_id)
+        ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
+        agents_md, agents_md_heading = _agents_md(workdir, ledger)
+        watch = ToolWatch(ledger, workdir, session_id, busy=lambda: bool(jobs.running()))
+
+        def current_skill(name: str) -> str | None:
+            found = find_skill(skill_dirs, name)
+            return skill_text(found) if found else None
+
+        config = RunConfig(
+            window=self.window,
+            max_steps=self.max_steps,
+            checkpoint_mode=mode_for(is_local(self.model_name)),
+            agents_md=agents_md,
+            agents_md_heading=agents_md_heading,
+            skill_catalogue=catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger)),
+            user_name=settings.user_name,
+            record_where=f"Avibe's record, session {session_id} (the record_query tool reads it)",
+        )
+
+        def limits() -> Limits:  # the inspector's plot: the window and trigger line the run used
+            return Limits(
+                self.model_name, vibey.limits.window, vibey.limits.threshold, vibey.limits.hard_limit
+            )
+
+        events = ContextLog(store, session_id, limits, self.events)  # one point per model request (issue 15)
+        vibey = Vibey(
+            store=store,
+            model=self.model,
+            counter=counter,
+            clock=self.clock,
+            session_id=session_id,
+            session_dir=settings.sessions_dir / session_id,
+            tool_specs=toolbox.specs,
+            run_tool=toolbox.dispatch,
+            config=config,
+            events=events,
+            skill_text=current_skill,
+            watch_tool=watch,
+            # S3: the scene names every job still running, every delegated run and every standing feed
+            waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
+        )
+        sources = (JobsSource(jobs), feeds, delegations)
+        # what a background job of the agent's left before it was stopped: settled after the host stops
+        return SessionParts(vibey, vibey, sources, events, queued=feeds.queued, after_close=watch.settle)
+
+    def _toolbox(
+        self, jobs: BackgroundJobs, delegations: Delegations, skill_dirs: list[Path], sandbox: SandboxPolicy,
+        session_id: str,
+    ) -> ToolBox:  # fmt: skip
+        """Vibey's tools: the files, the shell (background jobs too), skills, the record, and the other
+        sessions (send, delegate), each asking the approver where the settings say so."""
+        from avibe.tools import ToolBox, default_tools
+        from avibe.tools.approval import ApprovalPolicy, Rules
+        from avibe.tools.sessions import session_tools
+
+        settings, store = self.settings, self.store
+        rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
+        approval = ApprovalPolicy(settings.approval, rules, self.approver)
+        send_to = post_to(store, self.clock)
+        return ToolBox(
+            default_tools(
+                self.workdir,
+                store=store,
+                session_id=session_id,
+                skill_dirs=skill_dirs,
+                jobs=jobs,
+                sandbox=sandbox,
+                approval=approval,
+            )
+            + session_tools(
+                send=lambda to, text: send_to(to, Source("agent", "vibey", session_id), text),
+                delegate=delegations.start,
+                workers=delegate_workers(settings, self.model_name),
+            )
+        )
+
+
+def _agents_md(workdir: Path, ledger: ProvenanceLedger) -> tuple[str, str]:
+    """The workdir's AGENTS.md and its heading in the system prompt: "" (the user's) unless its content
+    is what an agent left there (issue 27 item 7), read once so the text and its mark agree."""
+    from avibe.store.provenance import AGENTS_MD
+
+    path = workdir / AGENTS_MD
+    if not path.is_file():
+        return "", ""
+    data = path.read_bytes()
+    write = ledger.agent_write(path, hashlib.sha256(data).hexdigest())
+    heading = "" if write is None else fill("agents_md_agent", session=write.session, seq=write.seq or "?")
+    return data.decode("utf-8"), heading
+
+
+def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
+    """A skill's mark in the catalogue: the agent's, when its SKILL.md is as an agent left it (issue 27
+    item 7; `version` is the sha256 of the bytes the catalogue line was read from)."""
+
+    def mark(skill: SkillInfo) -> str:
+        write = ledger.agent_write(skill.path, skill.version)
+        return "" if write is None else fill("skill_agent", session=write.session, seq=write.seq or "?")
+
+    return mark
+
+
+def delegate_workers(settings: Settings, model_name: str) -> tuple[str, ...]:
+    """Who a delegated task may go to: each external agent whose program is found here, and Vibey - but
+    not on a local model: a delegated Vibey runs in a process of its own with a model of its own on the
+    same cores, and the demo on 2 cores slowed thirtyfold (a model step from 5 s to 230 s) while a 1.5B
+    Vibey delegated its own tickets to itself, again and again."""
+    from avibe.backends import BACKENDS
+    from avibe.backends.install import locate
+    from avibe.providers import is_local
+
+    vibey = () if is_local(model_name) else ("vibey",)
+    return (*vibey, *(b.name for b in BACKENDS if locate(b, settings.home) is not None))
