@@ -1,7 +1,7 @@
 """The sessions one `vibe serve` process hosts (issue 12 items 1 and 4).
 
 Any number of `vibe serve` processes, on any hosts, may share one record. Each session is run by exactly
-one of them at a time: the one holding its lease (`open_session` takes it; a live holder elsewhere makes
+one of them at a time: the one holding its lease (`host_session` takes it; a live holder elsewhere makes
 it raise SessionHosted and this host leaves the session alone). The fleet looks for sessions that need a
 host - one with input its agent has not taken in, one with watches or timers, one waiting for a
 delegated run - and starts a worker thread for each it can lease. A worker runs turns while input waits,
