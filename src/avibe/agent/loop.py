@@ -158,14 +158,14 @@ class Vibey:
                 try:
                     state, done = self._step(state, step, inbox)
                 except StoreError as exc:  # the record could not be written (disk full, database away)
-                    done = self._stop(f"this step's work was not saved: {exc}. {_FIX}")
+                    done = self._stop(f"this step's work was not saved: {exc}. {_FIX}", level=logging.ERROR)
                 if done is not None:
                     result = replace(done, steps=step, checkpoints=self._checkpoint_number() - before)
                     return result
             message = (
                 f"stopped after {self.config.max_steps} model calls in one turn; send a message to go on"
             )
-            result = replace(self._stop(message, logged=False), steps=self.config.max_steps)
+            result = replace(self._stop(message, level=None), steps=self.config.max_steps)
             return result
         finally:
             self.record.save_at_turn_end(state)
@@ -184,12 +184,12 @@ class Vibey:
             state, _ = self.room.move_out(state, self.tokens(state), MoveOut(f"provider overflow: {exc}"))
             return state, None
         except ModelError as exc:
-            return state, self._stop(f"the model failed: {exc}", logged=False)
+            return state, self._stop(f"the model failed: {exc}", level=None)
         try:
             seq = self.record.reply(reply)  # C1: the record shows every step; tool output stays live (A3)
             state = live.after_reply(state, reply.text, reply.tool_calls, seq)
         except StoreError as exc:  # a full disk: the streamed reply reached the screen, not the record
-            return state, self._stop(f"the reply above was not saved: {exc}. {_FIX}")
+            return state, self._stop(f"the reply above was not saved: {exc}. {_FIX}", level=logging.ERROR)
         if not reply.tool_calls:
             self.events(ev.Replied(reply.text))
             return state, TurnResult(reply.text)
@@ -198,11 +198,11 @@ class Vibey:
             return state, self._stop(f"stopped: {reason}; send a message to go on")
         return self._run_tools(state, reply.tool_calls), None
 
-    def _stop(self, message: str, *, why: str | None = None, logged: bool = True) -> TurnResult:
+    def _stop(self, message: str, *, why: str = "", level: int | None = logging.WARNING) -> TurnResult:
         """End the turn saying why. After a StoreError the record keeps everything up to its last write
         (nothing half-written), and the session resumes from there once the record can be written."""
-        if logged:
-            log.warning("session %s: %s", self.session_id, why or message)
+        if level is not None:
+            log.log(level, "session %s: %s", self.session_id, why or message)
         self.events(ev.Stopped(message))
         return TurnResult(message, stopped=True)
 
