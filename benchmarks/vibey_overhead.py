@@ -214,9 +214,15 @@ def measure(turns: int, window: int, entries: int, checkpoints: int) -> dict[str
         run_tool=tools.dispatch,
         config=RunConfig(checkpoint_mode="structured"),
     )
-    host = SessionHost(store, session.id, vibey, vibey.clock)  # the one inbox, as `vibe run` has it
+    attempts = [0]  # checkpoint turns started, failed ones included (they are not stored)
+
+    def note(event: Any) -> None:
+        if getattr(event, "kind", "") == "checkpoint_started":
+            attempts[0] += 1
+
+    host = SessionHost(store, session.id, vibey, vibey.clock, note)  # the one inbox, as `vibe run` has it
     per_step: list[float] = []
-    before_model, before_tools, before_checkpoints = 0.0, 0.0, checkpoints
+    before_model, before_tools, before_checkpoints, before_attempts = 0.0, 0.0, checkpoints, 0
     for i in range(turns):
         model.queue(f"f{i:03d}.txt")
         started = time.perf_counter()
@@ -225,14 +231,16 @@ def measure(turns: int, window: int, entries: int, checkpoints: int) -> dict[str
         harness = total - (model.model_seconds - before_model) - (tools.seconds - before_tools)
         before_model, before_tools = model.model_seconds, tools.seconds
         made = len(store.list_checkpoints(session.id))
-        if made == before_checkpoints:  # steps with a checkpoint turn are the checkpoint's cost, not a step's
+        # turns with a checkpoint turn - stored or failed - are the checkpoint's cost, not a step's
+        if made == before_checkpoints and attempts[0] == before_attempts:
             per_step.append(harness / max(result.steps, 1))
-        before_checkpoints = made
+        before_checkpoints, before_attempts = made, attempts[0]
     ms = sorted(t * 1e3 for t in per_step)
     return {
         "steps_p50_ms": statistics.median(ms),
         "steps_p95_ms": ms[int(len(ms) * 0.95)],
         "checkpoints": float(before_checkpoints - checkpoints),
+        "attempts": float(attempts[0]),
         "turns": float(turns),
     }
 
@@ -281,12 +289,17 @@ def main() -> None:
     print(f"turns {args.turns}, window {args.window}, a session of {args.entries} entries and "
           f"{args.checkpoints} checkpoints{'; every core busy' if args.busy else ''}")  # fmt: skip
     print("harness work per step (the model's and the tools' own time left out; checkpoint steps apart):")
-    print(f"  {'':24} {'p50 ms':>8} {'p95 ms':>8} {'checkpoints':>12}")
+    print(f"  {'':24} {'p50 ms':>8} {'p95 ms':>8} {'checkpoints':>12} {'attempts':>9}")
     rows = [("this tree", here)] + ([(f"at {args.compare_with}", other)] if other else [])
     for name, row in rows:
-        print(f"  {name:24} {row['steps_p50_ms']:8.2f} {row['steps_p95_ms']:8.2f} {row['checkpoints']:12.0f}")
+        tried = row.get("attempts", float("nan"))  # a revision before this column printed none
+        print(
+            f"  {name:24} {row['steps_p50_ms']:8.2f} {row['steps_p95_ms']:8.2f} {row['checkpoints']:12.0f}"
+            f" {tried:9.0f}"
+        )
     if other:
-        print(f"  p50 ratio (this / {args.compare_with}): {here['steps_p50_ms'] / other['steps_p50_ms']:.2f}")
+        for key, label in (("steps_p50_ms", "p50"), ("steps_p95_ms", "p95")):
+            print(f"  {label} ratio (this / {args.compare_with}): {here[key] / other[key]:.2f}")
 
 
 if __name__ == "__main__":
