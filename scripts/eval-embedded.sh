@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The memory evaluation behind the README's tables, on the embedded 0.5B model (~4 hours on 2 cores):
+# The memory evaluation behind the tables in docs/eval.md, on the embedded 0.5B model (~4 hours on 2 cores):
 # all twelve scenario types at K = 1, the K sweep (2, 4, 8) on constraint_fidelity and mission_fade, all
 # seven strategies, window 4,096, compaction above half of it. Every step appends to the same results
 # file and is resumable; the last one writes the report over all of them into $OUT (default eval-embedded);

@@ -3,7 +3,7 @@
 # `vibe eval --out` skips them). On 2 cores the whole of it takes well over a day; every stage ends with
 # a report over everything in its folder, so a partial sweep is still a readable one.
 #
-#   stage 1  all twelve types, K = 1, seed 1, probes on, the 0.5B default  (~2 hours; the README's table)
+#   stage 1  all twelve types, K = 1, seed 1, probes on, the 0.5B default  (~2 hours; the table in docs/eval.md)
 #   stage 2  K = 2, 4, 8 on all twelve types, seed 1                        (~12 hours)
 #   stage 3  seeds 2 and 3 on the cheap types (K = 1, 2)                    (~4 hours)
 #   stage 4  the 1.5B tier on the four new types, constraint_fidelity, queue and waiting_on, K = 1: the

@@ -1,4 +1,4 @@
-"""Settings: one object, read once at the edge (STYLE 9). Every field is documented in the README.
+"""Settings: one object, read once at the edge (STYLE 9). Every field is documented in docs/configuration.md.
 
 Sources, first wins: the environment (AVIBE_*), the project's `.avibe/config.toml` (in the current
 directory), the user's `config.toml` in the platform's user config dir (`~/.config/avibe/config.toml`),
