@@ -10,6 +10,7 @@ import json
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 from vibey_doubles import CharCounter, StepClock
 
@@ -49,17 +50,7 @@ def main(folder: str) -> None:
         fill(root)
         return reply(REPLY)
 
-    vibey = Vibey(
-        store=store,
-        model=ScriptedModel.of([think], window=32_000),
-        counter=CharCounter(),
-        clock=StepClock(),
-        session_id=session,
-        session_dir=root / "sess",
-        tool_specs=toolbox.specs,
-        run_tool=toolbox.dispatch,
-        config=RunConfig(checkpoint_mode="structured"),
-    )
+    vibey = _vibey(store, session, root, toolbox, [think])
     host = SessionHost(store, session, vibey, StepClock(), EventPrinter())
     outcome: dict[str, object] = {"session": session}
     try:
@@ -70,9 +61,16 @@ def main(folder: str) -> None:
     (root / "filler").unlink()  # the person frees space and goes on
     outcome["integrity"] = _integrity(root / "avibe.db")
     again = open_store(f"sqlite:///{root / 'avibe.db'}")
-    resumed = Vibey(
-        store=again,
-        model=ScriptedModel.of([reply("short answer")], window=32_000),
+    resumed = _vibey(again, session, root, toolbox, [reply("short answer")])
+    outcome["resumed"] = SessionHost(again, session, resumed, StepClock()).send("go on", "user").reply
+    outcome["entries"] = [[e.kind, e.text[:40]] for e in again.query(EntryQuery(session))]
+    print(f"RESULT {json.dumps(outcome)}", flush=True)
+
+
+def _vibey(store: Any, session: str, root: Path, toolbox: ToolBox, steps: list[Any]) -> Vibey:
+    return Vibey(
+        store=store,
+        model=ScriptedModel.of(steps, window=32_000),
         counter=CharCounter(),
         clock=StepClock(),
         session_id=session,
@@ -81,9 +79,6 @@ def main(folder: str) -> None:
         run_tool=toolbox.dispatch,
         config=RunConfig(checkpoint_mode="structured"),
     )
-    outcome["resumed"] = SessionHost(again, session, resumed, StepClock()).send("go on", "user").reply
-    outcome["entries"] = [[e.kind, e.text[:40]] for e in again.query(EntryQuery(session))]
-    print(f"RESULT {json.dumps(outcome)}", flush=True)
 
 
 def _integrity(path: Path) -> str:

@@ -34,7 +34,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
-from avibe.tools.guard import DenyIdentities, Identity, OwnFiles, identity
+from avibe.tools.guard import DenyIdentities, Identity, OwnFiles, identity, identity_of
 
 # Most characters one tool output may hold. The loop cuts again against the window (SPEC V9); this
 # bound keeps a single careless `cat` from crowding out everything else first.
@@ -343,7 +343,7 @@ class PathPolicy:
 
     def exempt_identities(self) -> frozenset[Identity]:
         """The identities of the read roots inside Avibe's own folders (readable all the same)."""
-        found = (_stat_identity(root) for root in self._exempt)
+        found = (identity_of(root) for root in self._exempt)
         return frozenset(i for i in found if i is not None)
 
     def _own_path(self, path: Path, *, write: bool) -> bool:
@@ -359,7 +359,7 @@ class PathPolicy:
         own = self.own.identities() - self.exempt_identities()
 
         def hidden(path: Path) -> bool:
-            return self._own_path(path, write=False) or _stat_identity(path) in own
+            return self._own_path(path, write=False) or identity_of(path) in own
 
         return hidden
 
@@ -504,8 +504,3 @@ def _stat(path: Path) -> os.stat_result | None:
         return os.stat(path, follow_symlinks=False)
     except OSError:
         return None
-
-
-def _stat_identity(path: Path) -> Identity | None:
-    info = _stat(path)
-    return None if info is None else identity(info)

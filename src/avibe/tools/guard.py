@@ -31,7 +31,8 @@ def identity(info: os.stat_result) -> Identity:
     return info.st_dev, info.st_ino
 
 
-def _identity_of(path: Path | str) -> Identity | None:
+def identity_of(path: Path | str) -> Identity | None:
+    """The identity of `path` itself (a link is not followed), or None when it does not exist."""
     try:
         return identity(os.stat(path, follow_symlinks=False))
     except OSError:
@@ -60,7 +61,7 @@ class OwnFiles:
     def identities(self) -> frozenset[Identity]:
         """The identities known so far plus those on disk now (a path that did not exist before may)."""
         for path in self.paths:
-            found = _identity_of(path)
+            found = identity_of(path)
             if found is None:
                 continue
             self._seen.add(found)
@@ -101,7 +102,7 @@ class DenyIdentities:
 
     def identities(self) -> dict[Identity, str]:
         for path in protected_paths(self.workdir, self.patterns):
-            found = _identity_of(path)
+            found = identity_of(path)
             if found is not None:
                 self._seen[found] = Path(path).relative_to(self.workdir).as_posix()
         return dict(self._seen)
