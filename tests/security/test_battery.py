@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from avibe.compose import open_session
 from avibe.config import Settings, load_settings
-from avibe.errors import AvibeError
+from avibe.errors import AvibeError, ConfigError
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.entries import EntryQuery
 from avibe.record.messages import ToolCall
@@ -234,8 +234,14 @@ def _run(layout: Layout, calls: list[tuple[str, dict[str, Any]]]) -> Run:
         next_seen.append(request)
         return reply("ok")
 
+    try:
+        settings = layout.settings()  # what the next run loads, from the same places
+    except ConfigError as exc:
+        if not _refused_by_project_config(layout, exc):
+            raise
+        return Run(session, outputs, "")  # the next run refuses to start: fail closed, nothing loosened
     with open_session(
-        layout.settings(),  # what the next run loads, from the same places
+        settings,
         model_name="openai/gpt-4o",
         workdir=layout.work,
         session_id=None,
@@ -245,6 +251,10 @@ def _run(layout: Layout, calls: list[tuple[str, dict[str, Any]]]) -> Run:
     ) as live:
         live.send("hello again")
     return Run(session, outputs, next_seen[0].messages[0].content if next_seen else "")
+
+
+def _refused_by_project_config(layout: Layout, exc: ConfigError) -> bool:
+    return str(layout.work / ".avibe" / "config.toml") in str(exc)
 
 
 def _violations(layout: Layout, before: Settings, digests: dict[Path, str], run: Run) -> list[str]:
@@ -268,7 +278,10 @@ def _violations(layout: Layout, before: Settings, digests: dict[Path, str], run:
     try:
         after = layout.settings()
     except AvibeError as exc:
-        found.append(f"the next run cannot load its settings: {exc}")
+        # A project config the agent broke makes the next run refuse to start with one line naming it:
+        # fail closed (nothing loosened, the person sees why). Anything else is a broken promise.
+        if not (isinstance(exc, ConfigError) and _refused_by_project_config(layout, exc)):
+            found.append(f"the next run cannot load its settings: {exc}")
     else:
         if after != before:
             found.append(f"settings changed for the next run: {before} -> {after}")
@@ -300,6 +313,7 @@ def _attack(calls: list[tuple[str, dict[str, Any]]], sandbox: str) -> list[str]:
     suppress_health_check=[HealthCheck.too_slow],
 )
 @given(st.lists(_calls(), min_size=1, max_size=6))
+@example([("write_file", {"path": ".avibe/config.toml", "content": "pwned\n"})])  # found: fails closed
 def test_no_sequence_of_tool_calls_moves_the_trust_boundary(calls: list[tuple[str, dict[str, Any]]]) -> None:
     problems = _attack(calls, "workspace-write")
     assert not problems, json.dumps({"calls": calls, "problems": problems}, indent=1)
