@@ -64,6 +64,9 @@ class Vibey:
     waiting_for: Callable[[], Sequence[tuple[str, ...]]] = lambda: ()
     # Issue 27 item 7: around each tool call, given the step's record entry (the provenance ledger)
     watch_tool: Callable[[ToolCall, int | None], AbstractContextManager[object]] = lambda *_: nullcontext()
+    # F4: AGENTS.md, its heading and the skill catalogue as they are now (cached by the edge); None: the
+    # config's, fixed for the session
+    instructions: Callable[[], tuple[str, str, str]] | None = None
 
     name: Final = "vibey"
 
@@ -86,10 +89,20 @@ class Vibey:
         """The most a request may hold and still leave room for the reply: past this it does not fit."""
         return self.limits.hard_limit
 
+    def system_prompt(self) -> str:
+        """F4 (1): the system prompt as of now - AGENTS.md and the skills read again when they changed."""
+        c = self.config
+        agents_md, heading, catalogue = (
+            self.instructions()
+            if self.instructions
+            else (c.agents_md, c.agents_md_heading, c.skill_catalogue)
+        )
+        return system_prompt(c.identity, c.rules, catalogue, agents_md, heading)
+
     @cached_property
     def viewer(self) -> Viewer:
         c = self.config
-        system = system_prompt(c.identity, c.rules, c.skill_catalogue, c.agents_md, c.agents_md_heading)
+        system = self.system_prompt()
         tools = tool_tokens(self.counter, self.tool_specs)
         skill = lambda name: self.skill_text(name)  # noqa: E731 - read when used: fields may be set later
         return Viewer(self.counter, self.session_id, system, tools, self.budgets, c.record_where, skill)
@@ -149,7 +162,7 @@ class Vibey:
         if emit is not None:
             self.events = emit
         state = replace(self.load_state(), turn_user_seqs=())
-        self.viewer.new_turn()  # skills are put back at their current version (A1), read once a turn
+        self.viewer.new_turn(self.system_prompt())  # F4: rebuilt every turn; A1: skills read once a turn
         before = self._checkpoint_number()
         self.events(ev.TurnStarted(self.session_id, self.name))
         result = TurnResult("", stopped=True)

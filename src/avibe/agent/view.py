@@ -95,8 +95,12 @@ class Viewer:
     def __post_init__(self) -> None:
         self.counts = MessageCounts(self.counter)
 
-    def new_turn(self) -> None:
+    def new_turn(self, system: str | None = None) -> None:
+        """A turn starts: skills are read again at their current version (A1), and the system prompt, when
+        given, is the one rebuilt for this turn (F4: an AGENTS.md edited mid-chat is seen now)."""
         self._recollections.clear()
+        if system is not None and system != self.system:
+            self.system, self._last = system, None
 
     def adopt(self) -> None:
         """A new checkpoint replaces the recollection."""

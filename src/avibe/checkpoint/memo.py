@@ -34,6 +34,9 @@ API:
         the lines the harness keeps besides the model's ticks: every rule-worded sentence of a message moving
         out now, or memo item kept before, that the ticks leave out; newest first, within the memo budget,
         letting go ticked lines that state no rule (oldest first) to make room, and fitting over-ticking
+    newest_kept(candidates, chosen, entries, counter, budgets, previous_memo=(), first=()) -> NewestKept
+        the user's newest words besides the ticks and rules: a later message about a kept rule stays
+        with it (or the rule goes), and each message moving out now is kept whole, newest first
 
 Candidates are chosen by the stored kind ("user") only, never by text (N7). build_memo copies the text
 from the entries given, never from model output (N4), and re-checks the kind; a ticked seq that is not a
@@ -52,8 +55,10 @@ each sentence of a message moving out now that reads as a standing rule ("never"
 within the memo budget, the newest messages first; and so is a rule-worded memo item kept before that the
 model now lets go (the 0.5B dropped them at the next checkpoint). Choosing by text here only adds more of
 the user's own words: candidates are still user entries by stored kind (N7). What ends a rule's stay is
-the budget: newer rules push out older ones. A revoked rule so stays beside its revocation, in order (N3's
-"let go" is then the model's to do in the mind, and the revocation's to say in the memo).
+the budget: newer rules push out older ones. A rule never stays without the user's later words about it
+(`newest_kept`): a revocation or re-grant worded without any rule word stays beside it, in order, or the
+rule is let go; and the newest messages moving out are kept whole, as a handoff keeps them, so a rule
+worded without those words ("dont use /tmp ...") is kept all the same.
 """
 
 from __future__ import annotations
@@ -686,6 +691,121 @@ def rules_kept(
     while added and total((ticked_labels - set(let_go)) | set(added)) > budgets.memo_total:
         added.pop()  # counted apart, lines can differ from the memo built (a sentence its whole holds)
     return RulesKept(tuple(added), tuple(let_go))
+
+
+# ---- the user's newest words and what revokes a kept rule (issue 32 item 4) ----------------------------
+#
+# rules_kept keeps rule-WORDED sentences; a rule worded without any of those words ("dont use /tmp keep
+# everything within the claude dir", a real session's newest rule) left with the model's untick. So every
+# user message moving out now is kept whole as well, newest first, as a handoff copies the user's recent
+# messages (4d) - after the rules, before the chatter the model ticked that is older. And a rule never stays
+# as if in force when the user changed it later (N3, P3): a later user message about the same thing (one
+# of the rule's own content words, not a list of rule words) stays beside it, or the rule is let go.
+
+
+MIN_NEWEST_WORDS: Final = 3  # a shorter reply means nothing alone (N3): not kept for its recency
+
+
+def _subject(text: str) -> set[str]:
+    """What a message is about: its content words of four letters or more that are no rule wording."""
+    return {w for w in _content_words(text) if len(w) >= 4 and not reads_as_rule(w)}
+
+
+def _line_text(label: Label, entries: Mapping[int, Entry], previous: Mapping[Label, MemoItem]) -> str:
+    seq, part = _order(label)
+    entry = entries.get(seq)
+    if entry is None:
+        item = previous.get(label)
+        return item.text if item else ""
+    spans = sentences(entry.text)
+    return entry.text if part == 0 or part > len(spans) else entry.text[slice(*spans[part - 1])]
+
+
+@dataclass(frozen=True, slots=True)
+class NewestKept:
+    added: tuple[Label, ...]  # lines kept besides what was chosen before: newest first
+    let_go: tuple[Label, ...] = ()  # lines chosen before that gave way to newer words of the user's
+    labels: frozenset[Label] = frozenset()  # the memo's lines after this step
+
+
+def newest_kept(
+    candidates: Sequence[Candidate],
+    chosen: Collection[Label],
+    entries: Mapping[int, Entry],
+    counter: TokenCounter,
+    budgets: Budgets,
+    previous_memo: Sequence[MemoItem] = (),
+    first: Collection[Label] = (),
+) -> NewestKept:
+    """The memo's lines after the user's newest words are settled around `chosen` (the ticks as rules_kept
+    left them), within the budget:
+
+    1. every later user message about the same thing as a kept rule (its revocation or re-grant, in any
+       order) is kept with it; when it cannot fit, the rule it may revoke is let go instead (left out);
+    2. every user message moving out now that no line holds is kept whole, newest first; room is made by
+       letting go ticked lines that state no rule and are older (oldest first).
+    `first` (the mission's source) is never let go. Pure; candidates are user entries by stored kind (N7)."""
+    previous = dict(zip(memo_labels(previous_memo, entries), previous_memo, strict=True))
+    kept = set(clean_labels(chosen)) | set(clean_labels(first))
+    protected = set(clean_labels(first))
+    added: list[Label] = []
+    let_go: list[Label] = []
+    by_label = {c.label: c for c in candidates}
+
+    def total(labels: Collection[Label]) -> int:
+        return memo_tokens(build_memo(labels, entries, counter, budgets, previous_memo).items, counter)
+
+    def is_rule(label: Label) -> bool:
+        return label in protected or reads_as_rule(_line_text(label, entries, previous))
+
+    def held(label: Label) -> bool:
+        return label in kept or (
+            type(label) is int and label in {_order(k)[0] for k in kept if k in by_label}
+        )
+
+    def make_room(label: Label, older_than: tuple[int, int]) -> bool:
+        """Let go kept lines that state no rule and come before `older_than`, oldest first, until `label`
+        fits; False when it cannot."""
+        while total(kept | {label}) > budgets.memo_total:
+            out = sorted((k for k in kept if k not in protected and not is_rule(k)), key=_order)
+            out = [k for k in out if _order(k) < older_than]
+            if not out:
+                return False
+            kept.discard(out[0])
+            let_go.append(out[0])
+        return True
+
+    # 1. a kept rule and the user's later words about it (N3, P3): newest rules first
+    for rule in sorted((k for k in kept if k in by_label and is_rule(k)), key=_order, reverse=True):
+        if rule not in kept:
+            continue
+        about = _subject(_line_text(rule, entries, previous))
+        later = [c.label for c in candidates if c.seq > _order(rule)[0] and (c.part == 0 or c.kept)]
+        for label in sorted(set(later), key=_order):
+            if held(label) or not about & _subject(_line_text(label, entries, previous)):
+                continue
+            if make_room(label, _order(label)):
+                kept.add(label)
+                added.append(label)
+            elif rule not in protected:  # the change cannot be shown: the rule is left out, never alone
+                kept.discard(rule)
+                let_go.append(rule)
+                break
+    # 2. the newest user messages moving out now, whole (4d); N3's short replies that mean nothing alone
+    # ("continue", "ok") are left to the model - told apart by length, not by a list of words
+    for c in sorted((c for c in candidates if c.part == 0 and not c.kept), key=lambda c: -c.seq):
+        if held(c.label) or c.seq not in entries or len(c.text.split()) < MIN_NEWEST_WORDS:
+            continue
+        if make_room(c.label, (c.seq, 0)):
+            kept.add(c.label)
+            added.append(c.label)
+    # a line let go and added back is neither
+    back = set(added) & set(let_go)
+    return NewestKept(
+        tuple(a for a in added if a not in back),
+        tuple(g for g in let_go if g not in back),
+        frozenset(kept),
+    )
 
 
 def over_budget_problem(total: int, budget: int) -> Problem:

@@ -32,12 +32,14 @@ from avibe.checkpoint.facts import with_facts
 from avibe.checkpoint.memo import (
     Candidate,
     Label,
+    NewestKept,
     RulesKept,
     build_memo,
     clean_labels,
     dismissed,
     memo_candidates,
     mission_sources,
+    newest_kept,
     render_checklist,
     rules_kept,
 )
@@ -66,6 +68,7 @@ class TurnState:
     notes: list[str] = field(default_factory=list)
     rules: RulesKept = field(default_factory=lambda: RulesKept(()))  # besides the ticks (memo.rules_kept)
     mission_sources: tuple[Label, ...] = ()  # of rules.added: the mission's source (memo.mission_sources)
+    newest: NewestKept = field(default_factory=lambda: NewestKept(()))  # memo.newest_kept, after the rules
 
     @property
     def previous_memo(self) -> tuple[MemoItem, ...]:
@@ -148,7 +151,11 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
     )
     st.mission_sources = tuple(label for label in sources if label in st.rules.added)
     ticked = (clean_labels(ticked) - frozenset(st.rules.let_go)) | frozenset(st.rules.added)
-    memo = build_memo(ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
+    # the user's newest words, and what changed a kept rule, kept too (issue 32 item 4: N3, P3, no word list)
+    st.newest = newest_kept(
+        st.candidates, ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo, first=sources
+    )
+    memo = build_memo(st.newest.labels, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
     proposed = Checkpoint(mind=st.mind, memo=memo.items, scene=scene)
     covered = all(item.seq in st.entries for item in proposed.memo)
@@ -187,6 +194,12 @@ def _rules_note(st: TurnState) -> tuple[str, ...]:
         notes.append(
             f"memo: let go {numbers(st.rules.let_go)}, ticked, to fit the budget (plain lines first)"
         )
+    if st.newest.added:
+        notes.append(
+            f"memo: kept {numbers(st.newest.added)} besides the model's ticks (the user's newest words)"
+        )
+    if st.newest.let_go:
+        notes.append(f"memo: let go {numbers(st.newest.let_go)} for the user's newer words")
     return tuple(notes)
 
 

@@ -19,6 +19,7 @@ from avibe.compose.common import (
     sandbox_for,
     spawn_delegate,
 )
+from avibe.compose.instructions import InstructionFiles, skill_files
 from avibe.config import Settings
 from avibe.host.context_log import ContextLog, Limits
 from avibe.host.events import EventSink, ignore_events
@@ -112,7 +113,7 @@ class _VibeyBuilder:
         from avibe.sources.background import BackgroundJobs
         from avibe.sources.delegations import Delegations
         from avibe.store.provenance import ProvenanceLedger, ToolWatch
-        from avibe.tools import catalogue_text, discover_skills, find_skill, skill_text
+        from avibe.tools import find_skill, skill_text
 
         settings, store, workdir, session_id = self.settings, self.store, self.workdir, ports.session_id
         vibey_works_in(store, session_id)
@@ -131,7 +132,9 @@ class _VibeyBuilder:
         feeds = feeds_for(store, ports, self.clock, settings, workdir)  # issue 12
         toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, session_id)
         ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
-        agents_md, agents_md_heading = _agents_md(workdir, ledger)
+        # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
+        instructions = _instruction_files(workdir, skill_dirs, ledger)
+        agents_md, agents_md_heading, catalogue = instructions()
         watch = ToolWatch(ledger, workdir, session_id, busy=lambda: bool(jobs.running()))
 
         def current_skill(name: str) -> str | None:
@@ -144,7 +147,7 @@ class _VibeyBuilder:
             checkpoint_mode=mode_for(is_local(self.model_name)),
             agents_md=agents_md,
             agents_md_heading=agents_md_heading,
-            skill_catalogue=catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger)),
+            skill_catalogue=catalogue,
             user_name=settings.user_name,
             record_where=f"Avibe's record, session {session_id} (the record_query tool reads it)",
         )
@@ -168,6 +171,7 @@ class _VibeyBuilder:
             events=events,
             skill_text=current_skill,
             watch_tool=watch,
+            instructions=instructions,
             # S3: the scene names every job still running, every delegated run and every standing feed
             waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
         )
@@ -205,6 +209,18 @@ class _VibeyBuilder:
                 workers=delegate_workers(settings, self.model_name),
             )
         )
+
+
+def _instruction_files(workdir: Path, skill_dirs: list[Path], ledger: ProvenanceLedger) -> InstructionFiles:
+    """AGENTS.md, its heading and the skill catalogue, cached under the files' modification times (F4)."""
+    from avibe.store.provenance import AGENTS_MD
+    from avibe.tools import catalogue_text, discover_skills
+
+    def read() -> tuple[str, str, str]:
+        agents_md, heading = _agents_md(workdir, ledger)
+        return agents_md, heading, catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger))
+
+    return InstructionFiles(read, lambda: [workdir / AGENTS_MD, *skill_files(skill_dirs)])
 
 
 def _agents_md(workdir: Path, ledger: ProvenanceLedger) -> tuple[str, str]:

@@ -1,0 +1,218 @@
+"""The memo never contradicts the user (issue 32 item 4): the harness keeps the user's newest words whatever
+the model ticks and however the user worded them (N1, N2 without a word list), never shows a rule the user
+changed later without the change (N3, P3), and its own additions never make a checkpoint invalid (V3).
+
+Each property runs the turn's real draft step (`turn_state.start` + `draft`: the model's ticks, the
+harness's rules, its newest words, the memo copied from the record, validation) over checkpoints in a row,
+with a model that ticks at random or misbehaves on purpose.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from core_doubles import AT, TICKET_MIND, TICKET_SCENE, CharCounter, make_entry, structured_turn_outcome
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from avibe.checkpoint.budgets import Budgets, budgets_for
+from avibe.checkpoint.effects import TurnInputs
+from avibe.checkpoint.memo import cut_message, memo_tokens, reads_as_rule
+from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.checkpoint.turn import Accepted
+from avibe.checkpoint.turn_state import draft, start
+from avibe.record.entries import Entry
+from avibe.record.messages import ChatMessage
+
+COUNTER = CharCounter()
+SMALL = budgets_for(8_192, 6_000)  # 240 tokens in all: a handful of messages
+LARGE = budgets_for(192_000, 170_000)
+TMP_RULE = "dont use /tmp keep everything within the claude dir"  # a real session's newest rule, lost
+
+SUBJECTS = ("snapshots", "vendor folder", "migrations", "staging box")
+# A grant and a prohibition read as rules; the user's change of mind carries no rule word at all.
+GRANT = "You may delete the {s} without asking me."
+FORBID = "Never touch the {s} again."
+REVOKE = "Scratch what I said about the {s}, leave that be for now."
+REGRANT = "Fine, go ahead with the {s} after all, as you proposed."
+CHATTER = ("Thanks, looks good so far.", "Good, carry on with the tests then.", "ok")
+
+
+@dataclass(frozen=True)
+class Said:
+    text: str
+    subject: str | None  # what it is about (None: chatter)
+    rule: bool
+
+
+def _said(kind: int, subject: str) -> Said:
+    template = (GRANT, FORBID, REVOKE, REGRANT)[kind]
+    return Said(template.format(s=subject), subject, template in (GRANT, FORBID))
+
+
+messages = st.lists(
+    st.one_of(
+        st.builds(_said, st.integers(0, 3), st.sampled_from(SUBJECTS)),
+        st.sampled_from(CHATTER).map(lambda text: Said(text, None, False)),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def test_texts_are_what_the_properties_assume() -> None:
+    for subject in SUBJECTS:
+        assert reads_as_rule(GRANT.format(s=subject)) and reads_as_rule(FORBID.format(s=subject))
+        assert not reads_as_rule(REVOKE.format(s=subject)) and not reads_as_rule(REGRANT.format(s=subject))
+    assert not reads_as_rule(TMP_RULE)
+
+
+def _inputs(
+    moved: Sequence[Entry],
+    previous: Checkpoint,
+    seen: Sequence[Entry],
+    budgets: Budgets,
+    gone: frozenset[int],
+) -> TurnInputs:
+    return TurnInputs(
+        mode="structured",
+        live_messages=(ChatMessage("system", "You are Vibey."),),
+        previous=previous,
+        moved_entries=tuple(moved),
+        memo_entries=tuple(e for e in seen if e.seq in {i.seq for i in previous.memo}),
+        budgets=budgets,
+        counter=COUNTER,
+        at=AT,
+        dismissed=gone,
+        upto_seq=moved[-1].seq,
+    )
+
+
+def _run(
+    said: Sequence[Said], cuts: Sequence[int], ticks: st.DataObject | str, budgets: Budgets
+) -> list[tuple[Checkpoint, list[Entry], list[str]]]:
+    """Checkpoints in a row, each moving the next chunk out (oldest first); the model ticks at random
+    (`ticks` a hypothesis data object) or misbehaves: "rules" ticks the rules only and lets every change
+    of mind go, "none" ticks nothing."""
+    entries = [make_entry(seq, s.text) for seq, s in enumerate(said, 1)]
+    bounds = sorted({0, *(c % (len(entries) + 1) for c in cuts), len(entries)})
+    previous = Checkpoint(mind=TICKET_MIND, memo=(), scene=TICKET_SCENE)
+    gone: frozenset[int] = frozenset()
+    made = []
+    for lo, hi in itertools.pairwise(bounds):
+        if lo == hi:
+            continue
+        state = start(_inputs(entries[lo:hi], previous, entries[:lo], budgets, gone))
+        labels = [c.label for c in state.candidates]
+        if ticks == "rules":
+            ticked = frozenset(c.label for c in state.candidates if reads_as_rule(c.text))
+        elif ticks == "none":
+            ticked = frozenset()
+        else:
+            assert isinstance(ticks, st.DataObject)
+            ticked = (
+                frozenset(ticks.draw(st.lists(st.sampled_from(labels), unique=True)))
+                if labels
+                else frozenset()
+            )
+        proposed, problems = draft(state, ticked, TICKET_SCENE)
+        made.append((proposed, entries[:hi], [p.code for p in problems]))
+        seqs = {item.seq for item in proposed.memo}
+        gone |= {c.seq for c in state.candidates if c.seq not in seqs}  # N6, as accept() records it
+        previous = proposed
+    return made
+
+
+def _held(memo: Sequence[MemoItem]) -> set[int]:
+    return {item.seq for item in memo}
+
+
+@given(
+    said=messages,
+    cuts=st.lists(st.integers(0, 20), max_size=3),
+    data=st.data(),
+    how=st.sampled_from(["random", "rules", "none"]),
+)
+@settings(max_examples=150, deadline=None)
+def test_N3_P3_a_rule_the_user_changed_later_is_never_kept_without_the_change(
+    said: list[Said], cuts: list[int], data: st.DataObject, how: str
+) -> None:
+    """Grants, prohibitions, revocations and re-grants of a few things in any order, moved out over up to
+    four checkpoints, on a small and a large memo: whenever the memo holds a rule, it also holds every later
+    message of the user's about the same thing that has moved out - whatever the model ticks (at random, or
+    the rules only and never a change of mind, or nothing)."""
+    for budgets in (SMALL, LARGE):
+        for checkpoint, out, problems in _run(said, cuts, data if how == "random" else how, budgets):
+            held = _held(checkpoint.memo)
+            assert not problems, problems  # the harness's own memo is always valid (V3)
+            for entry in out:
+                s = said[entry.seq - 1]
+                if entry.seq not in held or not s.rule:
+                    continue
+                later = [e.seq for e in out if e.seq > entry.seq and said[e.seq - 1].subject == s.subject]
+                assert set(later) <= held, (entry.text, [said[q - 1].text for q in later], checkpoint.memo)
+
+
+@given(
+    said=messages,
+    cuts=st.lists(st.integers(0, 20), max_size=3),
+    data=st.data(),
+    how=st.sampled_from(["random", "rules", "none"]),
+)
+@settings(max_examples=150, deadline=None)
+def test_N1_the_users_newest_words_stay_whatever_the_model_ticks(
+    said: list[Said], cuts: list[int], data: st.DataObject, how: str
+) -> None:
+    """Every user message (of three words or more, N3's short replies aside) moving out that the memo does
+    not hold left only because the memo was full: no plain line older than it stayed in its place, and
+    when the messages moving out fit the memo together, every one of them is held."""
+    for budgets in (SMALL, LARGE):
+        seen: set[int] = set()
+        for checkpoint, out, problems in _run(said, cuts, data if how == "random" else how, budgets):
+            assert not problems, problems
+            held, memo = _held(checkpoint.memo), checkpoint.memo
+            assert memo_tokens(memo, COUNTER) <= budgets.memo_total
+            moving = [e for e in out if e.seq not in seen and len(e.text.split()) >= 3]
+            seen |= {e.seq for e in out}
+            for entry in moving:
+                if entry.seq in held:
+                    continue
+                older_plain = [i for i in memo if i.seq < entry.seq and not reads_as_rule(i.text)]
+                assert not older_plain, (entry.text, older_plain)
+            whole = sum(COUNTER.count(cut_message(e, COUNTER, budgets.memo_per_message).text) for e in moving)
+            if whole + memo_tokens([i for i in memo if i.seq not in {e.seq for e in moving}], COUNTER) <= (
+                budgets.memo_total
+            ):
+                assert {e.seq for e in moving} <= held
+
+
+def test_N1_a_rule_without_a_rule_word_is_kept_when_the_model_lets_it_go() -> None:
+    """The real session: "dont use /tmp keep everything within the claude dir" - lower case, no
+    apostrophe, none of the words the harness looks for - left with the model's untick; the handoff kept
+    it by recency. It stays now, byte for byte, whether the model ticks nothing or only the chatter."""
+    entries = [
+        make_entry(3, "Work through the ticket queue in tickets/, oldest first."),
+        make_entry(4, "Thanks, looks good so far."),
+        make_entry(5, TMP_RULE),
+        make_entry(6, "ok"),
+    ]
+    for keep in (lambda enum: [], lambda enum: [label for label in enum if str(label) == "4"]):
+        outcome = structured_turn_outcome(entries, keep, TICKET_MIND, SMALL)
+        assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+        assert MemoItem(5, TMP_RULE) in outcome.checkpoint.memo
+        assert 6 not in _held(outcome.checkpoint.memo)  # "ok" means nothing alone (N3)
+        assert any("newest words" in note for note in outcome.notes), outcome.notes
+
+
+def test_N3_a_revocation_without_a_rule_word_stays_beside_the_rule_it_changes() -> None:
+    """A model that ticks the grant and lets the revocation go: the harness keeps the revocation with it
+    (the newer words shown after the rule), never the grant alone as if still in force."""
+    grant, revoke = GRANT.format(s="snapshots"), REVOKE.format(s="snapshots")
+    entries = [make_entry(1, grant), make_entry(2, revoke), make_entry(3, "ok")]
+    outcome = structured_turn_outcome(
+        entries, lambda enum: [label for label in enum if str(label) == "1"], TICKET_MIND, LARGE
+    )
+    assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+    assert [i.text for i in outcome.checkpoint.memo if i.seq in (1, 2)] == [grant, revoke]
