@@ -99,7 +99,9 @@ class Sessions:
             else:
                 info = store.get_session(session_id)
             policy = ApprovalPolicy(self.approval, Rules(), approver)  # type: ignore[arg-type]
-            toolbox = ToolBox(default_tools(self.workdir, store=store, session_id=info.id, approval=policy))
+            stop = threading.Event()  # the session's stop switch, as `host_session` makes it (issue 29)
+            tools = default_tools(self.workdir, store=store, session_id=info.id, approval=policy, stop=stop)
+            toolbox = ToolBox(tools)
             clock = StepClock()
             vibey = Vibey(
                 store=store,
@@ -115,7 +117,7 @@ class Sessions:
             )
             host = SessionHost(store, info.id, vibey, clock, events)
             try:
-                yield HostedSession(host, vibey, store, vibey.config.user_name)
+                yield HostedSession(host, vibey, store, vibey.config.user_name, stop)
             finally:
                 host.close()
 

@@ -22,6 +22,12 @@ NOTE_SOURCE: Final = Source("harness", name="avibe")
 MAX_ARGUMENTS_CHARS: Final = 300  # a call's arguments as shown in the note: enough to recognise it
 UNKNOWN: Final = "outcome unknown: it may have run in part or in full; check before running it again"
 NOT_RUN: Final = "not run: the process stopped before it started"
+# The person stopped the step (the chat's Ctrl-C, issue 29): the same note's shape, with what is known.
+STOPPED: Final = (
+    "stopped by the user (Ctrl-C) while it ran: killed with everything it started; it may have run in "
+    "part; check before running it again"
+)
+NOT_STARTED: Final = "not run: the user stopped the step before it started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +59,17 @@ def note_text(interrupted: Interrupted) -> str:
     ]
     for index, call in enumerate(interrupted.calls):
         lines.append(f"- {_shown(call)}: {UNKNOWN if index == 0 else NOT_RUN}")
+    return "\n".join(lines)
+
+
+def stopped_text(seq: int, stopped: CallRecord | None, not_run: Sequence[CallRecord]) -> str:
+    """The note after the person stopped step #seq (issue 29): the call that was running then, if any,
+    was stopped; the ones after it never started."""
+    lines = [
+        f"The user pressed Ctrl-C during your step #{seq} and stopped it; these tool calls did not finish:"
+    ]
+    lines += [f"- {_shown(stopped)}: {STOPPED}"] if stopped is not None else []
+    lines += [f"- {_shown(call)}: {NOT_STARTED}" for call in not_run]
     return "\n".join(lines)
 
 

@@ -9,6 +9,10 @@ BackendError (AvibeError)
  +-- ProgramMissing   the program is not installed (says how to install it)
  +-- BackendFailed    it exited non-zero, was killed, or reported an error (exit code, last stderr lines)
  +-- BackendTimedOut  it said nothing for `timeout_s` seconds and was stopped
+ +-- BackendStopped   the session's stop switch was set (the chat's Ctrl-C): it was killed at once
+
+Stopping a program (a timeout, the stop switch, a failure of ours) ends its whole process group: SIGTERM,
+then SIGKILL after a short grace; the turn returns then, not when the program would have ended.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ from pathlib import Path
 from typing import Any, Final, Protocol
 
 from avibe.errors import BackendError as BackendError  # moved there: the host catches it
+from avibe.sources.process import terminate_group
 
 STDERR_LINES: Final = 12  # how many of the program's last stderr lines a failure carries
-POLL_S: Final = 0.5  # how often a silent program is checked on
+POLL_S: Final = 0.05  # how often a silent program (and the stop switch) is checked on
+STOPPED_JOIN_S: Final = 0.5  # a stopped program's output: what a grandchild holding the pipe keeps, is lost
 DEFAULT_TIMEOUT_S: Final = 900.0  # silence (no event line) after which a program is taken to hang
 
 
@@ -46,6 +52,14 @@ class BackendFailed(BackendError):
 
 class BackendTimedOut(BackendError):
     pass
+
+
+class BackendStopped(BackendError):
+    pass
+
+
+class _StopAsked(Exception):
+    """The stop switch was set while the program ran."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +219,14 @@ class _Process:
             if line.strip():
                 self.stderr.append(line.rstrip()[:500])
 
-    def events(self, timeout_s: float) -> Iterator[dict[str, Any]]:
-        """Each JSON object line as it comes; raises TimeoutError after `timeout_s` without a line. Once
-        the program itself has exited, what it started (a wrapper's child) may hold the pipe open: the
-        group is stopped then, so its end is not waited for."""
+    def events(self, timeout_s: float, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
+        """Each JSON object line as it comes; raises TimeoutError after `timeout_s` without a line, and
+        _StopAsked as soon as `stop` is set. Once the program itself has exited, what it started (a
+        wrapper's child) may hold the pipe open: the group is stopped then, so its end is not waited for."""
         last = time.monotonic()
         while True:
+            if stop is not None and stop.is_set():
+                raise _StopAsked
             try:
                 line = self.lines.get(timeout=POLL_S)
             except queue.Empty:
@@ -234,12 +250,18 @@ class _Process:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.popen.pid, signal.SIGKILL)
 
-    def wait(self) -> int:
-        """Its exit code, once its output has been read to the end; the pipes are closed after."""
+    def end(self) -> None:
+        """Stop it now: SIGTERM to the group, SIGKILL to what is left after a short grace."""
+        terminate_group(self.popen.pid)
+        self.stop()
+
+    def wait(self, join_s: float = 5.0) -> int:
+        """Its exit code, once its output has been read to the end (or for `join_s`, when something
+        outside its group holds the pipe); the pipes are closed after."""
         code = self.popen.wait()
         self.stop()  # whatever it left running in its group
         for thread in self._threads[:2]:
-            thread.join(timeout=5)
+            thread.join(timeout=join_s)
         for pipe in (self.popen.stdout, self.popen.stderr):
             if pipe is not None:
                 pipe.close()
@@ -256,21 +278,26 @@ def run_program(
     on_activity: Callable[[Activity], None] = lambda _: None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_start: Callable[[int], None] = lambda _: None,
+    stop: threading.Event | None = None,
 ) -> Outcome:
     """Run one turn of the real program: `prompt` in (the harness-rendered inputs, T3), its events out
     through `on_activity`, its reply back. `session` is the backend's own session id to continue ("" for
-    a new one). `on_start` gets the program's process id. Raises BackendError subclasses."""
+    a new one). `on_start` gets the program's process id. `stop` set (the chat's Ctrl-C): the program
+    is stopped at once (BackendStopped). Raises BackendError subclasses."""
     launch = backend.launch(prompt, session, workdir)
     reader = backend.reader(session)
     process = _Process([str(executable), *launch.args], launch, workdir)
     on_start(process.popen.pid)
     try:
-        for event in process.events(timeout_s):
+        for event in process.events(timeout_s, stop):
             for activity in reader.feed(event):
                 on_activity(activity)
-    except BaseException as exc:  # a timeout, or the caller's sink failing: the program stops too
-        process.stop()
-        process.wait()
+    except BaseException as exc:  # a timeout, a stop, or the caller's sink failing: the program stops too
+        process.end()
+        process.wait(STOPPED_JOIN_S)
+        if isinstance(exc, _StopAsked):
+            what = "was stopped by the user (Ctrl-C) while it worked; what it changed before is kept"
+            raise BackendStopped(failure_text(backend, what, tuple(process.stderr))) from None
         if isinstance(exc, BackendFailed):  # the reader saw it cannot succeed
             raise BackendFailed(failure_text(backend, str(exc), tuple(process.stderr))) from None
         if not isinstance(exc, TimeoutError):

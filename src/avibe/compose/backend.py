@@ -4,6 +4,7 @@ from Settings, wrapped as the host's `AgentProgram`; `avibe.host.sessions` hosts
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -44,8 +45,10 @@ def backend_program(
     *,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_start: Callable[[int], None] = lambda _: None,
+    stop: threading.Event | None = None,
 ) -> AgentProgram:
-    """The program as the host's AgentProgram: one `run_program` per turn, in `workdir`."""
+    """The program as the host's AgentProgram: one `run_program` per turn, in `workdir`; `stop` set (the
+    session's stop switch, the chat's Ctrl-C) stops it at once."""
 
     def turn(prompt: str, *, session: str, emit: EventSink) -> ProgramReply:
         outcome = run_program(
@@ -57,6 +60,7 @@ def backend_program(
             on_activity=lambda activity: emit(_event(activity)),
             timeout_s=timeout_s,
             on_start=on_start,
+            stop=stop,
         )
         calls = tuple(CallRecord(c.name, _compact(dict(c.arguments))) for c in outcome.calls)
         return ProgramReply(outcome.reply, outcome.backend_session, calls)
@@ -97,9 +101,11 @@ def open_backend_session(
     store = open_record(settings)
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
     clock = SystemClock()
-    program = backend_program(backend, executable, workdir, timeout_s=timeout_s, on_start=on_start)
 
     def build(ports: HostPorts) -> SessionParts[None]:
+        program = backend_program(
+            backend, executable, workdir, timeout_s=timeout_s, on_start=on_start, stop=ports.stop
+        )
         runner = BackendAgent(
             backend.name,
             program,

@@ -130,7 +130,7 @@ class _VibeyBuilder:
             assign=assign_agent(store),
         )
         feeds = feeds_for(store, ports, self.clock, settings, workdir)  # issue 12
-        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, session_id)
+        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports)
         ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
         # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
         instructions = _instruction_files(workdir, skill_dirs, ledger)
@@ -181,7 +181,7 @@ class _VibeyBuilder:
 
     def _toolbox(
         self, jobs: BackgroundJobs, delegations: Delegations, skill_dirs: list[Path], sandbox: SandboxPolicy,
-        session_id: str,
+        ports: HostPorts,
     ) -> ToolBox:  # fmt: skip
         """Vibey's tools: the files, the shell (background jobs too), skills, the record, and the other
         sessions (send, delegate), each asking the approver where the settings say so."""
@@ -189,7 +189,7 @@ class _VibeyBuilder:
         from avibe.tools.approval import ApprovalPolicy, Rules
         from avibe.tools.sessions import session_tools
 
-        settings, store = self.settings, self.store
+        settings, store, session_id = self.settings, self.store, ports.session_id
         rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
         approval = ApprovalPolicy(settings.approval, rules, self.approver)
         send_to = post_to(store, self.clock)
@@ -202,6 +202,7 @@ class _VibeyBuilder:
                 jobs=jobs,
                 sandbox=sandbox,
                 approval=approval,
+                stop=ports.stop,  # the chat's Ctrl-C stops a running command (issue 29)
             )
             + session_tools(
                 send=lambda to, text: send_to(to, Source("agent", "vibey", session_id), text),

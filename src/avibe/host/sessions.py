@@ -4,9 +4,10 @@ from parts the edge built (concrete adapters are passed in: `avibe.compose` buil
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
@@ -26,12 +27,15 @@ V = TypeVar("V")
 @dataclass
 class HostedSession(Generic[V]):
     """A live session: the host, the agent's own object (`vibey`: Vibey, or None for an external agent,
-    which keeps its own context, L5 - the chat then shows no meter marks), the record, the person."""
+    which keeps its own context, L5 - the chat then shows no meter marks), the record, the person, and
+    its stop switch: set, the process the agent waits on now (a shell command, an external agent) is
+    killed at once (the chat's Ctrl-C, issue 29); whoever sets it clears it before the next turn."""
 
     host: SessionHost
     vibey: V
     store: RecordStore
     user_name: str
+    stop: threading.Event = field(default_factory=threading.Event)
 
     @property
     def session_id(self) -> str:
@@ -66,6 +70,7 @@ class HostPorts:
     def __init__(self, session_id: str, clock: Clock) -> None:
         self.session_id, self.clock = session_id, clock
         self.host: SessionHost | None = None
+        self.stop = threading.Event()  # the session's stop switch (`HostedSession.stop`) for its tools
 
     def post(self, source: Source, text: str) -> Entry:
         return self._host().post(source, text)
@@ -106,7 +111,7 @@ def host_session(
         for source in parts.sources:
             host.add_source(source)
         try:
-            yield HostedSession(host, parts.vibey, store, user_name)
+            yield HostedSession(host, parts.vibey, store, user_name, ports.stop)
         finally:
             host.close()
             parts.after_close()

@@ -12,11 +12,16 @@ import os
 import shutil
 import signal
 import subprocess
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Final, Literal
 
 _HAVE_PROC: Final = Path("/proc/self/stat").exists()
+STOP_GRACE_S: Final = 0.3  # after SIGTERM, how long a stopped group may take to end before SIGKILL
+_MAX_POLL_S: Final = 0.05  # the longest a wait goes without looking at the stop switch
+Waited = Literal["exited", "timed out", "stopped"]
 
 
 def shell_program() -> str:
@@ -90,6 +95,33 @@ def stop_group(proc: subprocess.Popen[bytes]) -> bool:
             os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
     return alive
+
+
+def wait_or_stop(proc: subprocess.Popen[bytes], timeout: float, stop: threading.Event | None) -> Waited:
+    """Wait for the process to exit, for at most `timeout` seconds, or until `stop` is set (the chat's
+    Ctrl-C, issue 29): which came first. Looks at both at once, then ever less often (as Popen.wait
+    does), never less often than every 50 ms: a quick command is not slowed, a stop is seen at once."""
+    deadline, delay = time.monotonic() + timeout, 0.0005
+    while proc.poll() is None:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return "timed out"
+        if stop is not None and stop.wait(min(delay, left)):
+            return "stopped"
+        if stop is None:
+            time.sleep(min(delay, left))
+        delay = min(delay * 2, _MAX_POLL_S)
+    return "exited"
+
+
+def terminate_group(pgid: int, grace_s: float = STOP_GRACE_S) -> None:
+    """SIGTERM the whole group (a program may end cleanly: flush, remove its temporary files), then
+    give it `grace_s` to be gone; what is still there then is for `stop_group`'s SIGKILL."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def kill_marked(entry: str) -> list[int]:

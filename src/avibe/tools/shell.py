@@ -5,14 +5,15 @@ out of sight, a scrubbed environment; issue 11); where the sandbox cannot start,
 says which mode to choose. On timeout everything the command started is killed and the output says so.
 Processes a finished command left running are stopped too, `setsid` ones included (long-running work
 belongs in the background, where its id is tracked). Output is stdout and stderr combined, head and
-tail kept when long.
+tail kept when long. The session's stop switch (the chat's Ctrl-C, issue 29) stops a running command at
+once: SIGTERM to everything it started, SIGKILL after a short grace, and the output says it was stopped.
 """
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
 import tempfile
+import threading
+import time
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,7 +21,7 @@ from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
 from avibe.sources.background import BackgroundJobs
-from avibe.sources.process import read_bounded
+from avibe.sources.process import read_bounded, terminate_group, wait_or_stop
 from avibe.tools.approval import ApprovalPolicy
 from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, schema
 from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
@@ -42,12 +43,14 @@ class Shell(BaseTool):
         sandbox: SandboxPolicy | None = None,
         max_timeout_s: int = MAX_TIMEOUT_S,
         approval: ApprovalPolicy | None = None,
+        stop: threading.Event | None = None,
     ):
         self._sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
         if self._sandbox.workdir != workdir.resolve():
             raise ValueError(f"the sandbox is for {self._sandbox.workdir}, the shell for {workdir}")
         self._jobs, self._max_timeout = jobs, max_timeout_s
         self._approval = approval  # ask mode: a command no allow rule covers waits for the person
+        self._stop = stop  # the session's stop switch: set, the running command is killed (issue 29)
         background = (
             "true: start it and return at once with an id; its exit code and last output arrive later "
             "as a callback message tagged with that id (for servers, long builds, long tests)"
@@ -100,13 +103,25 @@ class Shell(BaseTool):
             out_path = Path(tmp) / "output"
             with out_path.open("wb") as output:
                 process = self._sandbox.start(command, output, Path(tmp) / "report")
-            with contextlib.suppress(subprocess.TimeoutExpired):  # then `stop` kills it: code None
-                process.proc.wait(timeout=timeout)
+            started = time.monotonic()
+            waited = wait_or_stop(process.proc, timeout, self._stop)  # timed out: `stop` kills it
+            if waited == "stopped":
+                terminate_group(process.pid)  # SIGTERM first; `stop` kills what is left
             ended = process.stop()
             text, _ = read_bounded(out_path, MAX_OUTPUT_CHARS)
+        if waited == "stopped":
+            return ToolResult(output=self._stopped(time.monotonic() - started, text), is_error=True)
         return ToolResult(
             output=self._render(ended.code, ended.left_running, timeout, text), is_error=ended.code is None
         )
+
+    @staticmethod
+    def _stopped(seconds: float, text: str) -> str:
+        head = (
+            f"stopped by the user (Ctrl-C) after {seconds:.1f} s: the command and every process it started "
+            "were killed; it may have done part of its work. Check before running it again."
+        )
+        return f"{head}\n{text.rstrip()}" if text.strip() else f"{head}\n(no output)"
 
     @staticmethod
     def _render(code: int | None, leftovers: bool, timeout: int, text: str) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -66,12 +67,14 @@ def default_tools(
     read_roots: Sequence[Path] = (),
     sandbox: SandboxPolicy | None = None,
     approval: ApprovalPolicy | None = None,
+    stop: threading.Event | None = None,
 ) -> list[Tool]:
     """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
     shell (background commands when `jobs` is given), skill_load, record_query. One `sandbox` binds
     the shell and the file tools alike (issue 27; by default the default mode with nothing extra
     hidden): its mode, Avibe's own files, the deny rules. `approval` (issue 11 item 9): the person's
-    deny rules bind write_file and edit_file; in ask mode writes and shell commands wait for approval."""
+    deny rules bind write_file and edit_file; in ask mode writes and shell commands wait for approval.
+    `stop`: the session's stop switch; set, a running shell command is killed (issue 29)."""
     sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
     deny = approval.rules.deny if approval is not None else ()
     policy = sandbox.file_policy([*read_roots, *(d for d in skill_dirs if d.is_dir())], deny)
@@ -82,7 +85,7 @@ def default_tools(
         EditFile(policy, ledger, approval),
         ListFiles(policy),
         SearchFiles(policy),
-        Shell(workdir, jobs, sandbox=sandbox, approval=approval),
+        Shell(workdir, jobs, sandbox=sandbox, approval=approval, stop=stop),
         UpdatePlan(),
         SkillLoad(skill_dirs),
         RecordQuery(store, session_id),

@@ -6,13 +6,16 @@ turn reaches that turn at its next step (the host's inbox), or starts the next t
 
 Ctrl-C (`cancel`) stops the running step at the next point the loop can stop cleanly: before the model
 call, while the reply streams - a tool call too, which shows nothing but beats at every token - or when
-the call returns (the model's unfinished reply is dropped). A tool that is running finishes first. The
-cancel is recorded as a harness note in the session's record, which the agent sees with its next input;
-the note itself does not start a turn.
+the call returns (the model's unfinished reply is dropped). A shell command or an external agent that is
+running is stopped at once through the session's stop switch (its whole process group killed, issue 29),
+and the step's calls not started yet never start. The cancel is recorded as a harness note in the
+session's record - naming the calls that did not finish, as after a crash - which the agent sees with its
+next input; the note itself does not start a turn.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -21,12 +24,22 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Final, Protocol
 
+from avibe.agent.interrupted import NOT_STARTED, stopped_text
 from avibe.agent.loop import Vibey
 from avibe.errors import AvibeError, ModelError
 from avibe.host import SessionHost
-from avibe.host.events import Event, EventSink, ModelCalled, ModelStarted, ReplyDelta, TurnEnded
+from avibe.host.events import (
+    Event,
+    EventSink,
+    ModelCalled,
+    ModelStarted,
+    ReplyDelta,
+    Stopped,
+    ToolCalled,
+    TurnEnded,
+)
 from avibe.ports import RecordStore, ToolResult
-from avibe.record.entries import Entry, EntryQuery, SessionInfo, Source
+from avibe.record.entries import CallRecord, Entry, EntryQuery, SessionInfo, Source
 from avibe.record.messages import ToolCall
 from avibe.record.sources import render_entry_text
 from avibe.tools.approval import ApprovalRequest, Approver, Decision
@@ -79,6 +92,8 @@ class Live(Protocol):
     def session_id(self) -> str: ...
     @property
     def user_name(self) -> str: ...
+    @property
+    def stop(self) -> threading.Event: ...  # set: the process the agent waits on is killed (issue 29)
 
 
 class Opener(Protocol):
@@ -127,6 +142,9 @@ class ChatDriver:
         self._shown = 0  # the newest record seq the screen has (shown or deliberately skipped)
         self._floor = 0  # a turn that raised does not run again for inputs up to this seq
         self._cancelled = False
+        self._announced = ""  # the id of the step's tool call the loop is about to run (ToolCalled)
+        self._stopped: CallRecord | None = None  # the call that ran when Ctrl-C came (issue 29)
+        self._not_run: list[CallRecord] = []  # the step's calls Ctrl-C kept from starting
         self.busy = False
         self.model = target.model
         self.agent = target.agent or VIBEY  # who works in the hosted session (known once it opens)
@@ -144,7 +162,13 @@ class ChatDriver:
         self._texts.put(text)
 
     def cancel(self) -> None:
+        """Ctrl-C: the step stops at its next clean point, and what runs now (a shell command, an
+        external agent) is killed at once through the session's stop switch."""
         self._cancel.set()
+        with self._lock:
+            live = self._live
+        if live is not None and self.busy:
+            live.stop.set()
 
     def switch(self, target: Target) -> None:
         """Host another session (or a new one, or the same one on another model) once the turn ends."""
@@ -226,7 +250,7 @@ class ChatDriver:
         if vibey is None:  # an external agent keeps its own context (L5): no meter marks of ours
             opened = Opened(live.session_id, self.model, 0, 0, 0, lines, resumed, agent=self.agent)
         else:
-            self._wrap_tools(vibey)
+            self._wrap_tools(vibey, live.stop)
             limits, tokens = vibey.limits, vibey.tokens(vibey.load_state())
             opened = Opened(
                 live.session_id, self.model, limits.window, limits.threshold, tokens, lines, resumed
@@ -237,12 +261,21 @@ class ChatDriver:
         self._notify(opened)
         self._ready.set()
 
-    def _wrap_tools(self, vibey: Vibey) -> None:
-        """Each tool's output goes to the screen too (a tool line expands to it); never to the record (A3)."""
+    def _wrap_tools(self, vibey: Vibey, stop: threading.Event) -> None:
+        """Each tool's output goes to the screen too (a tool line expands to it); never to the record (A3).
+        After Ctrl-C the step's calls not started yet are answered without running (issue 29), and the
+        one that was running when it came is noted."""
         run_tool = vibey.run_tool
 
         def shown(call: ToolCall) -> ToolResult:
-            result = run_tool(call)
+            record = CallRecord(call.name, json.dumps(dict(call.arguments), ensure_ascii=False))
+            if call.id == self._announced and self._cancel.is_set():  # the loop's own call, not started
+                self._not_run.append(record)
+                result = ToolResult(output=f"[{NOT_STARTED}]", is_error=True)
+            else:
+                result = run_tool(call)
+                if call.id == self._announced and stop.is_set():
+                    self._stopped = record
             self._notify(ToolOutput(call.id, result.output, result.is_error))
             return result
 
@@ -278,10 +311,13 @@ class ChatDriver:
 
     def _turn(self, live: Live) -> None:
         self._cancel.clear()
+        live.stop.clear()
         self._cancelled, self.busy = False, True
+        self._stopped, self._not_run = None, []
         self._notify(Busy(True))
+        ended_stopped = False
         try:
-            live.host.agent.run_turn(live.host, self._on_event)
+            ended_stopped = live.host.agent.run_turn(live.host, self._on_event).stopped
         except Exception as exc:  # shown, never swallowed; not retried until a new input arrives
             log.exception("session %s: the turn failed", live.session_id)
             newest = live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1))
@@ -289,10 +325,23 @@ class ChatDriver:
             self._notify(Failure(f"the turn failed ({type(exc).__name__}: {exc})"))
         finally:
             self.busy = False
+            stop_asked = live.stop.is_set()
+            live.stop.clear()
             if self._cancelled:
-                note = live.host.post(CANCEL_SOURCE, CANCEL_NOTE)
+                note = live.host.post(CANCEL_SOURCE, self._cancel_note(live))
                 self._notify(Cancelled(note.seq))
+            elif stop_asked and ended_stopped and live.vibey is None:  # its own notice says it was stopped
+                self._notify(Cancelled(live.store.get_session(live.session_id).entry_count))
             self._notify(Busy(False))
+
+    def _cancel_note(self, live: Live) -> str:
+        """The plain note, or (a tool was stopped or kept from starting) which calls did not finish."""
+        if self._stopped is None and not self._not_run:
+            return CANCEL_NOTE
+        count = live.store.get_session(live.session_id).entry_count
+        query = EntryQuery(live.session_id, kinds=frozenset({"assistant"}), seq_from=max(1, count - 50))
+        steps = live.store.query(query)
+        return stopped_text(steps[-1].seq if steps else count, self._stopped, self._not_run)
 
     def _on_event(self, event: Event) -> None:
         """The host's and the loop's events, on the session thread: cancel at a clean point, else pass on."""
@@ -300,11 +349,15 @@ class ChatDriver:
             self._cancel.clear()
             self._cancelled = True
             raise StepCancelled()
+        if isinstance(event, ToolCalled):
+            self._announced = event.call_id
+        live = self._live
+        if isinstance(event, Stopped) and live is not None and live.stop.is_set():
+            event = Stopped(StepCancelled.MESSAGE)  # an external agent stopped by Ctrl-C: said by `Cancelled`
         if isinstance(event, ReplyDelta) and not event.text:
             return  # a heartbeat while a tool call is written: only a point to cancel at
         if isinstance(event, TurnEnded):
             self._cancel.clear()
-        live = self._live
         if isinstance(event, ModelStarted) and live is not None:
             self._show_new(live)  # inputs the step just took in, before its reply
         self._notify(EventArrived(event))
