@@ -1,6 +1,7 @@
 """`vibe chat` (and `vibe` with no arguments on a terminal): the interactive chat (`avibe.tui`). This module
-wires it: settings, the session opener (`open_session`, as `vibe run` uses it, with the chat as approver),
-and the `vibe` commands the slash commands run in process (`/log` is `vibe log`, filters and all)."""
+wires it: settings, the session opener (`open_session`, as `vibe run` uses it, with the chat as approver;
+a session another live process hosts - `vibe serve` - is attached to, as `vibe run --session` does), and
+the `vibe` commands the slash commands run in process (`/log` is `vibe log`, filters and all)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,7 @@ from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
 from avibe.tools.approval import Approver
-from avibe.tui.driver import VIBEY, Live, Opener
+from avibe.tui.driver import VIBEY, Attached, Live, Opener
 
 _COMMAND_LOCK = threading.Lock()  # one in-process `vibe` command at a time (they redirect stdout)
 
@@ -80,7 +81,12 @@ def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps
     @contextmanager
     def opener(
         session_id: str | None, model: str, events: EventSink, approver: Approver, *, agent: str | None
-    ) -> Iterator[Live]:
+    ) -> Iterator[Live | Attached]:
+        if session_id is not None:
+            with attached_session(settings, session_id) as attached:
+                if attached is not None:
+                    yield attached
+                    return
         chosen = agent or (session_agent(settings, session_id) if session_id else VIBEY)
         if chosen != VIBEY:
             with open_backend_session(
@@ -102,6 +108,33 @@ def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps
             yield live
 
     return opener
+
+
+@contextmanager
+def attached_session(settings: Settings, session_id: str) -> Iterator[Attached | None]:
+    """The session as the chat follows it when another live process hosts it (issue 29 item 3: `vibe
+    serve`, another chat, a `vibe run`), else None: then the chat hosts it."""
+    from avibe.cli.attach import live_lease
+    from avibe.compose import SystemClock
+    from avibe.ingress import deliver
+    from avibe.record.entries import Source
+    from avibe.store import open_store
+
+    with open_store(settings.database_url) as store:
+        lease = live_lease(store, session_id)
+        if lease is None:
+            yield None
+            return
+        clock, user = SystemClock(), Source("user", name=settings.user_name)
+        yield Attached(
+            store,
+            session_id,
+            settings.user_name,
+            session_agent(settings, session_id),
+            f"pid {lease.owner.pid} on {lease.owner.host}",
+            post=lambda text: deliver(store, session_id, user, text, clock=clock),
+            hosted=lambda: live_lease(store, session_id) is not None,
+        )
 
 
 def _demo_workspace() -> Path:

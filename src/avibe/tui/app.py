@@ -138,7 +138,7 @@ class ChatApp(App[None]):
         elif isinstance(update, Opened):
             self._opened(update)
         elif isinstance(update, InputShown):
-            self._add(InputBubble(update.line.tag, update.line.text))
+            self._history_line(update.line)
         elif isinstance(update, ToolOutput):
             if update.call_id in self._tools:
                 self._tools[update.call_id].finished(update.output, update.is_error)
@@ -170,6 +170,9 @@ class ChatApp(App[None]):
             self._history_line(line)
         how = "resumed" if opened.resumed else "new"
         who = f"{opened.agent} (its own model and compaction)" if external else opened.model
+        if opened.attached:  # hosted by another process: what it records shows here, messages go there
+            self.meter = Meter(kept_by=opened.attached)
+            how, who = "attached to", f"{opened.agent} in {opened.attached}"
         self._say(f"{how} session {opened.session_id} · {who} · {self.workdir} · /help", "notice")
 
     def _prompt(self, kind: str) -> str:

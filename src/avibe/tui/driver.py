@@ -11,6 +11,11 @@ running is stopped at once through the session's stop switch (its whole process 
 and the step's calls not started yet never start. The cancel is recorded as a harness note in the
 session's record - naming the calls that did not finish, as after a crash - which the agent sees with its
 next input; the note itself does not start a turn.
+
+A session another live process hosts (`vibe serve`) is attached instead (issue 29 item 3), as `vibe run
+--session` attaches: the chat runs no turn and holds no lease; it shows every entry that host records
+(inputs from anywhere, replies, tool calls) and posts the person's messages into the record. If the host
+goes away while a message of the person's waits for its answer, the chat hosts the session itself.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -62,6 +68,7 @@ from avibe.tui.updates import (
 log = logging.getLogger("avibe.tui")
 POLL_S: Final = 0.2
 HISTORY: Final = 60  # record entries shown when a session opens
+TAKE_OVER_S: Final = 5.0  # attached: how long a message waits with nobody hosting before the chat hosts
 CANCEL_SOURCE: Final = Source("harness", name="chat")
 CANCEL_NOTE: Final = (
     "The user pressed Ctrl-C and cancelled the running step; its unfinished reply was dropped. "
@@ -96,13 +103,28 @@ class Live(Protocol):
     def stop(self) -> threading.Event: ...  # set: the process the agent waits on is killed (issue 29)
 
 
+@dataclass(frozen=True)
+class Attached:
+    """A session another live process hosts (`vibe serve`; issue 29 item 3): the chat follows its record
+    and posts into it, as `vibe run --session` does, and runs no turn of its own."""
+
+    store: RecordStore
+    session_id: str
+    user_name: str
+    agent: str  # who works in it
+    host: str  # which process hosts it ("pid 123 on box")
+    post: Callable[[str], Entry]  # the person's message into the record (ingress, T1: source `user`)
+    hosted: Callable[[], bool]  # whether a live process still holds the session's lease
+
+
 class Opener(Protocol):
     """Hosts a session: `session_id` (None: a new one) with `agent` in it - Vibey on `model`, or the
-    external agent named (None: whoever last worked in the session, Vibey for a new one)."""
+    external agent named (None: whoever last worked in the session, Vibey for a new one) - or attaches
+    to it when another live process hosts it."""
 
     def __call__(
         self, session_id: str | None, model: str, events: EventSink, approver: Approver, *, agent: str | None
-    ) -> AbstractContextManager[Live]: ...
+    ) -> AbstractContextManager[Live | Attached]: ...
 
 
 Notify = Callable[[Update], None]
@@ -138,6 +160,9 @@ class ChatDriver:
         self._answer: Decision = "no"
         self._lock = threading.Lock()
         self._live: Live | None = None
+        self._attached: Attached | None = None  # a session another process hosts, followed here
+        self._mine: set[int] = set()  # attached: the seqs of the person's messages sent from here
+        self._asked = 0  # attached: the newest message sent from here that has no answer yet
         self._ready = threading.Event()  # a session is hosted (the ingress thread may post)
         self._shown = 0  # the newest record seq the screen has (shown or deliberately skipped)
         self._floor = 0  # a turn that raised does not run again for inputs up to this seq
@@ -206,6 +231,12 @@ class ChatDriver:
         live = self._live
         return live.session_id if live is not None else None
 
+    @property
+    def store(self) -> RecordStore | None:
+        """The hosted session's record (/sessions, /rename); None while no session is hosted."""
+        live = self._live
+        return live.store if live is not None else None
+
     # ---- the session thread ----------------------------------------------------------------------------
 
     def _main(self) -> None:
@@ -224,6 +255,8 @@ class ChatDriver:
             with self._opener(
                 target.session_id, target.model, self._on_event, self._approve, agent=target.agent
             ) as live:
+                if isinstance(live, Attached):
+                    return self._attach(live)
                 self._adopt(live, resumed=target.session_id is not None)
                 try:
                     return self._serve(live)
@@ -239,12 +272,15 @@ class ChatDriver:
             self._notify(OpenFailed(f"internal error ({type(exc).__name__}: {exc}); see Avibe's log"))
         return self._switch.get()
 
-    def _adopt(self, live: Live, *, resumed: bool) -> None:
-        info = live.store.get_session(live.session_id)
-        first = max(1, info.entry_count - HISTORY + 1)
-        history = live.store.query(EntryQuery(live.session_id, seq_from=first))
+    def _history(self, store: RecordStore, session_id: str) -> tuple[Line, ...]:
+        """The session's last entries, as the screen shows them when it opens."""
+        first = max(1, store.get_session(session_id).entry_count - HISTORY + 1)
+        history = store.query(EntryQuery(session_id, seq_from=first))
         self._shown = history[-1].seq if history else 0
-        lines = tuple(entry_line(e) for e in history)
+        return tuple(entry_line(e) for e in history)
+
+    def _adopt(self, live: Live, *, resumed: bool) -> None:
+        lines = self._history(live.store, live.session_id)
         vibey = live.vibey
         self.agent = live.host.agent.name
         if vibey is None:  # an external agent keeps its own context (L5): no meter marks of ours
@@ -280,6 +316,49 @@ class ChatDriver:
             return result
 
         vibey.run_tool = shown
+
+    def _attach(self, attached: Attached) -> Target | None:
+        """Follow a session another process hosts until a switch, quit, or (a message of the person's
+        waiting, nobody hosting) taking it over here."""
+        lines = self._history(attached.store, attached.session_id)
+        self.agent = attached.agent
+        opened = Opened(attached.session_id, self.model, 0, 0, 0, lines, True, attached.agent, attached.host)
+        self._mine, self._asked = set(), 0
+        with self._lock:
+            self._attached = attached
+        self._notify(opened)
+        self._ready.set()
+        try:
+            return self._follow(attached)
+        finally:
+            self._ready.clear()
+            with self._lock:
+                self._attached = None
+            if self._asked:
+                self._notify(Busy(False))
+
+    def _follow(self, attached: Attached) -> Target | None:
+        alone_since: float | None = None  # when a message of the person's was found waiting, unhosted
+        while True:
+            try:
+                return self._switch.get_nowait()
+            except queue.Empty:
+                pass
+            for entry in attached.store.query(EntryQuery(attached.session_id, seq_from=self._shown + 1)):
+                self._shown = max(self._shown, entry.seq)
+                if entry.seq not in self._mine:  # the person's own words are on the screen already
+                    self._notify(InputShown(entry_line(entry)))
+                if entry.kind == "assistant" and not entry.calls and entry.seq > self._asked > 0:
+                    self._asked = 0  # answered
+                    self._notify(Busy(False))
+            if self._asked and not attached.hosted():
+                alone_since = alone_since or time.monotonic()
+                if time.monotonic() - alone_since >= TAKE_OVER_S:  # its host went away: host it here
+                    return Target(attached.session_id, self.model)
+            else:
+                alone_since = None
+            self._wake.wait(self.poll_s)
+            self._wake.clear()
 
     def _serve(self, live: Live) -> Target | None:
         while True:
@@ -373,6 +452,14 @@ class ChatDriver:
                 return "no"
         return self._answer
 
+    def _sent_attached(self, attached: Attached, text: str) -> None:
+        """Into the record of the session another process hosts: that host answers it."""
+        entry = attached.post(text)
+        self._mine.add(entry.seq)
+        if not self._asked:
+            self._notify(Busy(True))
+        self._asked = entry.seq
+
     # ---- the ingress thread ----------------------------------------------------------------------------
 
     def _post_texts(self) -> None:
@@ -381,13 +468,16 @@ class ChatDriver:
                 self._ready.wait()
 
     def _post(self, text: str) -> bool:
-        """Into the hosted session's record; False while none is hosted (a switch is under way)."""
+        """Into the hosted (or attached) session's record; False while there is none (a switch)."""
         with self._lock:
-            live = self._live
-            if live is None:
+            live, attached = self._live, self._attached
+            if live is None and attached is None:
                 return False
             try:
-                live.host.post(Source("user", name=live.user_name), text)
+                if attached is not None:
+                    self._sent_attached(attached, text)
+                elif live is not None:
+                    live.host.post(Source("user", name=live.user_name), text)
             except AvibeError as exc:  # e.g. a NUL byte in pasted text: said, never dropped silently
                 self._notify(Failure(f"the message was not sent: {exc}"))
         self._wake.set()

@@ -38,6 +38,7 @@ class Opened:
     history: tuple[Line, ...]
     resumed: bool
     agent: str = "vibey"  # another agent (Claude Code, Codex, OpenCode) keeps its own context
+    attached: str = ""  # the process that hosts it, when the chat follows a session hosted elsewhere
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,8 @@ class EventArrived:
 
 @dataclass(frozen=True, slots=True)
 class InputShown:
-    """An input from a watch, timer, callback, another session or the harness, with its tag (T1)."""
+    """An input from a watch, timer, callback, another session or the harness, with its tag (T1); in a
+    session the chat follows (hosted elsewhere), any entry that host recorded - replies too."""
 
     line: Line
 
