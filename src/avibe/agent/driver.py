@@ -22,6 +22,7 @@ from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint
 from avibe.checkpoint.plan import MovePlan, model_free_move_out, partial_plan, plan_move_out
 from avibe.checkpoint.room import CHECKPOINT_REPLY_TOKENS, turn_overhead
+from avibe.checkpoint.scene import harness_scene
 from avibe.checkpoint.turn import (
     Accepted,
     CallModel,
@@ -85,6 +86,7 @@ class CheckpointResult:
     reason: str = ""
     fallback: str | None = None  # None, "partial", "model-free"
     attempted: bool = True  # False when there was nothing to move out (not a failure, V8)
+    problems: tuple[str, ...] = ()  # a failed attempt's problems, "code: message" (what the inspector shows)
 
 
 @dataclass
@@ -242,6 +244,7 @@ class CheckpointDriver:
                 )
         stats = TurnStats()
         last_reason = "the conversation is too large even for a partial checkpoint turn (V6)"
+        problems: tuple[str, ...] = ()
         for chosen, turn_view, fallback in attempts:
             inputs = self._inputs(turn_view, chosen, prev, budgets, dismissed, tools, facts or HarnessFacts())
             outcome = self._drive(inputs, stats)
@@ -249,7 +252,8 @@ class CheckpointDriver:
                 took = time.monotonic() - started
                 return self._accepted(chosen, outcome, previous, stats, carry, provenance, fallback, took)
             last_reason = self._log_failure(outcome, chosen)
-        return CheckpointResult(None, tuple(conversation), reason=last_reason)
+            problems = tuple(f"{p.code}: {p.message}" for p in outcome.problems)
+        return CheckpointResult(None, tuple(conversation), reason=last_reason, problems=problems)
 
     def _log_failure(self, outcome: Failed, plan: MovePlan) -> str:
         problems = "; ".join(f"{p.code}: {p.message}" for p in outcome.problems) or "no reason given"
@@ -343,11 +347,4 @@ class CheckpointDriver:
 def empty_checkpoint() -> Checkpoint:
     """What V7 keeps when no checkpoint was ever made: the empty mind template and a harness-written scene
     that says so (the model wrote nothing, so nothing model-written is claimed)."""
-    scene = (
-        "<checkpoint>\nCurrent step: unknown - older messages were moved out without a checkpoint "
-        "(model-free move-out, V7).\nProgress: see the record.\nWaiting for: none known.\n"
-        "Next step: continue with the user's latest request (see the memo and recent messages).\n"
-        "Pitfalls: none recorded.\nExact references: the record holds every moved-out message.\n"
-        "</checkpoint>"
-    )
-    return Checkpoint(mind=EMPTY_MIND, memo=(), scene=scene)
+    return Checkpoint(mind=EMPTY_MIND, memo=(), scene=harness_scene())

@@ -21,7 +21,7 @@ from avibe.agent.state import LiveState, LoadedSkill, remember_file
 from avibe.agent.view import Viewer
 from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.carry import file_list
-from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure_after
+from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure_after, open_question
 from avibe.checkpoint.plan import (
     CheckpointRunState,
     StopDecision,
@@ -187,11 +187,18 @@ def carry(state: LiveState, previous: StoredCheckpoint | None, window: int) -> C
 
 def harness_facts(state: LiveState, waiting: Sequence[tuple[str, ...]] = ()) -> HarnessFacts:
     """What the harness knows, for the scene (S2, S3, S6): the plan, waiting jobs, files (A2), the last
-    failure, the commands run, the jobs that reported back."""
+    failure, the commands run, the jobs that reported back, the question the user has not answered yet."""
     failure = FailedCall(*state.last_failure) if state.last_failure else None
     jobs = tuple(WaitingJob(*job) for job in waiting)
     return HarnessFacts(
-        jobs, state.files_read, state.files_modified, failure, state.plan, state.commands, state.finished_jobs
+        jobs,
+        state.files_read,
+        state.files_modified,
+        failure,
+        state.plan,
+        state.commands,
+        state.finished_jobs,
+        open_question(state.messages),  # S3: a question to the user waits for the answer, with its number
     )
 
 
@@ -241,6 +248,9 @@ class LiveRoom:
     events: EventSink = ignore_events
     # V8 counts failures "in the same run": one LiveRoom is one run, so this is not persisted.
     run: CheckpointRunState = field(default_factory=CheckpointRunState)
+    # the last failed checkpoint attempt since a checkpoint was saved: the move-out that follows says why
+    # it fell back (its problems and reason, for `vibe checkpoints` and the inspector; U2 stays silent)
+    failed: CheckpointResult | None = None
 
     def tokens(self, state: LiveState) -> int:
         return self.viewer.derive(state, self.port.latest()).tokens
@@ -269,9 +279,19 @@ class LiveRoom:
         )
         if result.checkpoint is None:
             if result.attempted:
+                self.failed = result
                 self.events(CheckpointFailed(result.reason))
             return state, result
         return self._commit(state, result, tokens), result
+
+    def _fallback_provenance(self, action: MoveOut, tokens: int) -> Provenance:
+        """A move-out's provenance, with the failed checkpoint it falls back from: its real problems
+        (never "no problems" for a checkpoint that failed) and its reason."""
+        made = Provenance(trigger=action.reason, tokens_before=tokens)
+        if self.failed is None:
+            return made
+        note = f"fell back: the checkpoint tried before failed - {self.failed.reason}"
+        return replace(made, problems=self.failed.problems, notes=(note,))
 
     def move_out(self, state: LiveState, tokens: int, action: MoveOut) -> tuple[LiveState, CheckpointResult]:
         """V7: the oldest part moves out without the model."""
@@ -282,7 +302,7 @@ class LiveRoom:
             self.budgets,
             turn_start(state),
             carry(state, previous, self.facts.window),
-            Provenance(trigger=action.reason, tokens_before=tokens),
+            self._fallback_provenance(action, tokens),
         )
         if result.checkpoint is None:
             return state, result
@@ -300,6 +320,7 @@ class LiveRoom:
         after = self.viewer.tokens(self.viewer.view(state, unsaved))
         unsaved = replace(unsaved, provenance=replace(unsaved.provenance, tokens_after=after))
         saved = self.port.commit(unsaved, state)
+        self.failed = None  # told once, by the checkpoint saved now
         self.viewer.adopt()
         how = saved.provenance
         if how.fallback == "model-free":

@@ -13,7 +13,9 @@ API:
         the failure with `then` set when this call is the same program's first success after it
     failure_after(last | None, name, arguments, output, is_error) -> FailedCall | None
         the last failure once this call is done (a new failure, or `last` with what worked after it)
-    HarnessFacts(waiting, files_read, files_modified, failure)   frozen; HarnessFacts() is "nothing known"
+    HarnessFacts(waiting, files_read, files_modified, failure, plan, commands, finished, question)
+        frozen; HarnessFacts() is "nothing known"
+    open_question(messages) -> (seq, question) | None  a question Vibey asked that no user message followed
         .is_empty -> bool
     failed_call(name, arguments, output, is_error) -> FailedCall | None
         a tool result that failed (an error result, or a shell exit code other than 0), else None
@@ -37,13 +39,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from avibe.checkpoint.model import Problem
 from avibe.checkpoint.scene import SceneParts, parse_scene, render_scene
 from avibe.record.checkpoint import PlanItem
+from avibe.record.messages import ChatMessage
 
 HARNESS_MARK: Final = "(from Avibe's own state)"
 FACTS_CHARS: Final[dict[str, int]] = {"progress": 800, "waiting_for": 800, "exact_references": 1_000}
@@ -93,6 +96,7 @@ class HarnessFacts:
     plan: tuple[PlanItem, ...] = ()  # the agent's plan (update_plan), verbatim into "Progress" (S2)
     commands: tuple[str, ...] = ()  # the latest shell commands run, newest first (S6)
     finished: tuple[str, ...] = ()  # background jobs that reported back, newest first (S6)
+    question: tuple[int, str] | None = None  # S3: (message number, the question) Vibey asked, unanswered
 
     @property
     def is_empty(self) -> bool:
@@ -104,6 +108,7 @@ class HarnessFacts:
             or self.plan
             or self.commands
             or self.finished
+            or self.question
         )
 
 
@@ -186,8 +191,35 @@ def _code(text: str) -> str:
     return f"{fence}{text}{fence}"
 
 
+_QUESTION_END = re.compile(r"(?<=[.!?:])[ \t]+|\n+")
+_QUOTE_MARKS = "\"'*_`)]> \t"
+
+
+def open_question(messages: Sequence[ChatMessage]) -> tuple[int, str] | None:
+    """S3: the newest question Vibey put to the user that no message of the user's has followed - its
+    record number and the question (the last sentence of a reply of Vibey's that ends with "?"). The
+    user's messages are known by their record kind (N7); a background input after it answers nothing."""
+    for message in reversed(messages):
+        if message.kind == "user":
+            return None
+        if message.role == "assistant" and message.seq is not None:
+            asked = [
+                p.strip()
+                for p in _QUESTION_END.split(message.content)
+                if p.strip().rstrip(_QUOTE_MARKS).endswith("?")
+            ]
+            if asked:
+                return message.seq, asked[-1]
+    return None
+
+
 def _waiting_items(facts: HarnessFacts) -> list[str]:
     items = []
+    if facts.question is not None:
+        seq, question = facts.question
+        items.append(
+            f"the user's answer to my question in message #{seq}: {_code(_shorten(question, ERROR_CHARS))}"
+        )
     for job in facts.waiting:
         if job.kind != "background job":  # a watch, a timer, a delegated run: its line says what it is
             items.append(f"{_shorten(job.command, ARGUMENT_CHARS)} ({_shorten(job.id, ARGUMENT_CHARS)})")

@@ -35,6 +35,7 @@ from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.memo import cut_message
 from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint
+from avibe.checkpoint.scene import with_latest_request
 from avibe.ports import TokenCounter
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage
@@ -241,6 +242,23 @@ class ModelFreeMoveOut:
     reason: str
 
 
+def _latest_request(messages: Sequence[ChatMessage]) -> ChatMessage | None:
+    """The user's newest message in the conversation, by its record kind (N7), never by its text."""
+    return next((m for m in reversed(messages) if m.kind == "user" and m.seq is not None), None)
+
+
+def _scene_for(previous: str, messages: Sequence[ChatMessage]) -> str:
+    """V7 keeps the previous scene, S4 wants the next step to quote the user's latest request: the two
+    agree where the scene already quotes it. A scene written before the latest request came keeps all its
+    parts - the model wrote them, and V7 calls no model to rewrite them - and gets a next step quoting the
+    request (the old next step follows it, as what was next before); with no scene at all, the harness's
+    own scene says only what it knows, the request quoted among it."""
+    latest = _latest_request(messages)
+    if latest is None or latest.seq is None:
+        return previous
+    return with_latest_request(previous, latest.seq, latest.content)
+
+
 def model_free_move_out(
     messages: Sequence[ChatMessage],
     counter: TokenCounter,
@@ -274,7 +292,7 @@ def model_free_move_out(
     previous = previous or Checkpoint(mind=EMPTY_MIND, memo=(), scene="")
     known = {item.seq for item in previous.memo}
     memo = (*previous.memo, *(item for item in new_items if item.seq not in known))
-    checkpoint = Checkpoint(mind=previous.mind, memo=tuple(memo), scene=previous.scene)
+    checkpoint = Checkpoint(mind=previous.mind, memo=tuple(memo), scene=_scene_for(previous.scene, messages))
     reason = (
         f"model-free move-out (V7): {len(plan.moved)} oldest messages ({plan.freed_tokens} of {total} "
         f"tokens) moved out; previous mind and scene kept; {len(new_items)} user messages added to the memo"

@@ -12,6 +12,10 @@ API:
     scene_blocks(text: str) -> list[str]                  inner text of every complete block
     parse_scene(text: str) -> SceneParts | list[Problem]  every problem at once; never raises
         (also refuses a part left as the template's example text)
+    quote_request(seq: int, text: str) -> str             'the user's latest request (#12): "..."' (S4)
+    harness_scene(next_step=HARNESS_NEXT) -> str         the scene the harness writes when none was (V7)
+    with_latest_request(scene: str, seq: int, text: str) -> str
+        the scene with its next step quoting the user's latest request, when it does not already (S4)
 
 A part starts on a line "<Label>: text" (also "**Label:**", "- Label:", "## Label") and runs to the next
 label. Text outside the block is ignored. An empty part must say "none".
@@ -24,7 +28,7 @@ user's latest request. A weak model can write that; a block shorter than that ca
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from typing import Final
 
 from avibe.checkpoint.model import Problem
@@ -169,3 +173,50 @@ def parse_scene(text: str) -> SceneParts | list[Problem]:
     if problems:
         return problems
     return SceneParts(*("\n".join(parts[label]).strip() for label in SCENE_LABELS))
+
+
+REQUEST_CHARS: Final = 300  # the latest request quoted in a harness-written next step, at most this long
+HARNESS_SCENE: Final = (
+    "Current step: unknown - older messages were moved out without a checkpoint (model-free move-out).\n"
+    "Progress: see the record.\nWaiting for: none known.\nNext step: {next}\n"
+    "Pitfalls: none recorded.\nExact references: the record holds every moved-out message."
+)
+
+
+HARNESS_NEXT: Final = "continue with the user's latest request (see the memo and recent messages)."
+
+
+def harness_scene(next_step: str = HARNESS_NEXT) -> str:
+    """The scene the harness writes when no model ever wrote one: only what it knows (V7)."""
+    return f"{OPEN_TAG}\n{HARNESS_SCENE.format(next=next_step)}\n{CLOSE_TAG}\n"
+
+
+def _defused(tag: re.Match[str]) -> str:
+    return tag.group(0).replace("<", "\u2039").replace(">", "\u203a")
+
+
+def quote_request(seq: int, text: str) -> str:
+    """S4: the user's latest request, quoted verbatim (its first REQUEST_CHARS characters, on one line; a
+    block tag inside it defused, so the quote cannot end the scene's block)."""
+    words = _TAG.sub(_defused, " ".join(text.split()))
+    quoted = words if len(words) <= REQUEST_CHARS else words[: REQUEST_CHARS - 3].rstrip() + "..."
+    return f'the user\'s latest request (message #{seq}): "{quoted}"'
+
+
+def with_latest_request(scene: str, seq: int, text: str) -> str:
+    """S4 for a scene the harness keeps without the model (V7): a scene whose next step already quotes the
+    latest request is kept as it is; one written before that request came keeps every part and gets a
+    next step quoting it, the old one after it as what was next before; no scene (or one that does not
+    parse) gets the harness's own, which claims nothing the model did not write."""
+    words = " ".join(text.split())
+    if not scene.strip():
+        return harness_scene(quote_request(seq, text))
+    parts = parse_scene(scene)
+    if isinstance(parts, list):  # not a scene it can place the request in: kept, the model's words
+        return scene
+    said = " ".join(parts.next_step.split())
+    if words and (words in said or words[: REQUEST_CHARS - 3].rstrip() in said):
+        return scene
+    unknown = not said or said.lower() == "none" or said == HARNESS_NEXT
+    before = "" if unknown else f" (before it, the next step was: {said})"
+    return render_scene(replace(parts, next_step=quote_request(seq, text) + before))

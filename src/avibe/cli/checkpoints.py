@@ -67,8 +67,14 @@ def distinct(stored: list[StoredCheckpoint]) -> list[tuple[StoredCheckpoint, lis
 
 
 def _how(c: StoredCheckpoint) -> str:
+    """ok, repaired, partial or model-free; a model-free move-out says why the checkpoint fell back (the
+    failed attempt's problem codes; the whole reason is in `--show N`)."""
     m = c.meta
-    return str(m.get("fallback") or ("repaired" if m.get("repair_used") else "ok"))
+    how = str(m.get("fallback") or ("repaired" if m.get("repair_used") else "ok"))
+    codes = [str(p).split(":", 1)[0] for p in m.get("problems") or ()]
+    if how == "model-free" and codes:
+        how += f" (checkpoint failed: {', '.join(dict.fromkeys(codes))})"
+    return how
 
 
 def _row(c: StoredCheckpoint, again: list[int]) -> list[str]:
@@ -202,7 +208,7 @@ def skill_load(
     name: Annotated[str, typer.Argument(help="The skill's name.")],
     workdir: ProjectOpt = Path("."),
 ) -> None:
-    """Print a skill's whole SKILL.md (what a cut skill in a checkpoint points to, A1)."""
+    """Print a skill's whole SKILL.md (what a cut skill in a checkpoint points to)."""
     from avibe.tools import find_skill, skill_text
 
     if not name.strip() or not name.isprintable() or "/" in name or len(name) > 200:

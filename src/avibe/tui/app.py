@@ -377,3 +377,4 @@ class ChatApp(App[None]):
         parts = [state, self.meter.text(), who, self.session_id or "no session"]
         for status in self.query("#status").results(Static):  # none while the app shuts down
             status.update(" · ".join(parts))
+            status.tooltip = self.meter.fell_back or None  # why the last checkpoint fell back, on hover

@@ -1,13 +1,31 @@
 """The context meter in the chat's status bar: tokens in the model's view, the checkpoint trigger (F1),
 the window, and the share of the last prompt served from the provider's prompt cache. It follows the
 events: a model call sets it, a checkpoint drops it to what the checkpoint left (U1: that is all the
-person sees of a checkpoint - nothing interrupts)."""
+person sees of a checkpoint - nothing interrupts); a checkpoint that fell back adds "last checkpoint fell
+back" until the next one is saved, its reason on hover."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
+from typing import Final
 
-from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event, ModelCalled, ModelStarted
+from avibe.host.events import (
+    CheckpointAccepted,
+    CheckpointFailed,
+    CheckpointFallback,
+    Event,
+    ModelCalled,
+    ModelStarted,
+)
+
+FELL_BACK: Final = "last checkpoint fell back"
+_SPEC_IDS: Final = re.compile(r"\s*\((?:[A-Z]\d+(?:[-, /]+[A-Z]?\d+)*)\)|\b[A-Z]\d+: ")  # "(V7)", "V8: "
+
+
+def plain(reason: str) -> str:
+    """A reason from the log, for a person: without the requirement ids the log keeps."""
+    return _SPEC_IDS.sub("", reason).strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +36,9 @@ class Meter:
     prompt_tokens: int = 0
     cached_tokens: int = 0
     kept_by: str = ""  # an external agent that keeps its own context (L5): nothing of ours to show
+    # why the last checkpoint fell back ("" once one is saved): never a prompt (U1, U2), but not invisible -
+    # the meter says so, the reason on hover and in `/checkpoints`
+    fell_back: str = ""
 
     def after(self, event: Event) -> Meter:
         """The meter once `event` happened (unchanged for events that do not move it)."""
@@ -30,8 +51,13 @@ class Meter:
                 prompt_tokens=event.prompt_tokens,
                 cached_tokens=event.cached_tokens,
             )
-        if isinstance(event, CheckpointAccepted | CheckpointFallback):
-            return replace(self, view_tokens=event.after)
+        if isinstance(event, CheckpointAccepted):
+            return replace(self, view_tokens=event.after, fell_back="")
+        if isinstance(event, CheckpointFailed):  # the request goes out as it is (V5), or moves out next
+            return replace(self, fell_back=plain(event.reason))
+        if isinstance(event, CheckpointFallback):  # the failure before it, then the move-out
+            why = "; then ".join(r for r in (self.fell_back, plain(event.reason)) if r)
+            return replace(self, view_tokens=event.after, fell_back=why)
         return self
 
     @property
@@ -44,7 +70,8 @@ class Meter:
             return f"ctx kept by {self.kept_by}"
         share = self.cached_share
         cache = "-" if share is None else f"{share:.0%}"
-        return f"ctx {self.view_tokens:,}/{self.threshold:,} of {self.window:,} · cache {cache}"
+        fell = f" · {FELL_BACK}" if self.fell_back else ""
+        return f"ctx {self.view_tokens:,}/{self.threshold:,} of {self.window:,} · cache {cache}{fell}"
 
     def fill(self) -> float:
         """How full the view is, as a share of the trigger point (1.0 = a checkpoint is due)."""
