@@ -17,6 +17,7 @@ from chat_doubles import bubbles, run, status, until
 
 from avibe.cli.chat import VibeCommands, chat_opener
 from avibe.config import load_settings
+from avibe.record.entries import EntryQuery
 from avibe.store import open_store
 from avibe.tui.app import ChatApp
 from openai_chat import ChatServer, serve_chat
@@ -116,3 +117,24 @@ def test_the_attach_view_screenshot_is_made_from_the_running_chat(served: Served
     run(scenario)
     svg = (DOCS / "chat-attach.svg").read_text(encoding="utf-8")
     assert svg.startswith("<svg") and "attached" in svg and "Still" in svg
+
+
+def test_when_the_host_goes_away_the_chat_hosts_the_session_and_answers_the_waiting_message(
+    served: Served,
+) -> None:
+    app = _attached_chat(served)
+
+    async def scenario() -> None:
+        async with app.run_test() as pilot:
+            await until(pilot, lambda: app.session_id == served.session, what="the session to open")
+            assert any(b.startswith("attached to session") for b in bubbles(app, "notice"))
+            stop(served.serve)  # vibe serve ends (its lease released) before the next message
+            served.chat.say("Answered here.")
+            await pilot.press(*"Still there?", "enter")
+            await until(pilot, lambda: "vibey› Answered here." in bubbles(app), timeout=60)
+            assert any(b.startswith(f"resumed session {served.session}") for b in bubbles(app, "notice"))
+
+    run(scenario)
+    with open_store(f"sqlite:///{served.work.parent / 'home' / 'avibe.db'}") as store:
+        texts = [e.text for e in store.query(EntryQuery(served.session))]
+    assert texts[-2:] == ["Still there?", "Answered here."]  # asked once, answered once

@@ -8,7 +8,8 @@ its event lines (`TurnReader`). The runner does all the IO. Failures are explici
 BackendError (AvibeError)
  +-- ProgramMissing   the program is not installed (says how to install it)
  +-- BackendFailed    it exited non-zero, was killed, or reported an error (exit code, last stderr lines)
- +-- BackendTimedOut  it said nothing for `timeout_s` seconds and was stopped
+ +-- BackendTimedOut  it said nothing for `timeout_s` seconds, or its turn took longer than `limit_s`
+                     (a program that keeps saying it retries is still stopped then), and was stopped
  +-- BackendStopped   the session's stop switch was set (the chat's Ctrl-C): it was killed at once
 
 Stopping a program (a timeout, the stop switch, a failure of ours) ends its whole process group: SIGTERM,
@@ -60,6 +61,10 @@ class BackendStopped(BackendError):
 
 class _StopAsked(Exception):
     """The stop switch was set while the program ran."""
+
+
+class _TooLong(Exception):
+    """The turn took longer than its limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,14 +224,19 @@ class _Process:
             if line.strip():
                 self.stderr.append(line.rstrip()[:500])
 
-    def events(self, timeout_s: float, stop: threading.Event | None = None) -> Iterator[dict[str, Any]]:
-        """Each JSON object line as it comes; raises TimeoutError after `timeout_s` without a line, and
-        _StopAsked as soon as `stop` is set. Once the program itself has exited, what it started (a
-        wrapper's child) may hold the pipe open: the group is stopped then, so its end is not waited for."""
-        last = time.monotonic()
+    def events(
+        self, timeout_s: float, stop: threading.Event | None = None, limit_s: float | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """Each JSON object line as it comes; raises TimeoutError after `timeout_s` without a line,
+        _TooLong once `limit_s` have passed since it started, and _StopAsked as soon as `stop` is set.
+        Once the program itself has exited, what it started (a wrapper's child) may hold the pipe open:
+        the group is stopped then, so its end is not waited for."""
+        last = started = time.monotonic()
         while True:
             if stop is not None and stop.is_set():
                 raise _StopAsked
+            if limit_s is not None and time.monotonic() - started > limit_s:
+                raise _TooLong
             try:
                 line = self.lines.get(timeout=POLL_S)
             except queue.Empty:
@@ -279,17 +289,19 @@ def run_program(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_start: Callable[[int], None] = lambda _: None,
     stop: threading.Event | None = None,
+    limit_s: float | None = None,
 ) -> Outcome:
     """Run one turn of the real program: `prompt` in (the harness-rendered inputs, T3), its events out
     through `on_activity`, its reply back. `session` is the backend's own session id to continue ("" for
     a new one). `on_start` gets the program's process id. `stop` set (the chat's Ctrl-C): the program
-    is stopped at once (BackendStopped). Raises BackendError subclasses."""
+    is stopped at once (BackendStopped); `limit_s`: the longest the turn may take, whatever the program
+    says meanwhile (`vibe run --agent-timeout`). Raises BackendError subclasses."""
     launch = backend.launch(prompt, session, workdir)
     reader = backend.reader(session)
     process = _Process([str(executable), *launch.args], launch, workdir)
     on_start(process.popen.pid)
     try:
-        for event in process.events(timeout_s, stop):
+        for event in process.events(timeout_s, stop, limit_s):
             for activity in reader.feed(event):
                 on_activity(activity)
     except BaseException as exc:  # a timeout, a stop, or the caller's sink failing: the program stops too
@@ -298,6 +310,9 @@ def run_program(
         if isinstance(exc, _StopAsked):
             what = "was stopped by the user (Ctrl-C) while it worked; what it changed before is kept"
             raise BackendStopped(failure_text(backend, what, tuple(process.stderr))) from None
+        if isinstance(exc, _TooLong):
+            what = f"did not finish within the {limit_s:g} seconds a turn may take and was stopped"
+            raise BackendTimedOut(failure_text(backend, what, tuple(process.stderr))) from None
         if isinstance(exc, BackendFailed):  # the reader saw it cannot succeed
             raise BackendFailed(failure_text(backend, str(exc), tuple(process.stderr))) from None
         if not isinstance(exc, TimeoutError):

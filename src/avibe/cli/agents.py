@@ -40,11 +40,11 @@ def run_backend(
     verbose: bool,
     json_lines: bool,
     no_wait: bool,
-    timeout_s: float,
+    timeout_s: float | None,
 ) -> int:
     """`vibe run --agent NAME`: the same host and event lines as for Vibey, with the program in it;
     the exit code (0 replied, 1 it failed: the harness input says how). A missing program exits 2
-    before anything is written."""
+    before anything is written. `timeout_s`: the longest one turn of the program may take."""
     from avibe.cli.options import log_to_file
 
     try:
@@ -59,7 +59,7 @@ def run_backend(
         workdir=workdir,
         session_id=session,
         events=printer,
-        timeout_s=timeout_s,
+        limit_s=timeout_s,
         on_hosted=lambda: announce(settings),  # the session starts: its loosened settings said
     ) as live:
         if not json_lines:

@@ -126,11 +126,15 @@ def run(
         ),
     ] = None,
     agent_timeout: Annotated[
-        float,
+        float | None,
         typer.Option(
-            "--agent-timeout", min=1.0, help="With --agent: seconds of silence before the program is stopped."
+            "--agent-timeout",
+            min=1.0,
+            help="With --agent: the longest one turn of the program may take, in seconds; it is stopped "
+            "then, whatever it says meanwhile (default: no limit, but a program that says nothing for "
+            "900 seconds is stopped).",
         ),
-    ] = 900.0,
+    ] = None,
 ) -> None:
     """Run Vibey headless on TASK: host the session until Vibey is idle and no background job it waits
     for is still running (a finished job wakes it again)."""

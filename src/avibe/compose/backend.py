@@ -46,9 +46,10 @@ def backend_program(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_start: Callable[[int], None] = lambda _: None,
     stop: threading.Event | None = None,
+    limit_s: float | None = None,
 ) -> AgentProgram:
     """The program as the host's AgentProgram: one `run_program` per turn, in `workdir`; `stop` set (the
-    session's stop switch, the chat's Ctrl-C) stops it at once."""
+    session's stop switch, the chat's Ctrl-C) stops it at once; `limit_s` bounds each turn."""
 
     def turn(prompt: str, *, session: str, emit: EventSink) -> ProgramReply:
         outcome = run_program(
@@ -61,6 +62,7 @@ def backend_program(
             timeout_s=timeout_s,
             on_start=on_start,
             stop=stop,
+            limit_s=limit_s,
         )
         calls = tuple(CallRecord(c.name, _compact(dict(c.arguments))) for c in outcome.calls)
         return ProgramReply(outcome.reply, outcome.backend_session, calls)
@@ -90,6 +92,7 @@ def open_backend_session(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     on_start: Callable[[int], None] = lambda _: None,
     on_hosted: Callable[[], None] = lambda: None,
+    limit_s: float | None = None,
 ) -> Iterator[BackendSession]:
     """A session host with Claude Code, Codex or OpenCode in it, over a new or existing session; this
     process holds the session's lease while it hosts it (issue 11 item 2)."""
@@ -104,7 +107,13 @@ def open_backend_session(
 
     def build(ports: HostPorts) -> SessionParts[None]:
         program = backend_program(
-            backend, executable, workdir, timeout_s=timeout_s, on_start=on_start, stop=ports.stop
+            backend,
+            executable,
+            workdir,
+            timeout_s=timeout_s,
+            on_start=on_start,
+            stop=ports.stop,
+            limit_s=limit_s,
         )
         runner = BackendAgent(
             backend.name,
