@@ -90,6 +90,7 @@ class Planner:
         return {
             "user_changed_mission": True,
             "new": [f"Export the ledger and the invoices, plan {self.k}"],
+            "from_message": max(props["from_message"]["enum"]),  # M4: the user's message that changed it
             "status": [{"id": f"M{a}", "status": f"replaced by {new_id}"} for a in active],
         }
 

@@ -53,6 +53,8 @@ def _answer(request: ModelRequest, gate: bool | None = None) -> ModelReply:
             data["user_changed_mission"] = gate
     elif "new" in props:
         data = {"user_changed_mission": True, "new": ["Merge nothing on Fridays."], "status": []}
+        if "from_message" in props:  # M4: the change names the user's message it comes from
+            data["from_message"] = max(props["from_message"]["enum"])
     elif "workstreams" in props:
         data = {"workstreams": [], "retire": []}
     elif "lessons" in props:
@@ -152,7 +154,8 @@ def test_M4_a_true_gate_brings_the_mission_question_and_the_mission_only_grows()
     outcome, asked = _turn(_with_user_message(), previous, gate=True)
     assert any("new" in props for props in asked) and len(asked) == 5
     lines = mission_lines(outcome.checkpoint.mind)
-    assert lines["M1"] == mission_lines(MIND)["M1"] and lines["M2"].endswith("Merge nothing on Fridays.")
+    assert lines["M1"] == mission_lines(MIND)["M1"]
+    assert lines["M2"] == "- [M2] (active) (from #13) Merge nothing on Fridays."
 
 
 def test_M4_no_gate_in_the_answer_still_asks_the_mission_question() -> None:

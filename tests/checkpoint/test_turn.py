@@ -351,13 +351,14 @@ def test_M4_structured_mission_changes_are_status_edits_never_deletions() -> Non
     mission = {
         "user_changed_mission": True,
         "new": ["Ship payments v2"],
+        "from_message": 8,  # M4: the user's message that changed it
         "status": [{"id": "M1", "status": "replaced by M2"}],
     }
     run = _run(_answers(mission=mission), mode="structured")
     assert isinstance(run.outcome, Accepted)
     lines = mission_lines(run.outcome.checkpoint.mind)
     assert lines["M1"].startswith("- [M1] (replaced by M2) Review every open PR")
-    assert lines["M2"] == "- [M2] (active) Ship payments v2"
+    assert lines["M2"] == "- [M2] (active) (from #8) Ship payments v2"
     schema = run.calls[1].json_schema
     assert schema is not None and next(iter(schema["properties"])) == "user_changed_mission"
 
@@ -550,7 +551,11 @@ def test_M4_M6_structured_over_cap_answers_are_cut_to_fit_never_failing_the_chec
     Goals over its cap; the harness cuts the lines this checkpoint wrote (with a marker), keeps every
     mission entry, and the checkpoint passes on its first answers (issue 16 item 2: a cap must never
     make a checkpoint impossible)."""
-    mission = {"user_changed_mission": True, "new": ["Also " + " ".join(f"m{i}" for i in range(60))]}
+    mission = {
+        "user_changed_mission": True,
+        "new": ["Also " + " ".join(f"m{i}" for i in range(60))],
+        "from_message": 8,
+    }
     long_w1 = {
         "workstreams": [{"id": "W1", "status": "active", "text": " ".join(f"w{i}" for i in range(60))}]
     }
@@ -565,7 +570,7 @@ def test_M4_M6_structured_over_cap_answers_are_cut_to_fit_never_failing_the_chec
     assert CharCounter().count(goals) <= small.goals
     lines = mission_lines(mind)
     assert lines["M1"] == mission_lines(MIND)["M1"]  # the old entry first kept whole ...
-    assert lines["M2"].startswith("- [M2] (active) Also m0") and lines["M2"].endswith(
+    assert lines["M2"].startswith("- [M2] (active) (from #8) Also m0") and lines["M2"].endswith(
         "[... cut to fit the cap]"
     )
     assert "- [W1] (active) w0 w1" in mind and any("within its cap" in n for n in outcome.notes)

@@ -273,6 +273,8 @@ class CheckpointDriver:
         took: float,
     ) -> CheckpointResult:
         cached_share = stats.cached_tokens / stats.prompt_tokens if stats.prompt_tokens else 0.0
+        for note in outcome.notes:  # what the harness changed around the answers (M4's dropped entries ...)
+            log.info("session %s: checkpoint note: %s", self.session_id, note)
         made = replace(
             provenance,
             calls=outcome.calls,

@@ -15,6 +15,9 @@ API:
     section_texts(text: str) -> dict[str, str]              body of each heading found (tolerant)
     mission_ids(text: str) -> tuple[str, ...]               distinct "M<n>" ids of mission lines, in order
     mission_lines(text: str) -> dict[str, str]              id -> the mission line as written
+    cited_messages(line: str) -> set[int]                   the "#N" message numbers a line cites
+    guard_new_missions(previous, mind, allowed) -> (mind, notes)   M4: a new mission entry cites a user
+                                                            message since the last checkpoint, or goes
     active_missions(text: str) -> list[str]                 the text of each active mission entry (M4)
     strip_guidance(text: str) -> str                        the text without <!-- --> guidance comments
     apply_edit(document: str, old: str, new: str) -> EditOutcome   (M2, M3)
@@ -29,6 +32,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Final
 
@@ -432,3 +436,49 @@ def mission_lines(text: str) -> dict[str, str]:
         if match and match.group(1) not in lines:
             lines[match.group(1)] = line.rstrip()
     return lines
+
+
+_CITED = re.compile(r"#(\d+)")
+
+
+def cited_messages(line: str) -> set[int]:
+    """The message numbers a mission line cites ("(from #12)", "message #12")."""
+    return {int(n) for n in _CITED.findall(line)}
+
+
+def guard_new_missions(previous: str, mind: str, allowed: Collection[int]) -> tuple[str, tuple[str, ...]]:
+    """M4: "the mission changes only when the user explicitly changes it". Once a mission exists, a new
+    entry (an id the previous mind lacks) stays only when it cites a message in `allowed` - the user's
+    messages since the last checkpoint; any other is taken out, and an entry marked "replaced by" it gets
+    its previous line back. Entries of the previous mind are never taken out (never fewer, V2). Returns
+    the mind and a note for each entry taken out (the turn's notes: logged and shown with the checkpoint)."""
+    before, now = mission_lines(previous), mission_lines(mind)
+    if not before:  # the first mission is set, not changed: the user's purpose, as the model read it
+        return mind, ()
+    notes: list[str] = []
+    dropped: list[str] = []
+    for mid, line in now.items():
+        if mid in before or cited_messages(line) & set(allowed):
+            continue
+        numbers = ", ".join(f"#{n}" for n in sorted(allowed)) or "none"
+        notes.append(
+            f"mission entry {mid} dropped (M4): it cites no user message since the last checkpoint "
+            f"({numbers}): {_short(line, 120)}"
+        )
+        dropped.append(mid)
+        mind = _without_line(mind, line)
+    for mid, line in mission_lines(mind).items():
+        status = _MISSION_LINE.match(line)
+        target = _REPLACED.match(status.group(2).strip()) if status else None
+        if target and target.group(1).upper() in dropped and mid in before:
+            mind = mind.replace(line, before[mid], 1)
+            notes.append(f"mission entry {mid} keeps its status: what replaced it was dropped (M4)")
+    return mind, tuple(notes)
+
+
+def _without_line(text: str, line: str) -> str:
+    lines = text.splitlines(keepends=True)
+    for i, raw in enumerate(lines):
+        if raw.rstrip() == line:
+            return "".join(lines[:i] + lines[i + 1 :])
+    return text

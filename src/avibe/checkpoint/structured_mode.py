@@ -29,6 +29,7 @@ from avibe.checkpoint.turn_state import (
     model_failed,
     moving,
     repair_text,
+    user_seqs_since,
 )
 from avibe.prompts import render
 from avibe.record.messages import ChatMessage, ModelReply
@@ -93,6 +94,7 @@ def _intro(inputs: TurnInputs) -> str:
 def structured_turn(st: TurnState) -> Generator[Effect, EffectResult, TurnOutcome]:
     """Every question once; when the draft has problems, the questions concerned once more."""
     work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets, st.inputs.counter)
+    work.since = user_seqs_since(st.inputs)  # M4: the messages a new mission entry may cite
     intro = _intro(st.inputs).strip()
     structured.remember_request(work, intro)
     structured.remember_tool_output(work, st.inputs.live_messages)

@@ -5,6 +5,7 @@ API (used by tools_mode.py and structured_mode.py):
     TurnState               mutable working state inside one turn; leaves it only through an outcome
     start(inputs) -> TurnState
     harness_message(inputs, text) -> ChatMessage       tagged from stored fields, kind "harness" (T4)
+    user_seqs_since(inputs) -> frozenset[int]           the user's messages since the last checkpoint (M4)
     moving(inputs) -> str                               which messages leave the context
     repair_text(problems, how) -> str                   the one repair request (V4)
     call(st, tools, schema) -> Generator[..., ModelReply | ModelFailure]
@@ -43,7 +44,7 @@ from avibe.checkpoint.memo import (
     render_checklist,
     rules_kept,
 )
-from avibe.checkpoint.mind import EMPTY_MIND, active_missions
+from avibe.checkpoint.mind import EMPTY_MIND, active_missions, guard_new_missions
 from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
 from avibe.checkpoint.validate import repair_request, validate
 from avibe.prompts import render
@@ -101,6 +102,13 @@ def start(inputs: TurnInputs) -> TurnState:
     )
 
 
+def user_seqs_since(inputs: TurnInputs) -> frozenset[int]:
+    """M4: the user's messages since the last checkpoint - moving out now or still in the conversation -
+    known by their record kind (N7): what a new mission entry may cite."""
+    live = {m.seq for m in inputs.live_messages if m.kind == "user" and m.seq is not None}
+    return frozenset(live | {e.seq for e in inputs.moved_entries if e.is_user})
+
+
 def harness_message(inputs: TurnInputs, text: str) -> ChatMessage:
     """A message from Avibe in the turn: tagged from stored fields, kind "harness", never the user (T4)."""
     tag = render_tag(Source(kind="harness", name="checkpoint"), inputs.at)
@@ -143,6 +151,8 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
     harness's facts added to the scene (S3, S6), then every problem at once (V1-V3)."""
     inputs = st.inputs
     per_message = inputs.budgets.memo_per_message
+    st.mind, dropped = guard_new_missions(st.previous_mind, st.mind, user_seqs_since(inputs))  # M4
+    st.notes += [note for note in dropped if note not in st.notes]
     sources = mission_sources(
         active_missions(st.mind), st.candidates, st.entries, inputs.counter, per_message
     )

@@ -25,6 +25,7 @@ from avibe.checkpoint.structured.work import (
     MIN_ENTRY_CHARS,
     MODEL_SCENE_PARTS,
     SCENE_MIN_CHARS_PER_PART,
+    SOURCE,
     WORKSTREAM_STATUSES,
     Work,
     clean,
@@ -81,6 +82,16 @@ def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
     first_new = next_id(list(current))
     known = {norm(line.split(")", 1)[-1]) for line in current.values()}
     new = [t for t in strings(work, data.get("new"))[:MAX_NEW_MISSION] if norm(t) not in known]
+    if current and new:  # M4: a change of the mission names the user's message it comes from
+        source = data.get(SOURCE)
+        if type(source) is not int or source not in work.since:
+            work.notes.append(
+                f"new mission entries dropped (M4): {SOURCE} {source!r} is not a user message since the "
+                f"last checkpoint: {new!r}"
+            )
+            new = []
+        else:
+            new = [f"(from #{source}) {text}" for text in new]  # first: a cut to the cap keeps it
     targets = [*current, *(f"M{first_new + k}" for k in range(len(new)))]
     changes = data.get("status", [])
     for change in changes if isinstance(changes, list) else []:

@@ -31,6 +31,7 @@ from avibe.checkpoint.structured.work import (
     NOTES_MAX_NEW,
     PREVIEW_CHARS,
     SCENE_MIN_CHARS_PER_PART,
+    SOURCE,
     WORKSTREAM_STATUSES,
     Question,
     Work,
@@ -105,8 +106,12 @@ def _mission_question(work: Work) -> Question | None:
         change = object_schema(
             {"id": {"type": "string", "enum": ids}, "status": {"type": "string", "enum": statuses}}
         )
-        properties = {GATE: {"type": "boolean"}, **properties, "status": array(change, len(ids))}
-        rule = render("q_mission_change_rule", gate=GATE).strip()
+        # M4: a new entry names the user's message that changed the mission - the grammar offers only the
+        # user's messages since the last checkpoint; with none, no new entry is offered at all
+        cite = {SOURCE: {"type": "integer", "enum": sorted(work.since)}} if work.since else {}
+        new = properties if work.since else {}
+        properties = {GATE: {"type": "boolean"}, **new, **cite, "status": array(change, len(ids))}
+        rule = render("q_mission_change_rule", gate=GATE, source=SOURCE).strip()
     listing = "\n".join(current.values()) or "(none yet)"
     return Question("mission", render("q_mission", missions=listing, rule=rule), object_schema(properties))
 

@@ -36,6 +36,7 @@ KEPT_PREVIEW_CHARS: Final = 60
 MAX_NEW: Final = 3  # new entries per list and question: a small model answers better with little room
 NOTES_MAX_NEW: Final = 2  # per notes list (here, decisions, lessons): a small model fills every slot offered
 GATE: Final = "user_changed_mission"
+SOURCE: Final = "from_message"  # M4: the user's message (its number) a new mission entry comes from
 MAX_NEW_MISSION: Final = 1  # the user changes the purpose one message at a time; more is a weak model's noise
 ENTRY_CHARS: Final = 200
 WORKSTREAM_STATUSES: Final = ("active", "done", "blocked", "pending", "waiting")
@@ -114,6 +115,7 @@ class Work:
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
     pending: dict[str, list[str]] = field(default_factory=dict)  # new lines a full section left out
     mission_gate: bool | None = None  # the memo answer's GATE: None when not asked or not answered
+    since: frozenset[int] = frozenset()  # M4: the user's messages since the last checkpoint (citable)
     tool_output: str = ""  # the live conversation's tool results, normalised: a scene part copied from
     # them is not a state of the work (see `answers._copied_or_repeated`)
 

@@ -1,0 +1,153 @@
+"""M4, "the mission changes only when the user explicitly changes it", checked by the harness (issue 32
+item 4): once a mission exists, a new entry names the user's message since the last checkpoint that changed
+it - the structured question's grammar offers only those numbers, and the harness checks the number in
+either mode - or it is dropped with a note; the entries before are never fewer. On a real session the 0.5B
+added two fragments of a tool's output as missions, which M4 then kept for ever."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core_doubles import AT, TICKET_SCENE, CharCounter, drive, make_entry, structured_answers
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from avibe.checkpoint.budgets import budgets_for
+from avibe.checkpoint.effects import TurnInputs
+from avibe.checkpoint.mind import guard_new_missions, mission_lines
+from avibe.checkpoint.model import Checkpoint
+from avibe.checkpoint.turn import Accepted, checkpoint_turn
+from avibe.checkpoint.turn_state import draft, start
+from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.record.entries import Entry
+from avibe.record.messages import ChatMessage, ModelReply
+
+COUNTER = CharCounter()
+BUDGETS = budgets_for(32_768, 29_000)
+MIND = (
+    "## I am here\nI work for Ana on the payments repo.\n\n## Goals\n### Mission\n"
+    "- [M1] (active) Review every open PR oldest first.\n\n### Workstreams\n\n## Key decisions\n\n"
+    "## Lessons\n"
+)
+FRAGMENT = "in project_kickoff_checklist X: 03_ACG"  # what the 0.5B filed as a mission
+
+
+def _moved() -> tuple[Entry, ...]:
+    return (
+        make_entry(10, "Reading the diff of #412.", kind="assistant"),
+        make_entry(11, "CI finished: green. in project_kickoff_checklist X: 03_ACG", kind="callback"),
+        make_entry(12, "Also ship the payments v2 API once the PRs are done.", kind="user"),
+    )
+
+
+def _inputs(mode: str = "structured") -> TurnInputs:
+    moved = _moved()
+    live = (
+        ChatMessage("system", "You are Vibey."),
+        *(ChatMessage("user" if e.is_user else "assistant", e.text, seq=e.seq, kind=e.kind) for e in moved),
+        ChatMessage("user", "And keep the changelog short.", seq=14, kind="user"),  # stays live
+    )
+    return TurnInputs(
+        mode=mode,  # type: ignore[arg-type]
+        live_messages=live,
+        previous=Checkpoint(mind=MIND, memo=(), scene=TICKET_SCENE),
+        moved_entries=moved,
+        budgets=BUDGETS,
+        counter=COUNTER,
+        at=AT,
+        upto_seq=12,
+    )
+
+
+def _structured(mission: dict[str, Any]) -> tuple[Accepted, list[ModelRequest]]:
+    valid = structured_answers(lambda enum: [])
+
+    def answer(request: ModelRequest) -> ModelReply:
+        props = request.json_schema["properties"] if request.json_schema else {}
+        if "keep" in props:
+            return reply(json.dumps({"keep": [], "user_changed_mission": True}))
+        if "status" in props and "user_changed_mission" in props:
+            return reply(json.dumps({"user_changed_mission": True, "status": [], **mission}))
+        return valid(request)
+
+    with ScriptedModel([answer] * 5) as model:
+        outcome = drive(checkpoint_turn(_inputs()), model).outcome
+        requests = list(model.requests)
+    assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+    return outcome, requests
+
+
+def test_M4_the_grammar_offers_only_the_users_messages_since_the_last_checkpoint() -> None:
+    _, requests = _structured({"new": [], "from_message": 12})
+    schemas = [r.json_schema for r in requests if r.json_schema and "new" in r.json_schema["properties"]]
+    assert schemas and schemas[0]["properties"]["from_message"]["enum"] == [
+        12,
+        14,
+    ]  # not 10, 11: not the user's
+
+
+def test_M4_a_new_entry_citing_the_users_message_is_added_with_its_number() -> None:
+    outcome, _ = _structured({"new": ["Ship the payments v2 API after the PRs"], "from_message": 12})
+    lines = mission_lines(outcome.checkpoint.mind)
+    assert lines == {
+        **mission_lines(MIND),
+        "M2": "- [M2] (active) (from #12) Ship the payments v2 API after the PRs",
+    }
+
+
+def test_M4_a_new_entry_citing_no_users_message_is_dropped_and_the_mission_never_shrinks() -> None:
+    for source in (11, 10, 3, "12", None):  # a callback, Vibey's reply, older than the checkpoint, junk
+        outcome, _ = _structured({"new": [FRAGMENT], "from_message": source})
+        assert mission_lines(outcome.checkpoint.mind) == mission_lines(MIND), source
+        assert any("new mission entries dropped" in n for n in outcome.notes), outcome.notes
+
+
+def test_M4_tools_mode_a_new_mission_line_without_a_valid_citation_is_dropped() -> None:
+    """A large model edits the mind itself: the harness checks the (from #N) of each new mission line."""
+    for line, kept in (
+        (f"- [M2] (active) {FRAGMENT}", False),
+        ("- [M2] (active) Ship the payments v2 API (from #11)", False),  # a callback's number
+        ("- [M2] (active) Ship the payments v2 API (from #12)", True),
+        ("- [M2] (active) Keep the changelog short (from #14)", True),  # since the checkpoint, still live
+    ):
+        state = start(_inputs("tools"))
+        state.mind = MIND.replace(
+            "- [M1] (active) Review every open PR oldest first.\n",
+            "- [M1] (replaced by M2) Review every open PR oldest first.\n" + line + "\n",
+        )
+        proposed, problems = draft(state, frozenset(), TICKET_SCENE)
+        lines = mission_lines(proposed.mind)
+        assert ("M2" in lines) is kept, (line, lines)
+        replaced = "- [M1] (replaced by M2) Review every open PR oldest first."
+        assert lines["M1"] == (replaced if kept else mission_lines(MIND)["M1"])  # never replaced by a ghost
+        assert not [p for p in problems if p.code.startswith("mind.")], problems
+        assert kept or any("dropped (M4)" in n for n in state.notes), state.notes
+
+
+lines_st = st.lists(
+    st.tuples(st.sampled_from(["active", "done", "replaced by M1", "replaced by M3"]), st.integers(0, 20)),
+    max_size=4,
+)
+
+
+@given(new=lines_st, allowed=st.frozensets(st.integers(0, 20), max_size=5), replace_m1=st.booleans())
+@settings(max_examples=200, deadline=None)
+def test_M4_whatever_the_model_writes_new_entries_cite_an_allowed_message_and_none_is_lost(
+    new: list[tuple[str, int]], allowed: frozenset[int], replace_m1: bool
+) -> None:
+    extra = "".join(f"- [M{k}] ({status}) entry {k} (from #{n})\n" for k, (status, n) in enumerate(new, 2))
+    m1 = "- [M1] (replaced by M2) Review every open PR oldest first.\n" if replace_m1 and new else None
+    mind = MIND.replace(
+        "- [M1] (active) Review every open PR oldest first.\n",
+        (m1 or "- [M1] (active) Review every open PR oldest first.\n") + extra,
+    )
+    guarded, notes = guard_new_missions(MIND, mind, allowed)
+    lines = mission_lines(guarded)
+    assert "M1" in lines  # never fewer than before
+    for mid, line in lines.items():
+        if mid != "M1":
+            assert int(line.rsplit("#", 1)[1].rstrip(")")) in allowed, line
+    if "M2" not in lines:
+        assert lines["M1"] == mission_lines(MIND)["M1"]  # not replaced by an entry that is gone
+    assert len(notes) >= len(new) - (len(lines) - 1)
