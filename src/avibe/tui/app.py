@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
 from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical, VerticalScroll
+from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Static
 
@@ -34,6 +35,7 @@ from avibe.host.events import (
 from avibe.tui.commands import HELP, Cli, Command, CommandError, parse, with_session
 from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
 from avibe.tui.meter import Meter
+from avibe.tui.sessions import checked_title, rename, session_rows, sessions_text
 from avibe.tui.updates import (
     ApprovalAsked,
     ApprovalClosed,
@@ -48,7 +50,7 @@ from avibe.tui.updates import (
     ToolOutput,
     Update,
 )
-from avibe.tui.widgets import ApprovalBar, Bubble, ChatInput, InputBubble, ToolLine
+from avibe.tui.widgets import ApprovalBar, Bubble, ChatInput, ChatLog, InputBubble, ToolLine
 
 QUIT_AGAIN_S: Final = 3.0  # a second Ctrl-C within this many seconds quits
 PROMPTS: Final = {"user": "you› ", "assistant": "vibey› "}
@@ -68,6 +70,7 @@ class ChatApp(App[None]):
     ToolLine { border: none; padding: 0; margin: 0; background: transparent; }
     ToolLine.failed CollapsibleTitle { color: $error; }
     ToolLine Contents { padding: 0 0 0 3; }
+    #below { height: 1; width: 100%; content-align: center middle; background: $accent; display: none; }
     #asks { height: auto; }
     ApprovalBar { height: auto; border: heavy $warning; padding: 0 1; }
     ChatInput { height: auto; min-height: 3; max-height: 10; border: round $accent; }
@@ -76,6 +79,9 @@ class ChatApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "interrupt", "cancel / quit", priority=True),
         Binding("ctrl+q", "quit", "quit", priority=True),
+        # The conversation scrolls by page from the input too (the input is one line or a few).
+        Binding("pageup", "page(-1)", "scroll up", show=False, priority=True),
+        Binding("pagedown", "page(1)", "scroll down", show=False, priority=True),
     ]
 
     class Updated(Message):
@@ -94,9 +100,11 @@ class ChatApp(App[None]):
         session_id: str | None,
         workdir: Path,
         agent: str | None = None,
+        markdown: bool = True,
     ) -> None:
         super().__init__()
         self.cli, self.workdir = cli, workdir
+        self.markdown = markdown  # replies rendered as markdown; /plain shows them as written
         self.driver = ChatDriver(opener, self._from_session, Target(session_id, model, agent))
         self.meter = Meter()
         self.session_id: str | None = None
@@ -108,9 +116,11 @@ class ChatApp(App[None]):
         self._ask: ApprovalBar | None = None
         self._busy_since: float | None = None
         self._last_interrupt = 0.0
+        self._kept: str | None = None  # the session a switch goes on in (its history is on the screen)
 
     def compose(self) -> ComposeResult:
-        yield VerticalScroll(id="log")
+        yield ChatLog(id="log")
+        yield Static("▼ new messages below · PageDown or scroll down to follow", id="below")
         yield Vertical(id="asks")
         yield ChatInput(id="input")
         yield Static(id="status")
@@ -166,8 +176,10 @@ class ChatApp(App[None]):
         kept_by = opened.agent if external else ""
         self.meter = Meter(opened.view_tokens, opened.threshold, opened.window, kept_by=kept_by)
         self.state = "idle"
-        for line in opened.history:
-            self._history_line(line)
+        if opened.session_id != self._kept:  # the same session on another model or agent: shown already
+            for line in opened.history:
+                self._history_line(line)
+        self._kept = None
         how = "resumed" if opened.resumed else "new"
         who = f"{opened.agent} (its own model and compaction)" if external else opened.model
         if opened.attached:  # hosted by another process: what it records shows here, messages go there
@@ -175,14 +187,15 @@ class ChatApp(App[None]):
             how, who = "attached to", f"{opened.agent} in {opened.attached}"
         self._say(f"{how} session {opened.session_id} · {who} · {self.workdir} · /help", "notice")
 
-    def _prompt(self, kind: str) -> str:
-        """`you› `, and the agent's own name before its replies (`vibey› `, `claude-code› `)."""
-        return f"{self.driver.agent}› " if kind == "assistant" else PROMPTS[kind]
+    def _prompt(self, kind: str, agent: str = "") -> str:
+        """`you› `, and the name of the agent that wrote a reply before it (`vibey› `, `claude-code› `):
+        a reply in the history keeps its writer's name after the session changed agents."""
+        return f"{agent or self.driver.agent}› " if kind == "assistant" else PROMPTS[kind]
 
     def _history_line(self, line: Line) -> None:
         if line.kind in PROMPTS:
             if line.text.strip():
-                self._add(Bubble(line.text, line.kind, prefix=self._prompt(line.kind)))
+                self._add(self._bubble(line.text, line.kind, self._prompt(line.kind, line.agent)))
             for call in line.calls:
                 self._say(f"⚙ {call[:140]}", "notice")
         else:
@@ -191,24 +204,34 @@ class ChatApp(App[None]):
     def _event(self, event: Event) -> None:
         self.meter = self.meter.after(event)  # a checkpoint only moves the meter (U1)
         if isinstance(event, ModelStarted):
-            self._reply, self._streamed = None, False
+            self._end_reply()
+            self._streamed = False
         elif isinstance(event, ReplyDelta) and event.text:  # "" is a heartbeat (a tool call being written)
             if self._reply is None:
-                self._reply = self._add(Bubble("", "assistant", prefix=self._prompt("assistant")))
+                self._reply = self._add(self._bubble("", "assistant", self._prompt("assistant")))
             self._reply.add(event.text)
             self._streamed = True
+            self._grew()
         elif isinstance(event, ModelCalled):
-            self._reply = None
+            self._end_reply()
         elif isinstance(event, Replied) and not self._streamed:
-            self._add(Bubble(event.text, "assistant", prefix=self._prompt("assistant")))
+            self._add(self._bubble(event.text, "assistant", self._prompt("assistant")))
         elif isinstance(event, ToolCalled):
             self._tools[event.call_id] = self._add(ToolLine(event.call_id, event.name, event.arguments))
         elif isinstance(event, Stopped):
-            self._reply = None
+            self._end_reply()
             if StepCancelled.MESSAGE not in event.message:  # a cancel is said by `Cancelled`
                 self._say(f"stopped: {event.message}", "error")
         elif isinstance(event, CheckpointAccepted | CheckpointFallback):
             pass  # nothing interrupts; the meter dropped
+
+    def _end_reply(self) -> None:
+        if self._reply is not None:
+            self._reply.complete()
+        self._reply = None
+
+    def _bubble(self, text: str, kind: str, prefix: str) -> Bubble:
+        return Bubble(text, kind, prefix=prefix, markdown=self.markdown and kind == "assistant")
 
     # ---- the person's input --------------------------------------------------------------------------
 
@@ -269,14 +292,33 @@ class ChatApp(App[None]):
             self.call_later(self.action_quit)
         elif command.name == "help":
             self._say(HELP, "output")
+        elif command.name == "plain":
+            self._plain()
         elif command.name == "new":
             self._switch(Target(None, self.driver.model, self.driver.agent))
         else:
             self._slow_command(command)
 
+    def _plain(self) -> None:
+        """/plain: replies as written (markdown source), or again rendered; the whole conversation."""
+        self.markdown = not self.markdown
+        for bubble in self.query(Bubble):
+            if bubble.kind == "assistant":
+                bubble.set_markdown(self.markdown)
+        self._say(
+            "replies shown as written (/plain again renders them)"
+            if not self.markdown
+            else "replies rendered as markdown (/plain shows them as written)",
+            "notice",
+        )
+
     def _switch(self, target: Target) -> None:
-        self._tools.clear()
-        self.query_one("#log", VerticalScroll).remove_children()
+        """Host `target`; going on in the same session (/model, /agent) keeps the conversation on the
+        screen as it is, each reply under the name of the agent that wrote it."""
+        self._kept = target.session_id if target.session_id == self.session_id else None
+        if self._kept is None:
+            self._tools.clear()
+            self.query_one("#log", ChatLog).clear()
         self.state = "opening"
         self.driver.switch(target)
 
@@ -293,9 +335,31 @@ class ChatApp(App[None]):
         elif name == "skills":
             self._output(self.cli.run(["skill", "list", "--workdir", str(self.workdir)]))
         elif name == "sessions":
-            self._output(self.cli.run(["sessions", *args]))
+            self._sessions()
+        elif name == "rename":
+            self._rename(args)
         else:  # log, checkpoints: vibe's own command over this session unless told otherwise
             self._output(self.cli.run([name, *with_session(args, session)]))
+
+    def _sessions(self) -> None:
+        store = self.driver.store
+        if store is None:
+            self._output("no session is open; `vibe sessions` lists the record's", error=True)
+            return
+        self._output(sessions_text(session_rows(store), self.session_id, datetime.now(UTC)))
+
+    def _rename(self, args: tuple[str, ...]) -> None:
+        store, session_id = self.driver.store, self.session_id
+        if store is None or session_id is None:
+            self._output("no session is open to rename", error=True)
+            return
+        try:
+            title = checked_title(args)
+        except ValueError as exc:
+            self._output(str(exc), error=True)
+            return
+        rename(store, session_id, title)
+        self._output(f"this session is now titled: {title}")
 
     def _resume(self, args: tuple[str, ...]) -> None:
         sessions = self.driver.sessions()
@@ -342,15 +406,30 @@ class ChatApp(App[None]):
     # ---- drawing -------------------------------------------------------------------------------------
 
     def _add(self, widget: Any) -> Any:
-        found = list(self.query("#log").results(VerticalScroll))
+        found = list(self.query("#log").results(ChatLog))
         if not found:  # the app is shutting down: nothing more to draw
             return widget
-        log = found[0]
-        follow = log.is_vertical_scroll_end or log.max_scroll_y == 0
-        log.mount(widget)
-        if follow:
-            log.call_after_refresh(log.scroll_end, animate=False)
+        found[0].mount(widget)
+        self._grew()
         return widget
+
+    def _grew(self) -> None:
+        """The conversation got longer: follow it, or (the person scrolled up) say there is more below."""
+        for log in self.query("#log").results(ChatLog):
+            log.follow()
+            if log.away:
+                self.query_one("#below", Static).display = True
+
+    def on_chat_log_away(self, message: ChatLog.Away) -> None:
+        if not message.away:  # back at the end: following again
+            self.query_one("#below", Static).display = False
+
+    def action_page(self, direction: int) -> None:
+        log = self.query_one("#log", ChatLog)
+        if direction > 0:
+            log.scroll_page_down(animate=False)
+        else:
+            log.scroll_page_up(animate=False)
 
     def _say(self, text: str, kind: str) -> None:
         self._add(Bubble(text, kind))

@@ -141,11 +141,20 @@ class Target:
     agent: str | None = None
 
 
+def _ends_turn(entry: Entry, agent: str) -> bool:
+    """An entry that ends an agent's turn: Vibey's reply without tool calls, an external agent's reply
+    (one a turn, its calls in it), or the notice of the agent's failure."""
+    if entry.kind == "assistant":
+        return not entry.calls or entry.source.name != VIBEY
+    return entry.kind == "harness" and entry.source.name == agent
+
+
 def entry_line(entry: Entry) -> Line:
     """A record entry for the screen: the tag line apart from the text for any non-user input (T1)."""
     calls = tuple(f"{c.name} {c.arguments}" for c in entry.calls)
     if entry.kind in ("user", "assistant"):
-        return Line(entry.seq, entry.kind, "", entry.text, calls)
+        agent = entry.source.name if entry.kind == "assistant" else ""
+        return Line(entry.seq, entry.kind, "", entry.text, calls, agent)
     tag, _, body = render_entry_text(entry).partition("\n")
     return Line(entry.seq, entry.kind, tag, body, calls)
 
@@ -344,13 +353,8 @@ class ChatDriver:
                 return self._switch.get_nowait()
             except queue.Empty:
                 pass
-            for entry in attached.store.query(EntryQuery(attached.session_id, seq_from=self._shown + 1)):
-                self._shown = max(self._shown, entry.seq)
-                if entry.seq not in self._mine:  # the person's own words are on the screen already
-                    self._notify(InputShown(entry_line(entry)))
-                if entry.kind == "assistant" and not entry.calls and entry.seq > self._asked > 0:
-                    self._asked = 0  # answered
-                    self._notify(Busy(False))
+            with self._lock:  # a message posted meanwhile is in the record and in `_mine`, or in neither
+                self._show_recorded(attached)
             if self._asked and not attached.hosted():
                 alone_since = alone_since or time.monotonic()
                 if time.monotonic() - alone_since >= TAKE_OVER_S:  # its host went away: host it here
@@ -359,6 +363,17 @@ class ChatDriver:
                 alone_since = None
             self._wake.wait(self.poll_s)
             self._wake.clear()
+
+    def _show_recorded(self, attached: Attached) -> None:
+        """What the host recorded since the last look: each entry as the screen shows it (the person's
+        own messages sent from here are on it already); an answer ends the wait for one."""
+        for entry in attached.store.query(EntryQuery(attached.session_id, seq_from=self._shown + 1)):
+            self._shown = max(self._shown, entry.seq)
+            if entry.seq not in self._mine:
+                self._notify(InputShown(entry_line(entry)))
+            if entry.seq > self._asked > 0 and _ends_turn(entry, attached.agent):
+                self._asked = 0  # answered
+                self._notify(Busy(False))
 
     def _serve(self, live: Live) -> Target | None:
         while True:

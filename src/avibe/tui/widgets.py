@@ -7,9 +7,15 @@ import json
 import time
 from typing import Any, ClassVar, Final
 
+from markdown_it import MarkdownIt
+from rich.console import RenderableType
+from rich.markdown import Markdown
+from rich.table import Table
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.geometry import Size
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static, TextArea
@@ -18,6 +24,8 @@ from avibe.tools.approval import ApprovalRequest, Decision
 
 NEWLINE_KEYS: Final = frozenset({"ctrl+j", "shift+enter", "alt+enter", "ctrl+enter"})
 OUTPUT_SHOWN: Final = 4_000  # characters of a tool's output a tool line expands to
+DIFF_SHOWN: Final = 16  # lines of a write's diff the approval question shows
+CODE_THEME: Final = "monokai"  # code blocks in replies: a dark theme, like the chat's
 
 
 def safe(text: str) -> Text:
@@ -88,15 +96,72 @@ class ChatInput(TextArea):
         return True
 
 
-class Bubble(Static):
-    """One line of the conversation; its class says whose (user, vibey, input, error, notice, output)."""
+class ChatLog(VerticalScroll):
+    """The conversation. It follows its end while lines are added and a reply grows, until the person
+    scrolls up (wheel, PageUp, the scrollbar); it then stays where they read, and follows again once they
+    are back at the end. `Away` tells the app when that changes (it shows "new messages below")."""
 
-    def __init__(self, text: str, kind: str, *, prefix: str = "") -> None:
+    class Away(Message):
+        def __init__(self, away: bool) -> None:
+            super().__init__()
+            self.away = away
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.away = False
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        # Only the person moves the view up: what the chat does is scroll down to the end (a shrinking
+        # conversation clamps the position to the end too).
+        if new_value >= self.max_scroll_y:
+            self._set_away(False)
+        elif new_value < old_value:
+            self._set_away(True)
+
+    def _set_away(self, away: bool) -> None:
+        if away != self.away:
+            self.away = away
+            self.post_message(self.Away(away))
+
+    def on_resize(self, event: events.Resize) -> None:
+        self.follow()  # the terminal changed size
+
+    def watch_virtual_size(self, size: Size) -> None:
+        self.follow()  # a line was added, a reply grew or was rendered again
+
+    def clear(self) -> None:
+        """Another session: the conversation starts empty, and followed."""
+        self.remove_children()
+        self._set_away(False)
+
+    def follow(self) -> None:
+        """Something was added or grew: show the end, unless the person scrolled up to read."""
+        if not self.away:
+            self.scroll_end(animate=False, immediate=False)
+
+
+class Bubble(Static):
+    """One line of the conversation; its class says whose (user, vibey, input, error, notice, output).
+
+    A reply (`markdown=True`) is rendered as markdown - headings, lists, tables, code blocks with their
+    syntax highlighted - beside its writer's name; else the text is shown as written. While a reply
+    streams, it is re-rendered at most every `RENDER_EVERY_S` (parsing all of a long reply at every token
+    would make typing wait), and at once when it is complete."""
+
+    RENDER_EVERY_S: ClassVar[float] = 0.05
+
+    def __init__(self, text: str, kind: str, *, prefix: str = "", markdown: bool = False) -> None:
         super().__init__(classes=kind)
-        self.kind, self.prefix, self.body = kind, prefix, text
+        self.kind, self.prefix, self.body, self.markdown = kind, prefix, text, markdown
+        self._due = False  # a re-render is scheduled
         self._render_body()
 
     def _render_body(self) -> None:
+        self._due = False
+        if self.markdown:
+            self.update(markdown_reply(self.prefix, self.body))
+            return
         shown = Text(self.prefix, style="bold") if self.prefix else Text()
         shown.append_text(safe(self.body))
         self.update(shown)
@@ -104,7 +169,49 @@ class Bubble(Static):
     def add(self, piece: str) -> None:
         """A streamed piece of the reply."""
         self.body += piece
-        self._render_body()
+        if not self.markdown:
+            self._render_body()
+        elif not self._due:
+            self._due = True
+            self.set_timer(self.RENDER_EVERY_S, self._render_body)
+
+    def complete(self) -> None:
+        """The reply is whole: render what a pending re-render would."""
+        if self._due:
+            self._render_body()
+
+    def set_markdown(self, markdown: bool) -> None:
+        """Plain text or rendered markdown (`/plain` toggles)."""
+        if markdown != self.markdown:
+            self.markdown = markdown
+            self._render_body()
+
+
+def markdown_reply(prefix: str, body: str) -> RenderableType:
+    """The writer's name, and beside it the reply rendered as markdown (a model's text is rendered, never
+    read as console markup; control characters are shown escaped, as in `safe`)."""
+    grid = Table.grid(padding=0, expand=True)
+    grid.add_column(no_wrap=True)
+    grid.add_column(ratio=1)
+    grid.add_row(Text(prefix, style="bold"), ReplyMarkdown(safe(body).plain))
+    return grid
+
+
+class ReplyMarkdown(Markdown):
+    """Rich's markdown, except that a line break in a paragraph stays a line break: models write lines
+    meant as lines (an address, a short list without bullets), as the other agents' terminals show. A
+    link shows its address after its text instead of hiding it behind the words (the model wrote both)."""
+
+    PARSER: ClassVar[MarkdownIt] = MarkdownIt().enable(["strikethrough", "table"])
+
+    def __init__(self, markup: str) -> None:
+        super().__init__("", code_theme=CODE_THEME, hyperlinks=False)
+        self.markup = markup
+        self.parsed = self.PARSER.parse(markup)
+        for block in self.parsed:
+            for token in block.children or ():
+                if token.type == "softbreak":
+                    token.type = "hardbreak"
 
 
 class InputBubble(Static):
@@ -167,6 +274,9 @@ class ApprovalBar(Widget, can_focus=True):
         detail = f" ({r.detail})" if r.detail else ""
         text = Text(f"{r.tool} wants to {verb}{detail}:\n", style="bold")
         text.append_text(safe(r.subject))
+        if r.diff:
+            text.append("\n")
+            text.append_text(diff_text(r.diff, DIFF_SHOWN))
         text.append("\nallow? [y]es / [n]o / [a]lways (this session)", style="bold")
         return text
 
