@@ -53,3 +53,42 @@ def test_the_readme_screenshot_is_made_from_the_running_chat(make_chat: Any, wor
     run(scenario)
     svg = (DOCS / "chat.svg").read_text(encoding="utf-8")
     assert svg.startswith("<svg") and "vibey" in svg and "ctx" in svg and "allow" in svg
+
+
+MARKDOWN_REPLY = """## Ticket 001: done
+
+Renamed the flag in the CLI help; the tests pass.
+
+- `--verbose` is now `--loud` in `cli.py`
+- the old name still works, with a warning
+- vendor/ is untouched, as you asked
+
+```python
+HELP = "--loud: say more"
+ALIASES = {"--verbose": "--loud"}  # warns once
+```
+
+| ticket | state |
+|--------|-------|
+| 001    | done  |
+| 002    | next  |
+"""
+
+
+def test_the_markdown_screenshot_is_made_from_a_rendered_reply(make_chat: Any) -> None:
+    """docs/chat-markdown.svg: a reply with a heading, a list, a code block and a table, rendered (issue
+    29); `/plain` would show the same reply as written."""
+    app, sessions = make_chat([reply(MARKDOWN_REPLY)], window=32_768)
+    sessions.new_id = "s-20261201-d4e5f6"
+    app.workdir = Path("~/src/release-queue")
+
+    async def scenario() -> None:
+        async with app.run_test(size=(104, 34)) as pilot:
+            await pilot.press(*"Do ticket 001 and tell me what changed.", "enter")
+            await until(pilot, lambda: bubbles(app, "assistant") and "idle" in status(app))
+            await pilot.pause(0.3)
+            app.save_screenshot("chat-markdown.svg", str(DOCS))
+
+    run(scenario)
+    svg = (DOCS / "chat-markdown.svg").read_text(encoding="utf-8")
+    assert "Ticket&#160;001:&#160;done" in svg and "##" not in svg and "```" not in svg

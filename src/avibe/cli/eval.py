@@ -208,7 +208,8 @@ def eval_command(
     threshold: Annotated[
         float | None,
         typer.Option(
-            "--threshold", help="Compact above this fraction of the window; default Vibey's own trigger (F1)."
+            "--threshold",
+            help="Compact above this fraction of the window; default Vibey's own checkpoint trigger.",
         ),
     ] = None,
     jobs: Annotated[int, typer.Option("--jobs", "-j", help="Runs in parallel (one model per worker).")] = 1,

@@ -101,8 +101,8 @@ def import_command(
         typer.Option("--scenario-out", help="Also write the replay conversation as a scenario file."),
     ] = None,
 ) -> None:
-    """Import a session: the person's messages and the replies go into the record (tool output does not,
-    A3); the whole conversation is kept for replays."""
+    """Import a session: the person's messages and the replies go into the record (tool output does not);
+    the whole conversation is kept for replays."""
     if fmt != "auto" and fmt not in FORMATS:
         raise BadArgument(f"--format must be auto, claude, codex or opencode, not {shown(fmt)}")
     _check_text("--user", user, 128)

@@ -6,6 +6,7 @@ KeyError from deep inside a host.
 
     "workdir"           WorkdirState        the folder the session works in (any host runs it there)
     "agent"             AgentState          which agent works in the session (absent: Vibey)
+    "title"             TitleState          the title the person gave the session (the chat's /rename)
     "backend.<name>"    BackendState        an external agent's own session id and how far it has read
     "delegations"       DelegationsState    the runs this session delegated, and which were reported
     "background_jobs"   JobsState           the job counter, and the jobs running when it was saved
@@ -72,6 +73,24 @@ class AgentState:
         if data is None:
             return cls()
         return cls(_field(cls.KEY, _document(cls.KEY, data), "name", str, VIBEY) or VIBEY)
+
+
+@dataclass(frozen=True, slots=True)
+class TitleState:
+    """The session's title as the person named it (the session row's own `title` is the folder it was
+    started in, which `--continue` looks sessions up by, so a title of words lives here)."""
+
+    KEY = "title"
+    title: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title}
+
+    @classmethod
+    def from_stored(cls, data: object | None) -> Self:
+        if data is None:
+            return cls()
+        return cls(_field(cls.KEY, _document(cls.KEY, data), "title", str, ""))
 
 
 @dataclass(frozen=True, slots=True)

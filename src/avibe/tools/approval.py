@@ -50,12 +50,14 @@ _SHELL_CONTROL: Final = re.compile(r"[;&|`<>\n\r]|\$\(")
 @dataclass(frozen=True, slots=True)
 class ApprovalRequest:
     """What the person is asked to approve: `subject` is the command line or the path (as the model sees
-    it, relative to the working directory); `detail` says more (e.g. "overwrite, 120 bytes")."""
+    it, relative to the working directory); `detail` says more (e.g. "new file, 12 lines"); `diff` is the
+    change a write would make (a unified diff; a new file's lines as additions), shown before y / n / a."""
 
     tool: str
     action: Action
     subject: str
     detail: str = ""
+    diff: str = ""
 
 
 class Approver(Protocol):
@@ -166,7 +168,7 @@ class ApprovalPolicy:
         self.mode, self.rules, self.approver = mode, rules or Rules(), approver
         self._always: set[tuple[Action, str]] = set()
 
-    def check_write(self, tool: str, path: str, detail: str = "") -> None:
+    def check_write(self, tool: str, path: str, detail: str = "", diff: str = "") -> None:
         """Raise ToolError unless `tool` may change `path` (workdir-relative, links resolved)."""
         rule = self.rules.denied_by(path)
         if rule is not None:
@@ -176,7 +178,7 @@ class ApprovalPolicy:
                 "it must change, tell the person."
             )
         if self.mode == "ask" and self.rules.write_allowed_by(path) is None:
-            self._ask(ApprovalRequest(tool, "write", path, detail))
+            self._ask(ApprovalRequest(tool, "write", path, detail, diff))
 
     def check_command(self, command: str) -> None:
         """Raise ToolError unless the shell may run `command` now (ask mode: allowed or approved)."""

@@ -21,6 +21,7 @@ import difflib
 import hashlib
 import io
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -36,6 +37,7 @@ MAX_DIFF_LINES: Final = 40  # edit_file's diff: enough to check the edit, never 
 MAX_DIFF_LINE_CHARS: Final = 200
 WRITE_MODES: Final = ("overwrite", "append")
 _BINARY_PROBE: Final = 8_192
+MAX_PREVIEW_BYTES: Final = 2_000_000  # a larger file is not read to show a diff before approval
 
 Seen = Literal["fresh", "unread", "changed"]
 Binary = io.BufferedReader | io.BufferedRandom  # what os.fdopen gives for "rb" and "r+b"
@@ -66,16 +68,68 @@ class ReadLedger:
         return "fresh" if self._seen[path] == digest else "changed"
 
 
+Preview = Callable[[Path, str], tuple[str, str]]  # (resolved path, shown path) -> (detail, diff)
+
+
 def _approved(
-    approval: ApprovalPolicy | None, policy: PathPolicy, tool: str, raw: str, detail: str
+    approval: ApprovalPolicy | None, policy: PathPolicy, tool: str, raw: str, preview: Preview
 ) -> Path | None:
     """The resolved path once the approval policy lets `tool` change it (None without a policy);
-    ToolError naming the rule, or the person's refusal, otherwise."""
+    ToolError naming the rule, or the person's refusal, otherwise. In ask mode the person sees the
+    change first: a diff, or a new file's lines (`preview`, run only when someone will be asked)."""
     if approval is None:
         return None
     path = policy.writable(raw)
-    approval.check_write(tool, policy.show(path), detail)
+    shown = policy.show(path)
+    detail, diff = preview(path, shown) if approval.mode == "ask" else ("", "")
+    approval.check_write(tool, shown, detail, diff)
     return path
+
+
+def _current_text(path: Path) -> str | None:
+    """The file's text as it is now, for a preview; None when there is none to show (missing, too large,
+    binary, not UTF-8)."""
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_PREVIEW_BYTES:
+            return None
+        data = path.read_bytes()
+        return None if b"\x00" in data[:_BINARY_PROBE] else data.decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def _added(content: str, shown: str) -> str:
+    """A new file's (or an append's) lines as a diff of additions, cut like `_diff`."""
+    return _diff("", content, shown)
+
+
+def _lines(count: int) -> str:
+    return f"{count} line{'' if count == 1 else 's'}"
+
+
+def _write_preview(content: str, mode: str) -> Preview:
+    def preview(path: Path, shown: str) -> tuple[str, str]:
+        lines = _lines(_line_count(content))
+        if not path.exists():
+            return f"new file, {lines}", _added(content, shown)
+        if mode == "append":
+            return f"append {lines}", _added(content, shown)
+        before = _current_text(path)
+        if before is None:
+            return f"overwrite with {lines}; no diff (a binary or large file)", ""
+        return f"overwrite: {_lines(_line_count(before))} become {lines}", _diff(before, content, shown)
+
+    return preview
+
+
+def _edit_preview(old: str, new: str) -> Preview:
+    def preview(path: Path, shown: str) -> tuple[str, str]:
+        before = _current_text(path)
+        if before is None or before.count(old) != 1:
+            return f"replace {len(old)} chars", ""  # the edit itself says what is wrong
+        return "edit", _diff(before, before.replace(old, new, 1), shown)
+
+    return preview
 
 
 def _same_path(checked: Path | None, opened: Path, raw: str) -> None:
@@ -234,7 +288,7 @@ class WriteFile(BaseTool):
         if mode not in WRITE_MODES:
             raise ToolError(f"write_file: mode must be overwrite or append, got {mode!r:.40}")
         flags = os.O_RDWR | (os.O_APPEND if mode == "append" else 0)
-        checked = _approved(self._approval, self._policy, "write_file", raw, f"{mode}, {len(content)} chars")
+        checked = _approved(self._approval, self._policy, "write_file", raw, _write_preview(content, mode))
         path, fd, created = self._policy.open_writable(raw, flags, create=True)
         with os.fdopen(fd, "r+b") as f:
             if checked is not None and path != checked and created:
@@ -331,7 +385,7 @@ class EditFile(BaseTool):
             )
         if old == new:
             raise ToolError("edit_file: `old` and `new` are the same; nothing would change")
-        checked = _approved(self._approval, self._policy, "edit_file", raw, f"replace {len(old)} chars")
+        checked = _approved(self._approval, self._policy, "edit_file", raw, _edit_preview(old, new))
         path, fd, _ = self._policy.open_writable(raw, os.O_RDWR)
         with os.fdopen(fd, "r+b") as f:
             _same_path(checked, path, raw)

@@ -26,24 +26,28 @@ class Cli(Protocol):
 
 
 HELP: Final = """Commands
-  /new                  start a new session (what a U3 stop asks for)
-  /sessions             the sessions in the record
+  /new                  start a new session (what Vibey asks for when its context is too full to go on)
+  /sessions             the sessions: title, agent, when last active
+  /rename TITLE         give this session a title (/sessions shows it)
   /resume [ID]          resume a session (ID or its start; default: the latest other one of this folder)
   /model [NAME]         show the model, or go on in this session with another one
   /agent [NAME]         who works in this session and the agents found, or go on with another:
-                        vibey, claude-code, codex, opencode (they keep their own context: L5)
+                        vibey, claude-code, codex, opencode (they keep their own context)
   /log [FILTERS]        search this session's record - vibe log's filters: --user --kind K --grep TEXT
                         --from-seq A --to-seq B --since T --until T --limit N (--session S for another)
   /checkpoints [--show N | --diff N M]
                         this session's checkpoints: list, one whole (mind, memo, scene), diff two minds
   /skills               the skills Vibey can load
+  /plain                replies as written, or (again) rendered as markdown
   /help                 this list;  /quit  leave (the session stays resumable)
 Keys
   Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history · Ctrl-C cancel the running step,
-  twice quit · y / n / a answer an approval · click a tool line to see its arguments and output"""
+  twice quit · y / n / a answer an approval · click a tool line to see its arguments and output
+  PageUp / PageDown scroll the conversation; scrolled up, it stays put - PageDown to the end follows again"""
 
 NAMES: Final = (
-    "new", "sessions", "resume", "model", "agent", "log", "checkpoints", "skills", "help", "quit", "exit"
+    "new", "sessions", "rename", "resume", "model", "agent", "log", "checkpoints", "skills", "plain", "help",
+    "quit", "exit",
 )  # fmt: skip
 
 

@@ -17,13 +17,15 @@ from avibe.tools.approval import ApprovalRequest
 class Line:
     """One entry of the record as the chat shows it: who (`kind`), the source tag line for anything the
     person did not type (T1, written by the harness from stored fields), the text, and the tool calls
-    an assistant reply made (names and arguments)."""
+    an assistant reply made (names and arguments), and for a reply the agent that wrote it (a session may
+    change agents: each reply keeps its own label)."""
 
     seq: int
     kind: Kind
     tag: str
     text: str
     calls: tuple[str, ...] = ()
+    agent: str = ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -68,7 +68,7 @@ window.AvibeInspector = (function () {
       {},
       { label: "view tokens", stroke: "#1f6feb", width: 2, points: { show: true, size: 7, fill: "#1f6feb" } },
       { label: "from prompt cache", stroke: "#2da44e", fill: "rgba(45,164,78,0.15)", points: { show: false } },
-      { label: "trigger (F1)", stroke: "#d29922", dash: [8, 4], points: { show: false } },
+      { label: "checkpoint trigger", stroke: "#d29922", dash: [8, 4], points: { show: false } },
       { label: "window", stroke: "#cf222e", dash: [2, 3], points: { show: false } },
     ];
     const opts = {
