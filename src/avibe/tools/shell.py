@@ -104,10 +104,12 @@ class Shell(BaseTool):
             with out_path.open("wb") as output:
                 process = self._sandbox.start(command, output, Path(tmp) / "report")
             started = time.monotonic()
-            waited = wait_or_stop(process.proc, timeout, self._stop)  # timed out: `stop` kills it
-            if waited == "stopped":
-                terminate_group(process.pid)  # SIGTERM first; `stop` kills what is left
-            ended = process.stop()
+            try:
+                waited = wait_or_stop(process.proc, timeout, self._stop)  # timed out: `stop` kills it
+                if waited == "stopped":
+                    terminate_group(process.pid)  # SIGTERM first; `stop` kills what is left
+            finally:  # also when this thread is interrupted (Ctrl-C in `vibe run`): nothing is left running
+                ended = process.stop()
             text, _ = read_bounded(out_path, MAX_OUTPUT_CHARS)
         if waited == "stopped":
             return ToolResult(output=self._stopped(time.monotonic() - started, text), is_error=True)
