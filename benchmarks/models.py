@@ -2,11 +2,23 @@
 that extends the previous one (and of a checkpoint turn appended to a long live conversation).
 
 Run: `.venv/bin/python benchmarks/models.py` (needs `vibe models install`). Prints; asserts nothing.
+
+`benchmarks/models.py --agent [TIER ...]` measures each embedded tier as Vibey's agent instead (the figures
+that chose the default tier, docs/configuration.md): two tasks through `vibe run --json` in a fresh folder
+and home - "Say hi in five words" and a three-step edit - with the wall time, the model steps, the time
+per step, whether the turn ended in a loop stop, and whether the edit's files came out right. The machine's
+load average is printed with each figure (on 2 shared cores it changes the times several-fold).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import llama_cpp
 
@@ -69,5 +81,61 @@ def main() -> None:
     )
 
 
+EDIT_TASK = (
+    "Three steps: in notes.txt change the word colour to color; then append the line 'Reviewed.' to "
+    "notes.txt; then create done.txt containing the single word yes."
+)
+EDIT_FILES = {"notes.txt": "Pick a colour for the logo.\n"}
+
+
+def _edit_result(folder: Path) -> str:
+    """Which of the edit task's three steps are in the files (judged from the files, not the reply)."""
+    notes = (folder / "notes.txt").read_text(encoding="utf-8") if (folder / "notes.txt").exists() else ""
+    done = folder / "done.txt"
+    steps = {
+        "color": "color" in notes and "colour" not in notes,
+        "appended": "Reviewed." in notes,
+        "done.txt": done.exists() and done.read_text(encoding="utf-8").strip().lower() == "yes",
+    }
+    return ", ".join(f"{k} {'ok' if v else 'MISSING'}" for k, v in steps.items())
+
+
+def _agent_task(tier: str, task: str, files: dict[str, str]) -> str:
+    """One `vibe run --json` of `task` on `tier` in a fresh folder and Avibe home; one line of figures."""
+    with tempfile.TemporaryDirectory(prefix="avibe-tier-") as tmp:
+        folder, home = Path(tmp, "work"), Path(tmp, "home")
+        folder.mkdir()
+        for name, text in files.items():
+            (folder / name).write_text(text, encoding="utf-8")
+        env = {**os.environ, "AVIBE_HOME": str(home), "AVIBE_MODEL": tier}
+        vibe = str(Path(sys.executable).with_name("vibe"))
+        load = os.getloadavg()[0]
+        start = time.perf_counter()
+        done = subprocess.run(
+            [vibe, "run", "--json", task], cwd=folder, env=env, capture_output=True, text=True, check=False
+        )
+        seconds = time.perf_counter() - start
+        events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+        calls = [e for e in events if e["kind"] == "model_call"]
+        stops = [e["message"] for e in events if e["kind"] == "stop"]
+        replies = [e["text"] for e in events if e["kind"] == "reply"]
+        per_step = sum(e["seconds"] for e in calls) / max(1, len(calls))
+        outcome = f"LOOP STOP ({stops[0][:90]})" if stops else f"answered {(replies or [''])[-1][:60]!r}"
+        judged = f"; files: {_edit_result(folder)}" if files else ""
+        return (
+            f"{tier}: {seconds:.0f} s, {len(calls)} steps, {per_step:.1f} s/step, {outcome}{judged} "
+            f"(load {load:.2f} at start, {os.getloadavg()[0]:.2f} at end)"
+        )
+
+
+def agent_tiers(tiers: list[str]) -> None:
+    for tier in tiers:
+        print(_agent_task(tier, "Say hi in five words", {}), flush=True)
+        print(_agent_task(tier, EDIT_TASK, EDIT_FILES), flush=True)
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:2] == ["--agent"]:
+        agent_tiers(sys.argv[2:] or ["embedded", "embedded-1.5b"])
+    else:
+        main()

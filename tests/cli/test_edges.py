@@ -369,7 +369,7 @@ def test_settings_come_from_the_environment_then_the_project_then_the_user_file(
     )
     assert (env.model, env.user_name, env.model_window) == ("embedded", "ada", 64_000)
     alone = load_settings({}, project_dir=tmp_path / "elsewhere", user_config=tmp_path / "none.toml")
-    assert (alone.model, alone.model_window) == ("embedded", None)
+    assert (alone.model, alone.model_window) == ("embedded-1.5b", None)  # the default tier (issue 32)
 
 
 @pytest.mark.parametrize(

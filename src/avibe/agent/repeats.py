@@ -20,7 +20,10 @@ Instead:
     failure is told to stop;
   * that note is the harness's own mark in the history (FAILED_AGAIN, at the end of the tool message
     with the call's id), so `loop_stop_reason` stops the turn before a 3rd run of a call whose output
-    carries it, i.e. before four repeats.
+    carries it, i.e. before four repeats;
+  * a tool that gave the same error-shaped output ("<tool>: ...", the tools' error convention) to the
+    last SAME_ERROR_RUNS calls in a row is not run again, whatever the arguments: the issue 32 demo sent
+    `send_to_session` to a session that does not exist with a new text each time, so no call repeated.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from avibe.record.entries import NON_HUMAN_INPUT_KINDS
 from avibe.record.messages import ChatMessage, ToolCall
 
 MAX_SAME_CALLS: Final = 4
+SAME_ERROR_RUNS: Final = 3  # the same tool, the same error, this many times in a row: the next is a loop
 CYCLE_PERIODS: Final = (2, 3)  # A,B,A,B and A,B,C,A,B,C; period 1 is the plain repeat
 NOTE_START: Final = "\n[Avibe: "
 FAILED_AGAIN: Final = "this call failed, and you already made exactly this call"
@@ -153,12 +157,31 @@ def _retried_failure(segment: Sequence[ChatMessage]) -> ToolCall | None:
     return next((c for c in pending if _key(c) in failed_twice), None)
 
 
+def _without_note(content: str) -> str:
+    start = content.rfind(NOTE_START)
+    return content[:start] if start >= 0 else content
+
+
+def _same_error_streak(segment: Sequence[ChatMessage]) -> str | None:
+    """The tool whose last SAME_ERROR_RUNS run calls all gave the same error-shaped output, when the
+    reply not run yet calls it again; else None."""
+    outputs = _outputs(segment)
+    done = [(c.name, _without_note(outputs[c.id])) for c in _calls(segment) if c.id in outputs]
+    pending = [c.name for c in _calls(segment) if c.id not in outputs]
+    last = done[-SAME_ERROR_RUNS:]
+    if len(last) < SAME_ERROR_RUNS or len(set(last)) != 1:
+        return None
+    name, output = last[0]
+    return name if output.startswith(f"{name}:") and name in pending else None
+
+
 def loop_stop_reason(history: Sequence[ChatMessage]) -> str | None:
     """A one-line reason to stop the turn before running the latest reply's calls, or None.
 
     Stops when the same call came MAX_SAME_CALLS times in a row, when a cycle of 2 or 3 calls has run
-    MAX_SAME_CALLS full times, or when a call that already failed twice (its output carries the
-    "failed again" note) is made a third time.
+    MAX_SAME_CALLS full times, when a call that already failed twice (its output carries the
+    "failed again" note) is made a third time, or when a tool that gave the same error to its last
+    SAME_ERROR_RUNS calls in a row is called again (other arguments, same dead end).
     """
     segment = _segment(history)
     keys = [_key(c) for c in _calls(segment)]
@@ -174,4 +197,7 @@ def loop_stop_reason(history: Sequence[ChatMessage]) -> str | None:
     retried = _retried_failure(segment)
     if retried is not None:
         return f"a tool call that failed twice was made again ({_show(_key(retried))})"
+    same_error = _same_error_streak(segment)
+    if same_error is not None:
+        return f"{same_error} gave the same error {SAME_ERROR_RUNS} times in a row and was called again"
     return None

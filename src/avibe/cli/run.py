@@ -1,24 +1,15 @@
-"""`vibe run` (headless Vibey) and `vibe demo` (the bundled example task on the embedded model)."""
+"""`vibe run` (headless Vibey); `vibe demo` lives in cli/demo.py and is registered here, beside it."""
 
 from __future__ import annotations
 
-import hashlib
-import re
-import shutil
 import sys
-import tempfile
-import time
-from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated
 
 import typer
-import yaml
 
-from avibe.agent.loop import fresh_checkpoint_for_display
 from avibe.cli.options import (
     BadArgument,
-    DemoWorkdirOpt,
     ModelOpt,
     SessionOpt,
     StepsOpt,
@@ -30,21 +21,10 @@ from avibe.cli.options import (
     require_session,
     shown,
 )
-from avibe.cli.terminal import EventPrinter, announce, die, settings_or_die, terminal_approver
-from avibe.compose import SystemClock, VibeySession, open_record, open_session, session_agent
+from avibe.cli.terminal import EventPrinter, announce, settings_or_die, terminal_approver
+from avibe.compose import SystemClock, open_record, open_session, session_agent
 from avibe.config import Settings
-from avibe.errors import AvibeError
-from avibe.host.events import CheckpointAccepted, CheckpointFallback, Event
 from avibe.host.sessions import find_session
-from avibe.ports import RecordStore
-from avibe.record.entries import KINDS, Source
-
-DEMO_WINDOW = 8192  # small enough that the example checkpoints within minutes; at 6,144 the system prompt
-# (~1,600 tokens of rules and tool schemas) and the checkpoint left room for two steps between checkpoints
-# The 0.5B default model keeps every harness guarantee, but as an agent it loops on one tool call and
-# never gets through a ticket; the 1.5B tier does the tickets, so the demo shows checkpoints in real work.
-DEMO_MODEL = "embedded-1.5b"
-DEMO_WATCH_WAIT_S = 30.0  # how long the demo waits for its watch to see a change (it looks every second)
 
 TaskOpt = Annotated[
     str | None,
@@ -206,181 +186,8 @@ def _attach(
     return followed.reply is not None, True
 
 
-def _demo_script() -> dict[str, Any]:
-    script = resources.files("avibe.examples").joinpath("release_queue/script.yaml").read_text("utf-8")
-    data: dict[str, Any] = yaml.safe_load(script)
-    return data
-
-
-def _demo_inputs() -> list[dict[str, Any]]:
-    inputs: list[dict[str, Any]] = _demo_script()["inputs"]
-    return inputs
-
-
-def _tree_digest(folder: Path) -> dict[str, str]:
-    """Every file under `folder` (relative path -> sha256): to tell whether the user's rule held."""
-    if not folder.is_dir():
-        return {}
-    return {
-        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(folder.rglob("*"))
-        if p.is_file()
-    }
-
-
-def _ticket_done(workdir: Path, check: dict[str, str]) -> str | None:
-    """None when the ticket's change is in the files, else what is missing."""
-    path = workdir / check["file"]
-    if not path.is_file():
-        return f"{check['file']} does not exist"
-    text = path.read_text(encoding="utf-8", errors="replace")
-    if "has" in check and check["has"] not in text:
-        return f"{check['file']} lacks {check['has']!r}"
-    if "lacks" in check and check["lacks"] in text:
-        return f"{check['file']} still has {check['lacks']!r}"
-    return None
-
-
-def demo_report(workdir: Path, protected_before: dict[str, str]) -> list[str]:
-    """What a person would check after the demo: the tickets done, the changelog, and the user's rule."""
-    script = _demo_script()
-    lines = ["=== How the work went (checked in the files) ==="]
-    for ticket, check in script["checks"].items():
-        missing = _ticket_done(workdir, check)
-        lines.append(f"ticket {ticket}: " + ("done" if missing is None else f"not done ({missing})"))
-    changelog = workdir / "CHANGELOG.md"
-    logged = re.findall(r"^- *(\d{3})\b", changelog.read_text(encoding="utf-8", errors="replace"), re.M)
-    lines.append(f"CHANGELOG.md lines for tickets: {', '.join(logged) or 'none'}")
-    protected = script["protected"]
-    after = _tree_digest(workdir / protected)
-    changed = sorted(k for k in {*protected_before, *after} if protected_before.get(k) != after.get(k))
-    rule = f'the user\'s rule "never modify anything under {protected}/"'
-    lines.append(f"{rule}: " + (f"BROKEN ({', '.join(changed)} changed)" if changed else "kept (unchanged)"))
-    return lines
-
-
-def _copy_workspace(target: Path) -> None:
-    source = resources.files("avibe.examples").joinpath("release_queue/workspace")
-    with resources.as_file(source) as folder:
-        shutil.copytree(folder, target, dirs_exist_ok=True)
-
-
-def demo(
-    model: ModelOpt = None,
-    window: WindowOpt = DEMO_WINDOW,
-    workdir: DemoWorkdirOpt = None,
-    max_steps: StepsOpt = 12,
-) -> None:
-    """Run Vibey on the bundled example: a ticket queue handled oldest first, on a small window so
-    checkpoints happen; then show what the last checkpoint kept. (Model default: the 1.5B embedded tier.)"""
-    settings = settings_or_die()
-    model_name = model or DEMO_MODEL
-    printer = DemoPrinter(verbose=True)  # the demo shows the checkpoints a normal run keeps quiet
-    preflight_model(model_name, settings)
-    log_path = log_to_file(settings)
-    target = workdir or Path(tempfile.mkdtemp(prefix="vibey-demo-"))
-    _copy_workspace(target)
-    protected_before = _tree_digest(target / _demo_script()["protected"])
-    started = time.monotonic()
-    try:
-        with open_session(
-            settings,
-            model_name=model_name,
-            workdir=target.resolve(),
-            session_id=None,
-            window=window,
-            max_steps=max_steps,
-            events=printer,
-            approver=terminal_approver(),
-            on_hosted=lambda: announce(settings),
-        ) as live:
-            printer.store, printer.session = live.store, live.session_id
-            typer.echo(f"[session] {live.session_id} in {target} (window {window}; log: {log_path})")
-            _demo_feeds(live)
-            for item in _demo_inputs():
-                _demo_input(live, target, item)
-            live.host.run_until_idle()
-            stored = live.store.list_checkpoints(live.session_id)
-            typer.echo(f"\n=== {len(stored)} checkpoints; what the last one kept ===")
-            typer.echo(  # no placeholder scene when there was none: it read like a failed checkpoint
-                fresh_checkpoint_for_display(stored[-1])
-                if stored
-                else "(none: the context stayed below the trigger)"
-            )
-            typer.echo("\n" + "\n".join(demo_report(target, protected_before)))
-            minutes = (time.monotonic() - started) / 60
-            typer.echo(f"\n{len(stored)} checkpoints in {minutes:.1f} minutes.")
-            typer.echo(f"Inspect: vibe checkpoints -s {live.session_id}; vibe log -s {live.session_id}")
-    except AvibeError as exc:
-        die(str(exc))
-
-
-class DemoPrinter(EventPrinter):
-    """The demo says what each checkpoint kept as it happens (a normal run keeps it quiet, U1)."""
-
-    store: RecordStore | None = None
-    session = ""
-
-    def __call__(self, event: Event) -> None:
-        super().__call__(event)
-        if self.store is not None and isinstance(event, CheckpointAccepted | CheckpointFallback):
-            stored = self.store.list_checkpoints(self.session)
-            kept = fresh_checkpoint_for_display(stored[-1] if stored else None)
-            typer.echo("  " + kept.replace("\n", "\n  "))
-
-
-def _demo_feeds(live: VibeySession) -> None:
-    """The demo's watches, real ones: stored with the record and run by the session's host."""
-    import secrets
-
-    from avibe.ports import FeedStore
-    from avibe.record.feeds import ID_PREFIX, Feed
-    from avibe.sources.feeds import check_spec
-
-    store = cast(FeedStore, live.store)
-    for item in _demo_script().get("feeds", []):
-        fields = dict(item["watch"])
-        wake = not fields.pop("queue", False)
-        name = fields.pop("name")
-        feed_id = f"{ID_PREFIX['watch']}-{secrets.token_hex(4)}"
-        store.add_feed(Feed(feed_id, live.session_id, "watch", name, check_spec("watch", fields), wake))
-
-
-def _demo_write(live: VibeySession, workdir: Path, fields: dict[str, str]) -> None:
-    """Change a workspace file as another program would, then let the watch on it see the change."""
-    from avibe.ports import FeedStore
-
-    store = cast(FeedStore, live.store)
-    watches = [f for f in store.list_feeds(live.session_id) if f.spec.get("file") == fields["file"]]
-    deadline = time.monotonic() + DEMO_WATCH_WAIT_S
-    while any("digest" not in f.state for f in watches) and time.monotonic() < deadline:
-        live.host.poll_sources()  # the first look sets the baseline
-        time.sleep(0.2)
-        watches = [f for f in store.list_feeds(live.session_id) if f.spec.get("file") == fields["file"]]
-    before = live.store.get_session(live.session_id).entry_count
-    (workdir / fields["file"]).write_text(fields["text"] + "\n", encoding="utf-8")
-    while live.store.get_session(live.session_id).entry_count == before and time.monotonic() < deadline:
-        live.host.poll_sources()  # the watch posts (its tag line is printed as it arrives)
-        time.sleep(0.2)
-
-
-def _demo_input(live: VibeySession, workdir: Path, item: dict[str, Any]) -> None:
-    """A user input starts a turn; a write changes a file that a watch sees; anything else is posted with
-    its source and read by the next turn."""
-    if "user" in item:
-        typer.echo(f"\nuser> {item['user']}")
-        live.send(item["user"])
-        return
-    if "write" in item:
-        _demo_write(live, workdir, item["write"])
-        return
-    kind = next(iter(item))
-    if kind not in KINDS or kind in ("user", "assistant"):
-        raise AvibeError(f"demo script: unknown input kind {kind!r}")
-    fields = item[kind]
-    live.host.post(Source(kind, name=fields["name"], ref=fields.get("ref", "")), fields["text"])
-
-
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
+    from avibe.cli.demo import demo  # its own module: the demo's script, report and judging
+
     app.command("demo")(demo)

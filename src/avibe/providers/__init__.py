@@ -1,7 +1,7 @@
 """ModelClient adapters: the embedded local model, any hosted model (LiteLLM), the strict scripted model.
 
-Model names: `embedded` (default; Qwen2.5-Coder-0.5B-Instruct in process), `embedded-1.5b` (optional
-tier, Qwen2.5-Coder-1.5B-Instruct), `local:/path/model.gguf` (any GGUF), anything else = a hosted
+Model names: `embedded` (Qwen2.5-Coder-0.5B-Instruct in process), `embedded-1.5b` (the default,
+Qwen2.5-Coder-1.5B-Instruct), `local:/path/model.gguf` (any GGUF), anything else = a hosted
 `provider/model` through LiteLLM. `scripted` is for tests, which build `ScriptedModel` directly.
 Importing this package imports neither llama_cpp nor litellm.
 """

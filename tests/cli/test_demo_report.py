@@ -1,0 +1,131 @@
+"""The demo report's side by side (issue 32 item 1): what the checkpoint carried - the mission, the
+memo's rules with their message numbers, the scene - next to what a rewrite summary and a handoff carry
+for the same transcript, so a person sees the rule a summary lost."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from avibe.cli.demo import Timeline, comparison_lines, probe_lines, timeline_lines
+from avibe.cli.demo_compare import Column, checkpoint_column, kept_verbatim, run_baselines, side_by_side
+from avibe.providers.counting import TiktokenCounter
+from avibe.providers.scripted import ScriptedModel
+from avibe.record.checkpoint import MemoItem, StoredCheckpoint
+from avibe.record.messages import ChatMessage, ModelReply
+
+RULE = "Never modify anything under vendor/ - that code belongs to another team."
+ASK = "Ask me only when a ticket needs a decision you cannot take from the files."
+MIND = """## I am here
+Working through the ticket queue.
+
+## Goals
+### Mission
+- [M1] (active) Work through the tickets oldest first (message #1)
+### Workstreams
+- [W1] (active) ticket 002
+
+## Key decisions
+(none)
+
+## Lessons
+(none)
+"""
+
+
+def _stored() -> StoredCheckpoint:
+    memo = (MemoItem(1, f"{RULE} Please work through the tickets."), MemoItem(4, "Next ticket, please."))
+    scene = "Where the work stands: ticket 002 is next.\n<!-- guidance the template carries -->"
+    return StoredCheckpoint("s-1", 1, datetime(2026, 12, 4, tzinfo=UTC), MIND, memo, scene, upto_seq=7)
+
+
+def test_the_checkpoint_column_carries_mission_memo_with_numbers_and_scene() -> None:
+    column = checkpoint_column(_stored())
+    assert column.startswith("MISSION\n- [M1] (active) Work through the tickets oldest first (message #1)\n")
+    assert f"#1: {RULE} Please work through the tickets.\n#4: Next ticket, please." in column
+    assert column.endswith("SCENE\nWhere the work stands: ticket 002 is next.")  # guidance stripped
+
+
+def test_a_rule_counts_as_kept_only_in_the_users_words() -> None:
+    assert kept_verbatim(RULE, f"MEMO\n#1: {RULE.upper()}")
+    assert kept_verbatim(RULE, RULE.replace(" - ", "\n-  "))  # spacing and line breaks do not count
+    assert not kept_verbatim(RULE, "The user does not want the vendored code touched.")
+
+
+def test_the_side_by_side_names_the_rule_the_summary_lost() -> None:
+    rewrite = Column(
+        "rewrite summary", "SUMMARY\nThe user wants the tickets done; vendored code is off-limits."
+    )
+    handoff = Column("handoff", f"COPIED USER MESSAGE\n{RULE} Please work.\n\nSUMMARY\nTickets 001-002 done.")
+    lines = comparison_lines(_stored(), [rewrite, handoff], [RULE, ASK], width=90)
+    assert lines[0].startswith("=== Side by side") and "messages 1-7" in lines[0]
+    assert lines[1:9] == [
+        f'rule "{RULE}"',
+        "    Avibe checkpoint 1: kept verbatim (memo #1)",
+        "    rewrite summary: LOST",
+        "    handoff: kept verbatim",
+        f'rule "{ASK}"',
+        "    Avibe checkpoint 1: LOST",
+        "    rewrite summary: LOST",
+        "    handoff: LOST",
+    ]
+    table = lines[10:]
+    assert table[0].split(" | ") == ["AVIBE CHECKPOINT 1".ljust(28), "REWRITE SUMMARY".ljust(28), "HANDOFF"]
+    assert all(len(row) <= 90 for row in table)
+    left = " ".join(row.split(" | ")[0].strip() for row in table)
+    assert "#1: Never modify anything under vendor/" in left  # the memo's number stands by its rule
+
+
+def test_columns_of_different_lengths_line_up() -> None:
+    rows = side_by_side([Column("a", "one\ntwo\nthree"), Column("b", "x")], width=43)
+    assert rows == [
+        "A                    | B",
+        "-                    | -",
+        "one                  | x",
+        "two                  |",  # the gap stays: the right column reads as empty, not ended
+        "three                |",
+    ]
+
+
+def test_no_checkpoint_no_comparison_and_fewer_than_two_checkpoints_is_said() -> None:
+    assert comparison_lines(None, [], [RULE], 100) == [
+        "=== Side by side: no checkpoint, nothing to compare ==="
+    ]
+    timeline = Timeline(first_request=0.0, checkpoints=[(1, 150.0, "valid")])
+    lines = timeline_lines(timeline, 6144, 600.0)
+    assert lines == [
+        "=== 1 checkpoints on a 6,144-token window ===",
+        "checkpoint 1: 2.5 min after the first model request (valid)",
+        "(fewer than two checkpoints: the context stayed below the trigger)",
+        "the whole demo: 10.0 min",
+    ]
+
+
+def test_probe_answers_are_shown_under_the_question() -> None:
+    lines = probe_lines(
+        [("May you edit vendor/parser.txt?", "No: vendor/ belongs\nto another team."), ("Next?", "")]
+    )
+    assert lines[1:] == [
+        "user> May you edit vendor/parser.txt?",
+        "vibey> No: vendor/ belongs\n       to another team.",
+        "user> Next?",
+        "vibey> (no answer)",
+    ]
+
+
+def test_the_baselines_run_on_the_transcript_and_carry_what_they_return() -> None:
+    """Rewrite keeps only its summary; handoff copies the user's messages newest-first beside its own."""
+    model = ScriptedModel(
+        [ModelReply("Summary: tickets in progress."), ModelReply("Handoff: ticket 002 next.")]
+    )
+    transcript = [
+        ChatMessage("system", "You are a coding agent."),
+        ChatMessage("user", f"{RULE} Please work through the tickets."),
+        ChatMessage("assistant", "Reading tickets/001.md."),
+        ChatMessage("user", "Next ticket, please."),
+    ]
+    rewrite, handoff = run_baselines(transcript, model, TiktokenCounter(), 6144, 0.58)
+    assert rewrite.title == "rewrite summary" and rewrite.text.startswith("SUMMARY\n")
+    assert "Summary: tickets in progress." in rewrite.text and "COPIED" not in rewrite.text
+    assert handoff.title == "handoff" and handoff.text.startswith(f"COPIED USER MESSAGE\n{RULE}")
+    assert "SUMMARY\n" in handoff.text and "Handoff: ticket 002 next." in handoff.text
+    assert [r.messages[-1].kind for r in model.requests] == ["compaction_request"] * 2
