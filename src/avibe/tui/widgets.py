@@ -24,6 +24,7 @@ from avibe.tools.approval import ApprovalRequest, Decision
 
 NEWLINE_KEYS: Final = frozenset({"ctrl+j", "shift+enter", "alt+enter", "ctrl+enter"})
 OUTPUT_SHOWN: Final = 4_000  # characters of a tool's output a tool line expands to
+REASON_SHOWN: Final = 80  # characters of a failed tool's reason on its one line
 DIFF_SHOWN: Final = 16  # lines of a write's diff the approval question shows
 CODE_THEME: Final = "monokai"  # code blocks in replies: a dark theme, like the chat's
 
@@ -242,6 +243,35 @@ class ToolLine(Collapsible):
         if is_error:
             self.title = f"✗ {self.tool} {self.brief}"
             self.add_class("failed")
+
+    def failed_because(self, reason: str) -> None:
+        """An external agent's tool failed: the line says why - its first line, cut, behind the frame
+        mark (the tool's words, not the person's) - and expanded, the whole reason."""
+        from textual.markup import escape
+
+        first = reason.strip().splitlines()[0] if reason.strip() else ""
+        cut = first if len(first) <= REASON_SHOWN else first[: REASON_SHOWN - 1] + "…"
+        self.output.update(safe(reason))
+        self.title = f"✗ {self.tool} {self.brief} │ {escape(safe(cut).plain)}"
+        self.add_class("failed")
+
+
+def diff_text(diff: str, limit: int) -> Text:
+    """A unified diff, coloured: additions green, removals red, file and hunk lines dim; at most `limit`
+    lines (the question must stay on the screen), then how many more."""
+    lines = diff.splitlines()
+    shown = Text()
+    for number, line in enumerate(lines[:limit]):
+        piece = safe(line)
+        if line.startswith(("@@", "+++", "---")):
+            piece.stylize("dim")
+        elif line.startswith(("+", "-")):
+            piece.stylize("green" if line.startswith("+") else "red")
+        shown.append("\n" if number else "")
+        shown.append_text(piece)
+    if len(lines) > limit:
+        shown.append(f"\n… {len(lines) - limit} more lines", style="dim")
+    return shown
 
 
 class ApprovalBar(Widget, can_focus=True):
