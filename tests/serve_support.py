@@ -45,11 +45,13 @@ def vibe(
     return done
 
 
-def start_serve(env: dict[str, str], cwd: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+def start_serve(env: dict[str, str], cwd: Path, port: int, log: Path, *extra: str) -> subprocess.Popen[bytes]:
+    """`vibe serve --port port [extra...]`, its stdout and stderr into `log`; returns once it answers."""
     with log.open("ab") as output:
         process = subprocess.Popen(
-            [*VIBE, "serve", "--port", str(port)], env=env, cwd=cwd, stdout=output, stderr=subprocess.STDOUT
-        )
+            [*VIBE, "serve", "--port", str(port), *extra], env=env, cwd=cwd, stdout=output,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
     wait_for(lambda: _healthy(port) or _dead(process, log), timeout=60, what=f"vibe serve on {port}")
     return process
 

@@ -22,6 +22,7 @@ import contextlib
 import json
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
@@ -78,10 +79,42 @@ class ToolUse:
 
 @dataclass(frozen=True, slots=True)
 class ToolDone:
+    """A tool call ended; `reason` says why it failed, in one line, as the program reported it."""
+
     call_id: str
     name: str
     is_error: bool = False
     output_chars: int = 0
+    reason: str = ""
+
+
+REASON_CHARS: Final = 300  # the most a failed tool's one-line reason keeps
+_EXIT_LINE: Final = re.compile(r"exit code (-?\d+)", re.IGNORECASE)
+_ERROR_TAGS: Final = re.compile(r"</?tool_use_error>")  # Claude Code wraps some of its errors in these
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= REASON_CHARS else text[: REASON_CHARS - 1] + "…"
+
+
+def exit_reason(code: object, output: str) -> str:
+    """A command that exited non-zero: its exit code and its output's last line (where an error is
+    usually said: a compiler's, a test runner's summary, a shell's `No such file`)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    return _clipped(f"exit code {code}" + (f": {lines[-1]}" if lines else ""))
+
+
+def error_reason(text: str) -> str:
+    """Why a tool failed, in one line, from what the program's stream said about it: its first line
+    (a refused permission, an error message), or for Claude Code's `Exit code N` form the code and the
+    command's last output line; "" when it said nothing."""
+    lines = [line.strip() for line in _ERROR_TAGS.sub("", text).splitlines() if line.strip()]
+    if not lines:
+        return ""
+    exited = _EXIT_LINE.fullmatch(lines[0])
+    if exited is not None:
+        return exit_reason(exited.group(1), "\n".join(lines[1:]))
+    return _clipped(lines[0])
 
 
 Activity = ToolUse | ToolDone

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from avibe.backends.base import Activity, BackendFailed, Launch, Outcome, ToolDone, ToolUse
+from avibe.backends.base import Activity, BackendFailed, Launch, Outcome, ToolDone, ToolUse, error_reason
 
 AUTH_ERRORS: Final = frozenset({"authentication_failed", "permission_error", "billing_error"})
 FLAGS: Final = ("-p", "--input-format", "stream-json", "--output-format", "stream-json", "--verbose")
@@ -60,8 +60,9 @@ class ClaudeReader:
             return [use]
         if block.get("type") == "tool_result":
             call_id = str(block.get("tool_use_id", ""))
-            output = _text(block.get("content"))
-            return [ToolDone(call_id, self.names.get(call_id, ""), bool(block.get("is_error")), len(output))]
+            output, failed = _text(block.get("content")), bool(block.get("is_error"))
+            reason = error_reason(output) if failed else ""  # a refused permission says so here
+            return [ToolDone(call_id, self.names.get(call_id, ""), failed, len(output), reason)]
         return []
 
     def problem(self) -> str:

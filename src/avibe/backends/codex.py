@@ -11,7 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from avibe.backends.base import Activity, BackendFailed, Launch, Outcome, ToolDone, ToolUse
+from avibe.backends.base import (
+    Activity,
+    BackendFailed,
+    Launch,
+    Outcome,
+    ToolDone,
+    ToolUse,
+    error_reason,
+    exit_reason,
+)
 
 FLAGS: Final = ("exec", "--json", "--skip-git-repo-check")
 # Codex's item types that are tool calls, and the fields that say what each did
@@ -28,6 +37,19 @@ def _tool(item: Mapping[str, Any]) -> ToolUse:
     name = f"{item.get('server')}.{item.get('tool')}" if kind == "mcp_tool_call" else kind
     arguments = {key: item[key] for key in TOOL_ITEMS[kind] if key in item}
     return ToolUse(str(item.get("id", "")), name, arguments)
+
+
+def _reason(item: Mapping[str, Any]) -> str:
+    """Why a failed item failed: a command's exit code and last output line, else the error it carries
+    (an MCP tool's `error.message`)."""
+    output = item.get("aggregated_output")
+    if item.get("exit_code") not in (None, 0):
+        return exit_reason(item.get("exit_code"), output if isinstance(output, str) else "")
+    error = item.get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    if isinstance(message, str) and message:
+        return error_reason(message)
+    return error_reason(output) if isinstance(output, str) else ""
 
 
 @dataclass
@@ -74,7 +96,7 @@ class CodexReader:
             failed = item.get("status") == "failed" or item.get("exit_code") not in (None, 0)
             output = item.get("aggregated_output") or item.get("result") or ""
             chars = len(output) if isinstance(output, str) else len(json.dumps(output))
-            found.append(ToolDone(use.call_id, use.name, failed, chars))
+            found.append(ToolDone(use.call_id, use.name, failed, chars, _reason(item) if failed else ""))
         return found
 
     def problem(self) -> str:

@@ -11,9 +11,30 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from avibe.backends.base import Activity, BackendFailed, Launch, Outcome, ToolDone, ToolUse
+from avibe.backends.base import (
+    Activity,
+    BackendFailed,
+    Launch,
+    Outcome,
+    ToolDone,
+    ToolUse,
+    error_reason,
+    exit_reason,
+)
 
 FLAGS: Final = ("run", "--format", "json")
+
+
+def _reason(state: Mapping[str, Any], output: str) -> str:
+    """Why the tool failed ("" when it did not): the error of a call in the `error` state (a refused
+    permission), or a shell command's exit code (it reports those as `completed` with `metadata.exit`)."""
+    if state.get("status") == "error":
+        return error_reason(str(state.get("error") or output)) or "failed"
+    metadata = state.get("metadata")
+    code = metadata.get("exit") if isinstance(metadata, dict) else None
+    if isinstance(code, int) and not isinstance(code, bool) and code != 0:
+        return exit_reason(code, output)
+    return ""
 
 
 @dataclass
@@ -51,9 +72,9 @@ class OpenCodeReader:
         arguments = state.get("input") if isinstance(state.get("input"), dict) else {}
         use = ToolUse(str(part.get("callID", "")), str(part.get("tool", "")), arguments or {})
         self.calls.append(use)
-        failed = state.get("status") == "error"
-        output = state.get("output") or state.get("error") or ""
-        return [use, ToolDone(use.call_id, use.name, failed, len(str(output)))]
+        output = str(state.get("output") or state.get("error") or "")
+        reason = _reason(state, output)
+        return [use, ToolDone(use.call_id, use.name, bool(reason), len(output), reason)]
 
     def problem(self) -> str:
         return self.error

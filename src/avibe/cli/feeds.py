@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
-from avibe.cli.options import BadArgument, check_session_id, print_table, require_session
+from avibe.cli.options import BadArgument, check_session_id, print_table, require_session, terminal_safe
 from avibe.cli.terminal import settings_or_die
 from avibe.compose import SystemClock, open_record
 from avibe.config import Settings
@@ -54,6 +54,15 @@ def _add(kind: FeedKind, session: str, name: str, spec: dict[str, Any], wake: bo
     return _feeds(store).add_feed(feed), settings
 
 
+def _state(feed: Feed) -> str:
+    """removed, fired (a one-shot timer that posted: it has nothing more to post), or active."""
+    from avibe.sources.feeds import feed_done
+
+    if feed.removed_at:
+        return "removed"
+    return f"fired {feed.state['last_fire']}" if feed_done(feed) else "active"
+
+
 def _list(kind: FeedKind | None, session: str | None, include_removed: bool) -> None:
     from avibe.sources.feeds import describe
 
@@ -67,7 +76,7 @@ def _list(kind: FeedKind | None, session: str | None, include_removed: bool) -> 
         return  # no record: nothing to list (exit 0, like `vibe sessions`)
     found = _feeds(store).list_feeds(session, include_removed=include_removed)
     rows = [
-        [f.id, f.session, describe(f), "wake" if f.wake else "queue", "removed" if f.removed_at else "active"]
+        [f.id, f.session, describe(f), "wake" if f.wake else "queue", _state(f)]
         for f in found
         if kind is None or f.kind == kind
     ]
@@ -91,8 +100,11 @@ def _remove(kind: FeedKind | None, feed_id: str) -> None:
     typer.echo(f"removed {feed.kind} {feed.id} ({feed.name}) of session {feed.session}")
 
 
+PLURALS: dict[FeedKind, str] = {"watch": "Watches", "timer": "Timers", "callback": "Callbacks"}
+
+
 def _group(kind: FeedKind) -> typer.Typer:
-    group = typer.Typer(help=f"{kind.capitalize()}s that post into a session.", no_args_is_help=True)
+    group = typer.Typer(help=f"{PLURALS[kind]} that post into a session.", no_args_is_help=True)
 
     @group.command("list")
     def list_(
@@ -133,8 +145,26 @@ def watch_add(
     except FeedSpecError as exc:
         raise BadArgument(str(exc)) from None
     spec = {"every_s": every_s, "command": command, "file": file, "url": url}
-    feed, _ = _add("watch", session, name, {k: v for k, v in spec.items() if v is not None}, not queue)
+    feed, settings = _add("watch", session, name, {k: v for k, v in spec.items() if v is not None}, not queue)
     typer.echo(f"watch {feed.id} ({feed.name}) posts into session {feed.session} when it changes")
+    if file is not None:
+        _say_if_missing(settings, feed)
+
+
+def _say_if_missing(settings: Settings, feed: Feed) -> None:
+    """A file watch on a file that is not there: kept (a file a build or a job is yet to write is a real
+    thing to watch - its appearing is the change it posts), but said, so a mistyped name is seen now."""
+    from pathlib import Path
+
+    from avibe.host.sessions import session_workdir
+    from avibe.store import open_store
+
+    with open_store(settings.database_url, read_only=True) as store:
+        workdir = session_workdir(store, feed.session, Path.cwd())
+    path = (workdir / Path(feed.spec["file"]).expanduser()).resolve()
+    if not path.exists():
+        shown = terminal_safe(str(path))
+        typer.echo(f"vibe: warning: {shown} does not exist (yet); the watch posts when it appears", err=True)
 
 
 @timer_app.command("add")

@@ -252,14 +252,21 @@ def require_session(settings: Settings, session_id: str) -> None:
 LOG_FORMAT: Final = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
+LOG_MAX_BYTES: Final = 10 * 1024 * 1024  # avibe.log is rotated past this size ...
+LOG_BACKUPS: Final = 3  # ... into avibe.log.1 (newest) to avibe.log.3; older ones are deleted
+
+
 def log_to_file(settings: Settings) -> Path:
     """Send the `avibe` loggers to `$AVIBE_HOME/logs/avibe.log` (once per process); returns the path.
-    Creates the log folder: call it on a path that is going to write anyway."""
+    The log rotates by size (a `vibe serve` runs for months): at most LOG_MAX_BYTES a file, LOG_BACKUPS
+    old files kept. Creates the log folder: call it on a path that is going to write anyway."""
+    from logging.handlers import RotatingFileHandler
+
     settings.log_dir.mkdir(parents=True, exist_ok=True)
     path = settings.log_dir / "avibe.log"
     root = logging.getLogger("avibe")
     if not any(isinstance(handler, logging.FileHandler) for handler in root.handlers):
-        handler = logging.FileHandler(path, encoding="utf-8")
+        handler = RotatingFileHandler(path, maxBytes=LOG_MAX_BYTES, backupCount=LOG_BACKUPS, encoding="utf-8")
         handler.setFormatter(logging.Formatter(LOG_FORMAT))
         root.addHandler(handler)
         root.setLevel(logging.INFO)

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 from urllib.parse import quote, urlsplit
 
 import typer
@@ -24,6 +24,7 @@ from avibe.cli.options import (
     WindowOpt,
     WorkdirOpt,
     log_to_file,
+    one_line,
     preflight_model,
     require_session,
 )
@@ -31,10 +32,12 @@ from avibe.cli.terminal import announce, settings_or_die, terminal_approver
 from avibe.compose import SystemClock, open_backend_session, open_record, open_session
 from avibe.config import Settings
 from avibe.errors import AvibeError
-from avibe.host.events import Event, ReplyDelta, event_to_dict
+from avibe.host.events import Event, Idle, InputArrived, ReplyDelta, TurnEnded, TurnStarted, event_to_dict
 from avibe.host.sessions import agent_of, session_workdir
 from avibe.ports import ModelClient, RecordStore
+from avibe.record.entries import EntryQuery
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.record.sources import FRAME
 from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
 from avibe.web.guard import Hosts, listen_socket
 
@@ -79,16 +82,67 @@ class SharedModel:
             )
 
 
-def _log_event(session_id: str) -> Callable[[Event], None]:
-    def record(event: Event) -> None:
-        if not isinstance(event, ReplyDelta):
-            log.info("session %s: %s", session_id, event_to_dict(event))
+PREVIEW_CHARS: Final = 60  # of an input's or a reply's text on the terminal line that says it came
+_printing = threading.Lock()  # sessions run in threads of their own: one line at a time
 
-    return record
+
+class SessionLines:
+    """One hosted session's events: every event to the log - an `idle` only when it differs from the last
+    event logged (a host with a watch goes idle five times a second) - and, unless `quiet`, one terminal
+    line per input the host takes in (from the record: inputs come over HTTP, from other hosts, from its
+    feeds) and one per turn; a text only as a short one-line preview behind the frame mark."""
+
+    def __init__(self, session_id: str, store: RecordStore, *, quiet: bool) -> None:
+        self.session_id, self._store, self._quiet = session_id, store, quiet
+        self._shown_upto: int | None = None  # inputs up to here are history (or were printed)
+        self._last_logged: Event | None = None
+        self._agent = ""
+
+    def start(self, cursor: int) -> None:
+        """Print the inputs after the agent's `cursor` (what it has yet to take in) as they are taken."""
+        self._shown_upto = cursor
+
+    def __call__(self, event: Event) -> None:
+        if isinstance(event, ReplyDelta):
+            return
+        if not (isinstance(event, Idle) and event == self._last_logged):
+            log.info("session %s: %s", self.session_id, event_to_dict(event))
+        self._last_logged = event
+        if self._quiet:
+            return
+        if isinstance(event, TurnStarted):
+            self._agent = event.agent
+        if isinstance(event, InputArrived | TurnStarted | TurnEnded):
+            self._print_inputs()
+        if isinstance(event, TurnEnded):
+            steps = f"{event.steps} step" + ("" if event.steps == 1 else "s")
+            how = "stopped" if event.stopped else f"replied ({steps})"
+            self._print(f"turn by {self._agent or 'the agent'}: {how}", event.reply)
+
+    def _print_inputs(self) -> None:
+        if self._shown_upto is None:
+            return
+        for entry in self._store.query(EntryQuery(self.session_id, seq_from=self._shown_upto + 1)):
+            self._shown_upto = entry.seq
+            if entry.kind != "assistant":
+                who = (
+                    f"message from {entry.source.name}"
+                    if entry.is_user
+                    else f"{entry.kind} {entry.source.name}"
+                )
+                self._print(f"input #{entry.seq}: {who}", entry.text)
+
+    def _print(self, what: str, text: str) -> None:
+        lines = [line.strip() for line in text.splitlines() if line.strip()]
+        first = lines[0] if lines else ""
+        cut = first if len(first) <= PREVIEW_CHARS else first[: PREVIEW_CHARS - 1] + "…"
+        preview = f" {FRAME} {one_line(cut)}" if cut else ""
+        with _printing:
+            typer.echo(f"[serve] session {self.session_id} {one_line(what)}{preview}")
 
 
 def _host_opener(
-    settings: Settings, model_name: str, workdir: Path, window: int | None, max_steps: int
+    settings: Settings, model_name: str, workdir: Path, window: int | None, max_steps: int, *, quiet: bool
 ) -> Callable[[str], Any]:
     from avibe.providers import open_model
 
@@ -98,8 +152,9 @@ def _host_opener(
     @contextmanager
     def open_host(session_id: str) -> Iterator[SessionHandle]:
         agent = agent_of(store, session_id)
+        lines = SessionLines(session_id, store, quiet=quiet)
         if agent != "vibey":  # Claude Code, Codex or OpenCode works in it (L5): host that program
-            with _backend_host(settings, store, session_id, agent, workdir) as handle:
+            with _backend_host(settings, store, session_id, agent, workdir, lines) as handle:
                 yield handle
             return
         with open_session(
@@ -109,11 +164,12 @@ def _host_opener(
             session_id=session_id,
             window=window,
             max_steps=max_steps,
-            events=_log_event(session_id),
+            events=lines,
             start_delegate=lambda child: None,  # this host's fleet (or another's) picks it up
             model=model,
             approver=terminal_approver(),
         ) as live:
+            lines.start(live.host.agent.cursor())
 
             def run_ready() -> None:
                 live.host.run_until_idle(wait_for_jobs=False)
@@ -125,7 +181,7 @@ def _host_opener(
 
 @contextmanager
 def _backend_host(
-    settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path
+    settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path, lines: SessionLines
 ) -> Iterator[SessionHandle]:
     from avibe.sources.feeds import FeedRunner
 
@@ -134,8 +190,9 @@ def _backend_host(
         agent=agent,
         workdir=session_workdir(store, session_id, workdir),
         session_id=session_id,
-        events=_log_event(session_id),
+        events=lines,
     ) as live:
+        lines.start(live.host.agent.cursor())
 
         def run_ready() -> None:
             live.host.run_until_idle(wait_for_jobs=False)
@@ -164,6 +221,9 @@ def serve(
     exit_when_idle: Annotated[
         bool, typer.Option("--exit-when-idle", help="Host --session until it is idle, then exit (no HTTP).")
     ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No line per input and turn (the log still has them).")
+    ] = False,
 ) -> None:
     """Host live sessions and accept inputs over HTTP (callbacks, messages); Ctrl-C stops."""
     settings = settings_or_die()
@@ -179,7 +239,7 @@ def serve(
     address = _address(settings, host, port)
     listening = None if exit_when_idle else listen_socket(*address)
     try:
-        _serve(settings, model_name, window, workdir, max_steps, session, address[0], listening)
+        _serve(settings, model_name, window, workdir, max_steps, session, address[0], listening, quiet)
     finally:
         if listening is not None:
             listening.close()
@@ -198,7 +258,7 @@ def _preflight(settings: Settings, model_name: str, *, named: bool) -> None:
 
 def _serve(
     settings: Settings, model_name: str, window: int | None, workdir: Path, max_steps: int,
-    session: str | None, bind: str, listening: socket.socket | None,
+    session: str | None, bind: str, listening: socket.socket | None, quiet: bool,
 ) -> None:  # fmt: skip
     log_path = log_to_file(settings)
     announce(settings)  # before it hosts a session (issue 27 item 1)
@@ -206,7 +266,7 @@ def _serve(
     store = open_record(settings)
     fleet = Fleet(
         store,
-        _host_opener(settings, model_name, workdir, window, max_steps),
+        _host_opener(settings, model_name, workdir, window, max_steps, quiet=quiet),
         only=session,
         exit_when_idle=listening is None,
     )

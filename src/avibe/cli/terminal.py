@@ -33,10 +33,12 @@ from avibe.host.events import (
     TurnStarted,
     event_to_dict,
 )
-from avibe.record.sources import frame_lines
+from avibe.record.sources import FRAME, frame_lines
 
 if TYPE_CHECKING:
     from avibe.tools.approval import ApprovalRequest, Approver, Decision
+
+REASON_SHOWN: Final = 160  # a failed tool's reason on its `[tool] ... failed` line (`--json` has it whole)
 
 
 def die(message: str, code: int = 2) -> NoReturn:
@@ -127,7 +129,7 @@ class EventPrinter:
             arguments = json.dumps(event.arguments, ensure_ascii=False)
             return f"[tool] {event.name} {arguments[:120]}"
         if isinstance(event, ToolFinished) and event.is_error:
-            return f"[tool] {event.name} failed"
+            return f"[tool] {event.name} failed" + (f" {failure_shown(event.error)}" if event.error else "")
         if isinstance(event, InputArrived) and event.source not in ("user",):
             from avibe.cli.options import terminal_safe
 
@@ -139,6 +141,17 @@ class EventPrinter:
         if event.kind in CHECKPOINT_KINDS and self.verbose:
             return _verbose_line(event)
         return None
+
+
+def failure_shown(reason: str, limit: int = REASON_SHOWN) -> str:
+    """A failed tool's reason on one line: behind the frame mark (what the tool said, not the person or
+    the harness), its first line, cut at `limit`, no escape sequence obeyed."""
+    from avibe.cli.options import one_line
+
+    lines = reason.strip().splitlines()
+    first = lines[0] if lines else ""
+    cut = first if len(first) <= limit else first[: limit - 1] + "…"
+    return f"{FRAME} {one_line(cut)}"
 
 
 def _verbose_line(event: Event) -> str:

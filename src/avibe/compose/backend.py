@@ -78,7 +78,9 @@ def _event(activity: Activity) -> Event:
     if isinstance(activity, ToolUse):
         return ToolCalled(activity.call_id, activity.name, dict(activity.arguments))
     assert isinstance(activity, ToolDone)
-    return ToolFinished(activity.call_id, activity.name, activity.is_error, activity.output_chars, 0.0)
+    return ToolFinished(
+        activity.call_id, activity.name, activity.is_error, activity.output_chars, 0.0, error=activity.reason
+    )
 
 
 @contextmanager

@@ -69,11 +69,15 @@ class ToolCalled:
 
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
+    """A tool call ended; `error` says why it failed in one line (an external agent's tool: the refused
+    permission, the error its stream carried), as the program or tool reported it - not the person's words."""
+
     call_id: str
     name: str
     is_error: bool
     output_chars: int
     seconds: float
+    error: str = ""
     kind: Literal["tool_result"] = "tool_result"
 
 

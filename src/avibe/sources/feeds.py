@@ -225,6 +225,12 @@ def timer_due(feed: Feed, now: datetime) -> Fire | None:
     return None if fire is None else Fire(fire.astimezone(UTC), count)
 
 
+def feed_done(feed: Feed) -> bool:
+    """A one-shot timer that fired: it posts nothing more, so it is listed as fired, is no longer waited
+    for, and keeps no host running."""
+    return feed.kind == "timer" and "at" in feed.spec and "last_fire" in feed.state
+
+
 def watch_due(feed: Feed, now: datetime) -> bool:
     checked = _state_time(feed, "checked_at")
     return checked is None or now >= checked + timedelta(seconds=float(feed.spec["every_s"]))
@@ -366,7 +372,9 @@ class FeedRunner:
     def scene_lines(self) -> tuple[tuple[str, str, str, str, str], ...]:
         """(id, what, "", "", kind) for the scene's Waiting for (S3): each watch and timer still to post."""
         return tuple(
-            (feed.id, describe(feed), "", "", feed.kind) for feed in self.feeds() if feed.kind != "callback"
+            (feed.id, describe(feed), "", "", feed.kind)
+            for feed in self.feeds()
+            if feed.kind != "callback" and not feed_done(feed)
         )
 
     def close(self) -> None:

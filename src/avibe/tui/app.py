@@ -31,6 +31,7 @@ from avibe.host.events import (
     ReplyDelta,
     Stopped,
     ToolCalled,
+    ToolFinished,
 )
 from avibe.tui.commands import HELP, Cli, Command, CommandError, parse, with_session
 from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
@@ -218,6 +219,8 @@ class ChatApp(App[None]):
             self._add(self._bubble(event.text, "assistant", self._prompt("assistant")))
         elif isinstance(event, ToolCalled):
             self._tools[event.call_id] = self._add(ToolLine(event.call_id, event.name, event.arguments))
+        elif isinstance(event, ToolFinished) and event.error and event.call_id in self._tools:
+            self._tools[event.call_id].failed_because(event.error)  # an external agent's: no ToolOutput
         elif isinstance(event, Stopped):
             self._end_reply()
             if StepCancelled.MESSAGE not in event.message:  # a cancel is said by `Cancelled`

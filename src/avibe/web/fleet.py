@@ -29,6 +29,7 @@ from avibe.host.events import Event
 from avibe.ports import FeedStore, RecordStore
 from avibe.record.entries import EntryQuery
 from avibe.record.state import DelegationsState
+from avibe.sources.feeds import feed_done
 
 log = logging.getLogger("avibe.serve")
 
@@ -155,7 +156,7 @@ class Fleet:
             return set()
         feeds = self.store.list_feeds()
         self._queued_feeds = {feed.id for feed in feeds if not feed.wake}
-        return {feed.session for feed in feeds if feed.kind != "callback"}
+        return {feed.session for feed in feeds if feed.kind != "callback" and not feed_done(feed)}
 
     def _input_waiting(self, session_id: str, count: int) -> bool:
         """The newest entry is an input (not the agent's reply) that wakes the agent: a turn is due.
