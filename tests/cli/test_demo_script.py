@@ -3,7 +3,12 @@ and the demo's report judges the work from the files (issue 32 item 1)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
+
+import pytest
 
 from avibe.cli.demo import copy_workspace, demo_script
 from avibe.cli.demo_judge import changelog_verdicts, judge, plan_verdicts, snapshot, ticket_verdicts
@@ -137,6 +142,34 @@ def test_the_report_says_the_rule_held_or_broke(tmp_path: Path) -> None:
     assert judge(demo_script(), before, snapshot(tmp_path), [])[-1].endswith(
         "BROKEN (vendor/parser.txt changed)"
     )
+
+
+def _demo(tmp_path: Path, *options: str) -> subprocess.CompletedProcess[str]:
+    """`vibe demo` in a subprocess on a scripted OpenAI-style server whose every answer is "Noted."."""
+    from openai_chat import serve_chat
+
+    with serve_chat() as chat:
+        chat.default = "Noted."
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_"))}
+        env |= {"AVIBE_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-avibe-test-dummy",
+                "OPENAI_BASE_URL": chat.url, "AVIBE_SANDBOX": "full-access"}  # fmt: skip
+        vibe = [sys.executable, "-c", "from avibe.cli import main; main()"]
+        command = [*vibe, "demo", "--model", "openai/gpt-4o", *options, "--workdir", str(tmp_path / "demo")]
+        return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.mark.slow
+def test_the_report_sets_the_first_checkpoint_beside_the_rewrite_and_the_handoff(tmp_path: Path) -> None:
+    """On a window that checkpoints at once (every checkpoint falls back: the server only says "Noted."),
+    the report puts the first checkpoint's memo, rule and number, beside the two strategies run on the
+    same transcript with the same model - whose one-word summary lost the rule."""
+    done = _demo(tmp_path, "--window", "3000")
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "demo-demo-report.txt").read_text()
+    rule = 'rule "Never modify anything under vendor/ - that code belongs to another team."\n'
+    assert rule + "    Avibe checkpoint 1: kept verbatim (memo #1)\n    rewrite summary: LOST\n" in report
+    assert "checkpoint 2: " in report and "fell back: moved out without the model" in report
+    assert "AVIBE CHECKPOINT 1" in report and "REWRITE SUMMARY" in report and "HANDOFF" in report
 
 
 def test_the_demo_runs_its_real_watch_and_the_forged_words_stay_the_watchs(tmp_path: Path) -> None:

@@ -96,9 +96,7 @@ class DemoPrinter(EventPrinter):
             self.transcript = transcript_now(self.store, self.session)
         if isinstance(event, CheckpointAccepted | CheckpointFallback):
             how = (
-                "fell back (moved out without the model)"
-                if isinstance(event, CheckpointFallback)
-                else "valid"
+                "fell back: moved out without the model" if isinstance(event, CheckpointFallback) else "valid"
             )
             since = now - (self.timeline.first_request or now)
             self.timeline.checkpoints.append((event.number, since, how))
