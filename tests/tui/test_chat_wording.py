@@ -80,10 +80,10 @@ def test_the_inspector_pages_name_no_spec_ids(home: Path) -> None:
         session = store.create_session("release").id
         deliver(store, session, Source("user", "kofi"), "go through the tickets", at=T0)
         record_reply(store, session, "on it", at=T0)
-        repaired = Provenance(
-            trigger="91%", calls=6, problems=("the scene has no next step",), repair_used=True
-        )
-        moved = Provenance(trigger="97%", calls=4, fallback="model-free", plan="moved out #2-#5")
+        problems = ("'## Goals' is missing mission M2 (M4)", "V2: a heading is missing")  # as logged
+        repaired = Provenance(trigger="91%", calls=6, problems=problems, repair_used=True)
+        plan = "model-free move-out (V7): 4 oldest messages (900 of 5000 tokens) moved out"
+        moved = Provenance(trigger="97%", calls=4, fallback="model-free", plan=plan, problems=problems)
         partial = Provenance(trigger="95%", calls=4, fallback="partial", plan="the older half")
         for number, provenance in enumerate((repaired, moved, partial)):
             checkpoint = StoredCheckpoint(
@@ -97,7 +97,9 @@ def test_the_inspector_pages_name_no_spec_ids(home: Path) -> None:
     assert all(page.status_code == 200 for page in pages.values()), {
         u: p.status_code for u, p in pages.items()
     }
-    found = [(url, hit) for url, page in pages.items() for hit in spec_ids(_words(page.text))]
+    texts = {url: _words(page.text).replace("mission M2", "mission") for url, page in pages.items()}
+    assert "4 oldest messages" in texts[f"/s/{session}/checkpoints/2"]  # M2 above: a mission's own id
+    found = [(url, hit) for url, text in texts.items() for hit in spec_ids(text)]
     labels = re.findall(r'label: "([^"]*)"', (STATIC / "inspector.js").read_text(encoding="utf-8"))
     found += [("inspector.js", hit) for label in labels for hit in spec_ids(label)]
     assert labels and not found, found

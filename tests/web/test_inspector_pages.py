@@ -373,7 +373,7 @@ def test_vibe_inspect_serves_the_record_read_only_and_needs_its_token(tmp_path: 
                 "41.25",
                 "structured",
                 "6750 of 9000 prompt tokens (75%)",
-                "missing mission M2 (M4)",
+                "missing mission M2",
                 "the scene has no Next step",
                 "one repair asked",
             ],
@@ -389,7 +389,11 @@ def test_vibe_inspect_serves_the_record_read_only_and_needs_its_token(tmp_path: 
                 plan="moved out #2-#5 without the model",
                 problems=("no valid answer",),
             ),
-            ["moved out without the model", "Fallback: <b>model-free</b>", "moved out #2-#5 without the model"],
+            [
+                "moved out without the model",
+                "Fallback: <b>model-free</b>",
+                "moved out #2-#5 without the model",
+            ],
             ["repaired once"],
         ),
         (

@@ -77,6 +77,7 @@ def _templates() -> jinja2.Environment:
     )
     env.filters["exact"] = exact
     env.filters["when"] = pages.when
+    env.filters["words"] = pages.words
     env.globals["kinds"] = pages.kinds()
     return env
 

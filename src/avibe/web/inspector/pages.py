@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,6 +28,7 @@ from avibe.web.inspector.filters import Filters
 
 log = logging.getLogger("avibe.inspector")
 PAGE: Final = 200
+SPEC_IDS: Final = re.compile(r"\s*\((?:[A-Z]\d+(?:[-, /]+[A-Z]?\d+)*)\)|\b[A-Z]\d+: ")  # "(V7)", "V8: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,3 +229,9 @@ def kinds() -> tuple[str, ...]:
 
 def when(value: datetime | None) -> str:
     return f"{value:%Y-%m-%d %H:%M:%S} UTC" if value else "-"
+
+
+def words(text: str) -> str:
+    """A checkpoint's problem, plan or note as the page shows it: without the requirement ids the log
+    keeps for developers ("(V7)", "(V1-V3)", "V8: "); a mission's own id (M2) is data and stays."""
+    return SPEC_IDS.sub("", text).strip()
