@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from core_doubles import AT, TICKET_MIND, TICKET_SCENE, CharCounter, make_entry, structured_turn_outcome
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import Budgets, budgets_for
@@ -38,6 +38,13 @@ FORBID = "Never touch the {s} again."
 REVOKE = "Scratch what I said about the {s}, leave that be for now."
 REGRANT = "Fine, go ahead with the {s} after all, as you proposed."
 CHATTER = ("Thanks, looks good so far.", "Good, carry on with the tests then.", "ok")
+# A long message (cut in the memo, its late sentences offered alone) that says its rule twice: the
+# harness's own sentence lines must not repeat an item (a real session: "Message #95 is in the memo twice").
+BRIEF = (
+    "Here is the background for this piece of work, so you know where things stand today. The service "
+    "talks to the ledger through the old adapter and the new one is half done. The nightly job writes its "
+    "report into reports/ and the team reads it every morning before the standup."
+)
 
 
 @dataclass(frozen=True)
@@ -56,6 +63,9 @@ messages = st.lists(
     st.one_of(
         st.builds(_said, st.integers(0, 3), st.sampled_from(SUBJECTS)),
         st.sampled_from(CHATTER).map(lambda text: Said(text, None, False)),
+        st.sampled_from(SUBJECTS).map(
+            lambda s: Said(f"{BRIEF} {FORBID.format(s=s)} {FORBID.format(s=s)}", s, True)
+        ),
     ),
     min_size=1,
     max_size=14,
@@ -129,11 +139,34 @@ def _held(memo: Sequence[MemoItem]) -> set[int]:
     return {item.seq for item in memo}
 
 
+def _changes(said: Sequence[Said], seq: int, held: set[int]) -> bool:
+    """A message about the same thing as an earlier rule the memo holds: it stays while the rule does."""
+    subject = said[seq - 1].subject
+    return subject is not None and any(
+        j < seq and said[j - 1].rule and said[j - 1].subject == subject for j in held
+    )
+
+
+def _change_unheld(said: Sequence[Said], seq: int, out: Sequence[Entry], held: set[int]) -> bool:
+    """A rule whose later message about the same thing has moved out and is not held."""
+    s = said[seq - 1]
+    later = [e.seq for e in out if e.seq > seq and said[e.seq - 1].subject == s.subject]
+    return s.rule and bool(set(later) - held)
+
+
 @given(
     said=messages,
     cuts=st.lists(st.integers(0, 20), max_size=3),
     data=st.data(),
     how=st.sampled_from(["random", "rules", "none"]),
+)
+# found by the search: the grant and its revocation kept at one checkpoint, the model ticking the grant
+# alone at the next (the revocation, a line it could untick, was let go)
+@example(
+    said=[_said(0, "snapshots"), _said(2, "snapshots"), Said(CHATTER[0], None, False)],
+    cuts=[2],
+    data=None,
+    how="rules",
 )
 @settings(max_examples=150, deadline=None)
 def test_N3_P3_a_rule_the_user_changed_later_is_never_kept_without_the_change(
@@ -161,31 +194,35 @@ def test_N3_P3_a_rule_the_user_changed_later_is_never_kept_without_the_change(
     data=st.data(),
     how=st.sampled_from(["random", "rules", "none"]),
 )
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=80, deadline=None)
 def test_N1_the_users_newest_words_stay_whatever_the_model_ticks(
     said: list[Said], cuts: list[int], data: st.DataObject, how: str
 ) -> None:
     """Every user message (of three words or more, N3's short replies aside) moving out that the memo does
-    not hold left only because the memo was full: no plain line older than it stayed in its place, and
-    when the messages moving out fit the memo together, every one of them is held."""
+    not hold left only because the memo was full: no line of an older message that states no rule (nor
+    changes one the memo holds) stayed in its place, and the newest one left out does not fit beside what
+    the memo holds (the newest are kept first, while they fit, as a handoff keeps them)."""
     for budgets in (SMALL, LARGE):
         seen: set[int] = set()
         for checkpoint, out, problems in _run(said, cuts, data if how == "random" else how, budgets):
             assert not problems, problems
             held, memo = _held(checkpoint.memo), checkpoint.memo
-            assert memo_tokens(memo, COUNTER) <= budgets.memo_total
+            used = memo_tokens(memo, COUNTER)
+            assert used <= budgets.memo_total
             moving = [e for e in out if e.seq not in seen and len(e.text.split()) >= 3]
             seen |= {e.seq for e in out}
-            for entry in moving:
-                if entry.seq in held:
-                    continue
-                older_plain = [i for i in memo if i.seq < entry.seq and not reads_as_rule(i.text)]
+            # not held, and not a rule left out because its change did not fit (the other property)
+            unheld = [e for e in moving if e.seq not in held and not _change_unheld(said, e.seq, out, held)]
+            for entry in unheld:
+                older_plain = [
+                    i
+                    for i in memo
+                    if i.seq < entry.seq and not said[i.seq - 1].rule and not _changes(said, i.seq, held)
+                ]
                 assert not older_plain, (entry.text, older_plain)
-            whole = sum(COUNTER.count(cut_message(e, COUNTER, budgets.memo_per_message).text) for e in moving)
-            if whole + memo_tokens([i for i in memo if i.seq not in {e.seq for e in moving}], COUNTER) <= (
-                budgets.memo_total
-            ):
-                assert {e.seq for e in moving} <= held
+            if unheld:  # kept newest first while they fit: the newest one left out did not fit
+                cost = COUNTER.count(cut_message(unheld[-1], COUNTER, budgets.memo_per_message).text)
+                assert used + cost > budgets.memo_total, (unheld[-1].text, memo)
 
 
 def test_N1_a_rule_without_a_rule_word_is_kept_when_the_model_lets_it_go() -> None:

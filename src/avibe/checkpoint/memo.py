@@ -750,6 +750,7 @@ def newest_kept(
     protected = set(clean_labels(first))
     added: list[Label] = []
     let_go: list[Label] = []
+    left_out: set[Label] = set()  # rules let go because their change could not be shown: not re-added
     by_label = {c.label: c for c in candidates}
 
     def total(labels: Collection[Label]) -> int:
@@ -763,42 +764,73 @@ def newest_kept(
             type(label) is int and label in {_order(k)[0] for k in kept if k in by_label}
         )
 
+    def changes_a_rule(label: Label) -> bool:
+        """A later message about the same thing as a kept rule: it stays as long as the rule does."""
+        about = _subject(_line_text(label, entries, previous))
+        return any(
+            _order(k)[0] < _order(label)[0] and about & _subject(_line_text(k, entries, previous))
+            for k in kept
+            if k in by_label and is_rule(k)
+        )
+
     def make_room(label: Label, older_than: tuple[int, int]) -> bool:
-        """Let go kept lines that state no rule and come before `older_than`, oldest first, until `label`
-        fits; False when it cannot."""
+        """Let go kept lines that state no rule, change none, and come before `older_than`, oldest first,
+        until `label` fits; False when it cannot."""
         while total(kept | {label}) > budgets.memo_total:
             out = sorted((k for k in kept if k not in protected and not is_rule(k)), key=_order)
-            out = [k for k in out if _order(k) < older_than]
+            out = [k for k in out if _order(k) < older_than and not changes_a_rule(k)]
             if not out:
                 return False
             kept.discard(out[0])
             let_go.append(out[0])
         return True
 
-    # 1. a kept rule and the user's later words about it (N3, P3): newest rules first
-    for rule in sorted((k for k in kept if k in by_label and is_rule(k)), key=_order, reverse=True):
-        if rule not in kept:
-            continue
+    def unshown_change(rule: Label) -> Label | None:
+        """The first later user message about the same thing as `rule` that no memo line holds."""
         about = _subject(_line_text(rule, entries, previous))
         later = [c.label for c in candidates if c.seq > _order(rule)[0] and (c.part == 0 or c.kept)]
         for label in sorted(set(later), key=_order):
-            if held(label) or not about & _subject(_line_text(label, entries, previous)):
-                continue
-            if make_room(label, _order(label)):
-                kept.add(label)
-                added.append(label)
-            elif rule not in protected:  # the change cannot be shown: the rule is left out, never alone
+            if not held(label) and about & _subject(_line_text(label, entries, previous)):
+                return label
+        return None
+
+    def kept_rules(mission_too: bool = False) -> list[Label]:
+        rules = (k for k in kept if k in by_label and (mission_too or k not in protected) and is_rule(k))
+        return sorted(rules, key=_order)
+
+    # 1. a kept rule and the user's later words about it (N3, P3): newest rules first
+    for rule in reversed(kept_rules(mission_too=True)):
+        while rule in kept and (change := unshown_change(rule)) is not None:
+            if make_room(change, _order(change)):
+                kept.add(change)
+                added.append(change)
+            elif rule in protected:  # the mission's source stays (its entry's status says the change)
+                break
+            else:  # the change cannot be shown: the rule is left out, never alone
                 kept.discard(rule)
                 let_go.append(rule)
-                break
+                left_out.add(rule)
     # 2. the newest user messages moving out now, whole (4d); N3's short replies that mean nothing alone
-    # ("continue", "ok") are left to the model - told apart by length, not by a list of words
-    for c in sorted((c for c in candidates if c.part == 0 and not c.kept), key=lambda c: -c.seq):
-        if held(c.label) or c.seq not in entries or len(c.text.split()) < MIN_NEWEST_WORDS:
-            continue
-        if make_room(c.label, (c.seq, 0)):
+    # ("continue", "ok") are left to the model - told apart by length, not by a list of words. 3. what 2
+    # added may leave a rule without its change once more: such a rule goes too, and the room it frees
+    # goes to the newest words again
+    moving = sorted((c for c in candidates if c.part == 0 and not c.kept), key=lambda c: -c.seq)
+    for _ in range(len(moving) + 1):
+        for c in moving:
+            short = len(c.text.split()) < MIN_NEWEST_WORDS
+            gone = c.label in left_out and unshown_change(c.label) is not None  # still without its change
+            if held(c.label) or gone or c.seq not in entries or short:
+                continue
+            if not make_room(c.label, (c.seq, 0)):
+                break  # newest first while they fit: an older message never takes a newer one's place
             kept.add(c.label)
             added.append(c.label)
+        stale = [rule for rule in kept_rules() if unshown_change(rule) is not None]
+        if not stale:
+            break
+        kept.difference_update(stale)
+        let_go.extend(stale)
+        left_out.update(stale)
     # a line let go and added back is neither
     back = set(added) & set(let_go)
     return NewestKept(
