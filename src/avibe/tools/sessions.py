@@ -36,8 +36,11 @@ class SendToSession(BaseTool):
         self._spec = ToolSpec(
             name="send_to_session",
             description=(
-                "Post a message into another Avibe session (by its id, e.g. s-20261201-ab12cd). It arrives "
-                "there tagged as coming from this session, never as the user's words."
+                # No example id here: the 1.5B sent the demo's news to the example's id, again and again
+                # (issue 32). Only an id the conversation holds can be right.
+                "Post a message into another Avibe session, by an id that an input or the user gave you "
+                "(never a guessed one). It arrives there tagged as coming from this session, never as the "
+                "user's words."
             ),
             parameters=schema(
                 {"session": ("string", "the other session's id"), "text": ("string", "the message")},
