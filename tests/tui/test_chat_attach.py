@@ -131,7 +131,7 @@ def test_when_the_host_goes_away_the_chat_hosts_the_session_and_answers_the_wait
             stop(served.serve)  # vibe serve ends (its lease released) before the next message
             served.chat.say("Answered here.")
             await pilot.press(*"Still there?", "enter")
-            await until(pilot, lambda: "vibey› Answered here." in bubbles(app), timeout=60)
+            await until(pilot, lambda: "vibey› Answered here." in bubbles(app), timeout=180)
             assert any(b.startswith(f"resumed session {served.session}") for b in bubbles(app, "notice"))
 
     run(scenario)
