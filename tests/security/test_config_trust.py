@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from avibe.config import Settings, load_settings
+from avibe.config import DEFAULT_MODEL, Settings, load_settings
 from avibe.errors import ConfigError
 from openai_chat import ChatServer, serve_chat
 
@@ -57,8 +57,8 @@ LOOSENING = [
         "allow_commands",
         ("make*",),
     ),
-    ('model = "openai/gpt-4o"\n', "", "model", "embedded"),
-    ('model = "openai/gpt-4o"\n', 'model = "embedded-1.5b"\n', "model", "embedded-1.5b"),
+    ('model = "openai/gpt-4o"\n', "", "model", DEFAULT_MODEL),
+    ('model = "openai/gpt-4o"\n', 'model = "embedded"\n', "model", "embedded"),
     ("model_window = 200000\n", "model_window = 32768\n", "model_window", 32768),
     ('serve_url = "http://0.0.0.0:8765"\n', "", "serve_url", "http://127.0.0.1:8765"),
     ('user = "root"\n', 'user = "kofi"\n', "user_name", "kofi"),
@@ -107,7 +107,7 @@ def test_every_loosening_key_at_once_is_ignored_and_each_is_named(tmp_path: Path
     )
     project = _project(tmp_path, text)
     settings = _load(tmp_path, project, f'approval = "ask"\nhome = "{tmp_path / "h"}"\n')
-    assert (settings.sandbox, settings.approval, settings.model) == ("workspace-write", "ask", "embedded")
+    assert (settings.sandbox, settings.approval, settings.model) == ("workspace-write", "ask", DEFAULT_MODEL)
     assert (settings.allow_commands, settings.allow_writes, settings.home) == ((), (), tmp_path / "h")
     named = " ".join(settings.warnings)
     for key in ("sandbox", "approval", "model", "home", "database_url", "serve_url", "allow_commands"):

@@ -63,7 +63,10 @@ def _checkpoint(request: ModelRequest) -> ModelReply:
         edit = {"path": "mind.md", "old": "### Mission", "new": f"### Mission\n{MISSION}"}
         calls.append(ToolCall(f"mind-{next(_IDS)}", "edit_file", edit))
     elif MISSION_2 not in asked:  # the second checkpoint adds an entry: the diff shows it, the count grows
-        edit = {"path": "mind.md", "old": MISSION, "new": f"{MISSION}\n{MISSION_2}"}
+        # M4: a new entry cites the user's message since the last checkpoint that asked for it
+        cited = re.findall(r"^- \[ \] #(\d+)", asked, flags=re.M)[-1:]
+        line = MISSION_2 + "".join(f" (from #{n})" for n in cited)
+        edit = {"path": "mind.md", "old": MISSION, "new": f"{MISSION}\n{line}"}
         calls.append(ToolCall(f"mind-{next(_IDS)}", "edit_file", edit))
     return reply(tool_calls=calls) if calls else reply(SCENE)
 
