@@ -113,3 +113,20 @@ def test_the_terminal_approver_reads_answers_and_shows_escapes(
     assert "\x1b" not in shown and "echo hi\\x1b[2K; rm -rf /" in shown
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     assert terminal_approver() is None
+
+
+def test_the_terminal_approver_shows_the_writes_diff_before_asking(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 29 item 8 in `vibe run`: the person sees what a write changes (the diff, terminal-safe and
+    cut to the screen) before y / n / a, as in the chat."""
+    import io
+
+    diff = "--- a/cli.py\n+++ b/cli.py\n@@ -1 +1 @@\n-VERBOSE = 1\n+LOUD = 1\x1b[2J\n" + "+x\n" * 60
+    request = ApprovalRequest("edit_file", "write", "cli.py", "edit, 1 line", diff)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("n\n"))
+    assert TerminalApprover()(request) == "no"
+    shown = capsys.readouterr().err
+    assert shown.index("  -VERBOSE = 1\n  +LOUD = 1\\x1b[2J\n") < shown.index("allow?")
+    assert "\x1b" not in shown  # not a terminal here: no colour, and the model's escape is shown, not obeyed
+    assert "  ... 25 more lines\n" in shown  # 65 lines, 40 shown

@@ -220,6 +220,8 @@ class TerminalApprover:
         sys.stderr.write(
             f"\n[approve] {request.tool} wants to {verb}{detail}:\n  {terminal_safe(request.subject)}\n"
         )
+        if request.diff:
+            sys.stderr.write(diff_shown(request.diff, colour=sys.stderr.isatty()))
         while True:
             sys.stderr.write("  allow? [y]es / [n]o / [a]lways (this session): ")
             sys.stderr.flush()
@@ -233,6 +235,26 @@ class TerminalApprover:
                 return "no"
             if answer == "always":
                 return "always"
+
+
+DIFF_LINES: Final = 40  # the question must stay on the screen
+
+
+def diff_shown(diff: str, *, colour: bool, limit: int = DIFF_LINES) -> str:
+    """A write's diff before the question, as the chat shows it: terminal-safe, indented, additions green
+    and removals red on a terminal, at most `limit` lines and then how many more."""
+    from avibe.cli.options import terminal_safe
+
+    lines = diff.splitlines()
+    shown = []
+    for line in lines[:limit]:
+        text = terminal_safe(line).replace("\t", "    ")
+        if colour and line.startswith(("+", "-")) and not line.startswith(("+++", "---")):
+            text = f"\x1b[{32 if line.startswith('+') else 31}m{text}\x1b[0m"
+        shown.append(f"  {text}\n")
+    if len(lines) > limit:
+        shown.append(f"  ... {len(lines) - limit} more lines\n")
+    return "".join(shown)
 
 
 def terminal_approver() -> Approver | None:

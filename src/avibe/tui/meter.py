@@ -6,10 +6,10 @@ back" until the next one is saved, its reason on hover."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Final
 
+from avibe.checkpoint.wording import without_requirement_ids
 from avibe.host.events import (
     CheckpointAccepted,
     CheckpointFailed,
@@ -20,12 +20,11 @@ from avibe.host.events import (
 )
 
 FELL_BACK: Final = "last checkpoint fell back"
-_SPEC_IDS: Final = re.compile(r"\s*\((?:[A-Z]\d+(?:[-, /]+[A-Z]?\d+)*)\)|\b[A-Z]\d+: ")  # "(V7)", "V8: "
 
 
 def plain(reason: str) -> str:
     """A reason from the log, for a person: without the requirement ids the log keeps."""
-    return _SPEC_IDS.sub("", reason).strip()
+    return without_requirement_ids(reason)
 
 
 @dataclass(frozen=True, slots=True)

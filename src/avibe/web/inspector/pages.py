@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import difflib
 import logging
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from avibe.checkpoint.mind import mission_lines
+from avibe.checkpoint.wording import without_requirement_ids
 from avibe.errors import StateError
 from avibe.host.context_log import load_series
 from avibe.ports import RecordStore, StoredCheckpoint
@@ -28,7 +28,6 @@ from avibe.web.inspector.filters import Filters
 
 log = logging.getLogger("avibe.inspector")
 PAGE: Final = 200
-SPEC_IDS: Final = re.compile(r"\s*\((?:[A-Z]\d+(?:[-, /]+[A-Z]?\d+)*)\)|\b[A-Z]\d+: ")  # "(V7)", "V8: "
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,4 +233,4 @@ def when(value: datetime | None) -> str:
 def words(text: str) -> str:
     """A checkpoint's problem, plan or note as the page shows it: without the requirement ids the log
     keeps for developers ("(V7)", "(V1-V3)", "V8: "); a mission's own id (M2) is data and stays."""
-    return SPEC_IDS.sub("", text).strip()
+    return without_requirement_ids(text)
