@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from core_doubles import AT, CharCounter, drive, make_entry
 
 from avibe.checkpoint.budgets import budgets_for
@@ -118,7 +119,7 @@ def test_M4_no_mission_question_when_a_mission_exists_and_no_user_message_moves_
     outcome, asked = _turn(_work_only(), previous)
     assert not any("new" in props for props in asked)
     assert mission_lines(outcome.checkpoint.mind) == mission_lines(MIND)  # the mission never shrinks
-    assert len(asked) == 3  # workstreams, notes, scene
+    assert len(asked) == 2  # workstreams, scene: nothing since is worded as a rule, decision or lesson
 
 
 def _with_user_message() -> tuple[Entry, ...]:
@@ -220,3 +221,136 @@ def test_M3_no_merge_or_retire_keys_while_there_is_nothing_to_merge_or_retire() 
     assert {"merge", "retire"} <= set(notes.schema["properties"]) and '"merge"' in notes.text
     assert notes.schema["properties"]["retire"]["items"]["enum"] == ["H1"]
     assert workstreams.schema["properties"]["retire"]["items"]["enum"] == ["W1"]
+
+
+# ---- questions not due (issue 31 item 4): not asked, and the same checkpoint as a "no change" answer ----
+
+
+def _no_change(request: ModelRequest, kept: list[Any]) -> ModelReply:
+    """What a model that changes nothing answers: the kept lines ticked again, the gate false, no new
+    entries; the scene as usual."""
+    props = request.json_schema["properties"] if request.json_schema else {}
+    if "keep" in props:
+        return reply(
+            json.dumps({"keep": kept, **({"user_changed_mission": False} if len(props) > 1 else {})})
+        )
+    if "lessons" in props:
+        return reply(json.dumps({"i_am_here": [], "decisions": [], "lessons": [], "merge": [], "retire": []}))
+    return _answer(request)
+
+
+def _drive(moved: tuple[Entry, ...], previous: Checkpoint) -> tuple[Accepted, list[ModelRequest]]:
+    live = (
+        ChatMessage("system", "You are Vibey."),
+        *(ChatMessage("user" if e.is_user else "assistant", e.text, seq=e.seq, kind=e.kind) for e in moved),
+    )
+    inputs = TurnInputs(
+        mode="structured",
+        live_messages=live,
+        previous=previous,
+        moved_entries=moved,
+        budgets=budgets_for(32_000, 28_000),
+        counter=CharCounter(),
+        at=AT,
+        memo_entries=(make_entry(2, KEPT),),
+        upto_seq=max(e.seq for e in moved),
+    )
+    model = ScriptedModel([lambda request: _no_change(request, [2])] * 8)  # as many calls as it makes
+    run = drive(checkpoint_turn(inputs), model)
+    assert isinstance(run.outcome, Accepted), run.outcome
+    return run.outcome, list(model.requests)
+
+
+def _same(a: Accepted, b: Accepted) -> None:
+    assert a.checkpoint == b.checkpoint
+    assert a.dismissed_seqs == b.dismissed_seqs
+    assert (a.first_pass_problems, a.repaired) == (b.first_pass_problems, b.repaired)
+
+
+LESSONED = MIND.replace("## Lessons\n", "## Lessons\n- Run the full test suite before approving.\n")
+
+
+def test_M2_no_notes_question_when_nothing_since_is_worded_as_a_rule_decision_or_lesson(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The notes question is a call that re-reads the conversation: with nothing since the last checkpoint
+    that could add to I am here, Key decisions or Lessons it is not asked - and the checkpoint is the
+    one an empty answer to it gives (M2: only what changed is edited)."""
+    previous = Checkpoint(mind=LESSONED, memo=(MemoItem(2, KEPT),), scene="")
+    moved = (*_work_only(), make_entry(13, "Looks good, carry on."))
+    skipped, requests = _drive(moved, previous)
+    asked = [set((r.json_schema or {}).get("properties", {})) for r in requests]
+    assert not any("lessons" in props for props in asked)
+    assert len(requests) == 3  # memo, workstreams, scene
+
+    from avibe.checkpoint import structured
+
+    monkeypatch.setattr(structured, "notes_due", lambda *_: True)
+    unskipped, requests = _drive(moved, previous)
+    assert any("lessons" in (r.json_schema or {}).get("properties", {}) for r in requests)
+    assert len(requests) == 4
+    _same(skipped, unskipped)
+    assert skipped.checkpoint.mind == LESSONED
+
+
+def test_N3_no_memo_question_leaves_the_memo_as_a_no_change_answer_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No user message moves out: no memo question (and so no mission question), and the same
+    checkpoint as a memo question answered "the kept line again, the user did not change the mission"."""
+    previous = Checkpoint(mind=LESSONED, memo=(MemoItem(2, KEPT),), scene="")
+    skipped, requests = _drive(_work_only(), previous)
+    assert not any("keep" in (r.json_schema or {}).get("properties", {}) for r in requests)
+
+    from avibe.checkpoint.structured import questions
+
+    monkeypatch.setattr(questions, "_new_user_messages", lambda _: True)
+    unskipped, requests = _drive(_work_only(), previous)
+    first = (requests[0].json_schema or {}).get("properties", {})
+    assert set(first) == {"keep", "user_changed_mission"} and first["keep"]["items"]["enum"] == [2]
+    assert len(requests) == 3  # memo, workstreams, scene: the gate said no, and no notes are due
+    _same(skipped, unskipped)
+
+
+@pytest.mark.parametrize(
+    ("first", "users", "others", "due"),
+    [
+        (True, [], [], True),  # the first checkpoint: who the work is for
+        (False, [], [], False),
+        (False, ["Looks good, carry on.", "ok"], ["Reading a.txt.", "CI finished: green."], False),
+        (False, ["Only Ana may approve a release."], [], True),  # a limit (N2's wording): I am here
+        (False, ["Let's go with SQLite for the cache."], [], True),  # a decision of the user's
+        (False, [], ["Switched to the v2 client because v1 drops retries."], True),  # Vibey's decision
+        (False, [], ["The build failed: the lock file was stale."], True),  # a lesson to draw
+        (False, [], ["[Harness: callback ...]\n│ The deploy went wrong, rolled back."], True),
+    ],
+)
+def test_M1_notes_are_due_on_a_rule_a_decision_or_a_lesson_since_the_last_checkpoint(
+    first: bool, users: list[str], others: list[str], due: bool
+) -> None:
+    from avibe.checkpoint.structured import notes_due
+
+    assert notes_due(first, users, others) is due
+
+
+def test_M1_tool_output_never_makes_notes_due() -> None:
+    """A test log full of "FAILED" decides nothing: only the messages' own words count."""
+    from avibe.checkpoint.turn_state import texts_since
+
+    live = (
+        ChatMessage("system", "You are Vibey."),
+        ChatMessage("assistant", "Running the tests.", seq=3, kind="assistant"),
+        ChatMessage("tool", "FAILED tests/test_a.py - decided to fail because of an error", seq=4),
+        ChatMessage("user", "[Avibe's recollection] Lessons: never guess", kind="checkpoint"),
+    )
+    inputs = TurnInputs(
+        mode="structured",
+        live_messages=live,
+        previous=Checkpoint(mind=MIND, memo=(), scene=""),
+        moved_entries=(make_entry(5, "Go on."),),
+        budgets=budgets_for(32_000, 28_000),
+        counter=CharCounter(),
+        at=AT,
+    )
+    users, others = texts_since(inputs)
+    assert (users, others) == (["Go on."], ["Running the tests."])

@@ -71,9 +71,9 @@ def _structured(mission: dict[str, Any]) -> tuple[Accepted, list[ModelRequest]]:
             return reply(json.dumps({"user_changed_mission": True, "status": [], **mission}))
         return valid(request)
 
-    with ScriptedModel([answer] * 5) as model:
-        outcome = drive(checkpoint_turn(_inputs()), model).outcome
-        requests = list(model.requests)
+    model = ScriptedModel([answer] * 6)  # as many calls as the turn makes (a question not due is skipped)
+    outcome = drive(checkpoint_turn(_inputs()), model).outcome
+    requests = list(model.requests)
     assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
     return outcome, requests
 

@@ -29,6 +29,7 @@ from avibe.checkpoint.turn_state import (
     model_failed,
     moving,
     repair_text,
+    texts_since,
     user_seqs_since,
 )
 from avibe.prompts import render
@@ -95,6 +96,7 @@ def structured_turn(st: TurnState) -> Generator[Effect, EffectResult, TurnOutcom
     """Every question once; when the draft has problems, the questions concerned once more."""
     work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets, st.inputs.counter)
     work.since = user_seqs_since(st.inputs)  # M4: the messages a new mission entry may cite
+    work.notes_due = structured.notes_due(st.inputs.previous is None, *texts_since(st.inputs))
     intro = _intro(st.inputs).strip()
     structured.remember_request(work, intro)
     structured.remember_tool_output(work, st.inputs.live_messages)

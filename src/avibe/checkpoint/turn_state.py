@@ -6,6 +6,8 @@ API (used by tools_mode.py and structured_mode.py):
     start(inputs) -> TurnState
     harness_message(inputs, text) -> ChatMessage       tagged from stored fields, kind "harness" (T4)
     user_seqs_since(inputs) -> frozenset[int]           the user's messages since the last checkpoint (M4)
+    texts_since(inputs) -> (user texts, other texts)     the record's messages since the last checkpoint
+                                                        (moving out or still live; no tool output)
     moving(inputs) -> str                               which messages leave the context
     repair_text(problems, how) -> str                   the one repair request (V4)
     call(st, tools, schema) -> Generator[..., ModelReply | ModelFailure]
@@ -107,6 +109,20 @@ def user_seqs_since(inputs: TurnInputs) -> frozenset[int]:
     known by their record kind (N7): what a new mission entry may cite."""
     live = {m.seq for m in inputs.live_messages if m.kind == "user" and m.seq is not None}
     return frozenset(live | {e.seq for e in inputs.moved_entries if e.is_user})
+
+
+def texts_since(inputs: TurnInputs) -> tuple[list[str], list[str]]:
+    """The texts of the record's messages since the last checkpoint - moving out now or still in the
+    conversation, as `user_seqs_since` counts them: the user's (known by their record kind, N7), and the
+    others' (Vibey's replies, watches, callbacks, other sessions). Tool output, the recollection and the
+    harness's own messages are not among them."""
+    found: dict[int, tuple[str, str]] = {e.seq: (e.kind, e.text) for e in inputs.moved_entries}
+    for m in inputs.live_messages:
+        if m.seq is not None and m.role in ("user", "assistant"):  # no kind: not the user's (N7)
+            found.setdefault(m.seq, (m.kind or "assistant", m.content))
+    user = [text for kind, text in found.values() if kind == "user"]
+    other = [text for kind, text in found.values() if kind not in ("user", "harness")]
+    return user, other
 
 
 def harness_message(inputs: TurnInputs, text: str) -> ChatMessage:

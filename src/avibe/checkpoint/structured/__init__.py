@@ -14,7 +14,9 @@ API (used by structured_mode.py):
                                                   left new entries out (M3: which entries merge?)
     Question(part, text, schema)
     Work.start(previous_mind, candidates, budgets) -> Work      .reset(parts, previous_mind)
-    question(part, work) -> Question | None                      None: nothing to ask (no memo candidates)
+    question(part, work) -> Question | None                      None: nothing to ask (no memo candidates,
+                                                  no notes due ...): the part stays as "no change" leaves it
+    notes_due(first, user_texts, other_texts) -> bool             whether the notes question is worth a call
     remember_request(work, text) -> None                          the request text counts as an echo too
     remember_tool_output(work, messages) -> None                  a scene part copied from tool output is
                                                   dropped and completed from the mind and record
@@ -37,7 +39,7 @@ from avibe.checkpoint.memo import Candidate, Label, render_checklist
 from avibe.checkpoint.model import Problem
 from avibe.checkpoint.structured.answers import APPLY, SCENE_COMPLETED, ensure_mission
 from avibe.checkpoint.structured.edits import fit_caps
-from avibe.checkpoint.structured.questions import QUESTIONS
+from avibe.checkpoint.structured.questions import QUESTIONS, notes_due
 from avibe.checkpoint.structured.schemas import scene_limits
 from avibe.checkpoint.structured.work import (
     MIND_PARTS,
@@ -64,6 +66,7 @@ __all__ = [
     "apply_answer",
     "ensure_mission",
     "fit_caps",
+    "notes_due",
     "parts_to_reask",
     "question",
     "remember_request",

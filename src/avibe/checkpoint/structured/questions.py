@@ -1,15 +1,21 @@
-"""The five structured questions: each a small text (from `avibe.prompts`) and a JSON schema.
+"""The structured questions: each a small text (from `avibe.prompts`) and a JSON schema.
+
+A question whose sections cannot have changed since the last checkpoint is not asked (None), and its
+sections stay exactly as an answer of "no change" would leave them (issue 31 item 4: each question is
+a model call that re-reads the conversation): the memo when no user message moves out, the mission when
+the user did not change it, the notes when nothing since is worded as a rule, decision or lesson.
 
 API:
     QUESTIONS: dict[str, Callable[[Work], Question | None]]    part -> its question (None: nothing to ask)
+    notes_due(first, user_texts, other_texts) -> bool           whether the notes question is asked
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, Final
 
-from avibe.checkpoint.memo import Candidate
+from avibe.checkpoint.memo import Candidate, reads_as_rule
 from avibe.checkpoint.mind import mission_lines
 from avibe.checkpoint.structured.edits import entry_labels
 from avibe.checkpoint.structured.schemas import (
@@ -21,6 +27,7 @@ from avibe.checkpoint.structured.schemas import (
     text,
 )
 from avibe.checkpoint.structured.work import (
+    DECISION_OR_LESSON,
     ENTRY_CHARS,
     GATE,
     KEPT_PREVIEW_CHARS,
@@ -161,9 +168,27 @@ def _listing(labels: dict[str, tuple[str, str]]) -> str:
     return "\n".join(lines) or "(none yet)"
 
 
-def _notes_question(work: Work) -> Question:
+def notes_due(first: bool, user_texts: Iterable[str], other_texts: Iterable[str]) -> bool:
+    """Whether the notes question is worth a call: always at the first checkpoint (I am here: who the work
+    is for); later only when a message since the last checkpoint can add to I am here, Key decisions or
+    Lessons - a user's message worded as a rule, limit or agreement (N2's wording), or any message (the
+    user's, Vibey's, another source's; not tool output) worded as a decision or a lesson
+    (DECISION_OR_LESSON). Not asked, the sections stay as an empty answer leaves them (M2: only what
+    changed is edited)."""
+    if first:
+        return True
+    users = list(user_texts)
+    if any(reads_as_rule(text) for text in users):
+        return True
+    return any(DECISION_OR_LESSON.search(text) for text in (*users, *other_texts))
+
+
+def _notes_question(work: Work) -> Question | None:
     """I am here, key decisions, lessons: only what is new, each list sized to its section's cap; and
-    which entries merge, get a new text, or retire (M3)."""
+    which entries merge, get a new text, or retire (M3). Not asked when nothing since the last checkpoint
+    can add to them (`notes_due`)."""
+    if not work.notes_due:
+        return None
     labels = {k: v for k, v in entry_labels(work.mind).items() if v[0] != "Goals"}
     here = min(ENTRY_CHARS, room_chars(work, "I am here", MAX_NEW))
     decided = min(160, room_chars(work, "Key decisions", MAX_NEW) // 2)

@@ -86,6 +86,19 @@ FILLER: Final = frozenset(
     | {"merge", "retire", "ids"}
     | {" ".join(name.split("_")) for name in SCENE_CHARS}
 )
+# The notes question (I am here, Key decisions, Lessons) is asked only when something since the last
+# checkpoint can add to those sections (issue 31 item 4): a user's message worded as a rule, limit or
+# agreement (`memo.reads_as_rule`, the N2 wording: I am here), or a message - the user's, Vibey's, another
+# source's - that says a decision was made or something was learned. Tool output is not read: a file or a
+# test log holds these words without deciding anything. A false positive only costs the question;
+# a miss leaves the sections as an empty answer would.
+DECISION_OR_LESSON: Final = re.compile(
+    r"\b(?:decid\w*|decision\w*|chose|choose|chosen|choosing|instead|because|settled on|going with|"
+    r"go with|switch(?:ed|ing)? to|from now on|change of plan|lesson\w*|learn\w*|turns? out|turned out|"
+    r"reali[sz]\w*|mistake\w*|wrong|root cause|should have|next time|remember|prefer\w*|agree\w*|"
+    r"report\w*|error\w*|fail\w*|broke\w*|workaround\w*)\b",
+    re.IGNORECASE,
+)
 # A list of filler is filler too: the 0.5B answered every scene part with the key names, "current_step,
 # progress, waiting_for, next_step, pitfalls, exact_references".
 _LIST_SEPARATOR = re.compile(r"[,;/|]|\band\b")
@@ -118,6 +131,7 @@ class Work:
     since: frozenset[int] = frozenset()  # M4: the user's messages since the last checkpoint (citable)
     tool_output: str = ""  # the live conversation's tool results, normalised: a scene part copied from
     # them is not a state of the work (see `answers._copied_or_repeated`)
+    notes_due: bool = True  # whether the notes question is asked (see DECISION_OR_LESSON, `notes_due`)
 
     @classmethod
     def start(
