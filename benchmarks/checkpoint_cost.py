@@ -1,19 +1,23 @@
-"""What a checkpoint costs next to the rewrite summary, per compaction, on the embedded model (issue 17).
+"""What a checkpoint costs next to a peer's summary, per compaction, on the embedded model (issues 17, 31).
 
 The same generated transcripts are replayed (the eval's replay loop, `avibe.evals.replay`) through Avibe's
-checkpoint - Vibey's room loop and driver, in the structured mode the embedded model uses - and through the
-`rewrite` baseline (Claude Code-style: one summary of everything). Every model call is timed and its usage
-kept, and the calls are grouped by compaction. Printed per compaction (means): prompt tokens the model had
+checkpoint - Vibey's room loop and driver, in the structured mode the embedded model uses - and through a
+baseline: `--against rewrite` (the default; Claude Code-style: one summary of everything) or `--against
+handoff` (Codex-style: a handoff summary plus the user's recent messages copied). The model's prompt cache
+holds the conversation before each compaction of either, as in a session. Every model call is timed and
+its usage kept, and the calls are grouped by compaction. Printed per compaction (means): tokens spent as
+the eval counts them (every prompt token, cached or not, plus the output), the prompt tokens the model had
 to evaluate (not served from llama.cpp's cache), output tokens, calls and seconds, and the checkpoint's
-ratios to the rewrite; per call, which structured question it answered; and the eval's deterministic
-metrics on the final context, so a cheaper checkpoint that keeps less shows up in the same run.
+ratios to the baseline (against the handoff, with issue 31's goals: seconds <= 1.5x, tokens spent <= 3x,
+calls <= 3); per call, which structured question it answered; and the eval's deterministic metrics on the
+final context, so a cheaper checkpoint that keeps less shows up in the same run.
 
     .venv/bin/python benchmarks/checkpoint_cost.py [--type constraint_fidelity ...] [--seed 1] [--k 2]
-        [--window 4096] [--threshold 0.5] [--compare-with REV]
+        [--window 4096] [--threshold 0.5] [--against handoff] [--model embedded-1.5b] [--compare-with REV]
 
 `--compare-with REV` measures the checkpoint of another git revision too (a temporary worktree, run in a
-subprocess, the rewrite being the same code) and prints it side by side. Needs `vibe models install`.
-Prints; asserts nothing.
+subprocess, the baseline being the same code) and prints it side by side. Needs `vibe models install`
+(`vibe models install embedded-1.5b` for the 1.5B). Prints; asserts nothing.
 """
 
 from __future__ import annotations
@@ -44,7 +48,12 @@ from avibe.ports import ModelClient, TokenCounter
 from avibe.providers import open_counter, open_model
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
-CHECKPOINT, REWRITE = "checkpoint", "rewrite"
+CHECKPOINT = "checkpoint"
+BASELINES = ("rewrite", "handoff")
+# issue 31 item 4: the checkpoint against the handoff, per compaction (seconds, tokens spent, calls)
+GOALS = {"seconds": 1.5, "spent": 3.0}
+GOAL_CALLS = 3.0
+METRICS = ("spent", "uncached", "output", "calls", "seconds")
 
 
 @dataclass
@@ -142,13 +151,14 @@ def _run(
 def _summary(run: Mapping[str, Any]) -> dict[str, float]:
     rows = run["compactions"]
     if not rows:
-        return {"compactions": 0.0, "uncached": 0.0, "output": 0.0, "calls": 0.0, "seconds": 0.0}
+        return {"compactions": 0.0, **dict.fromkeys(METRICS, 0.0)}
 
     def mean(value: Callable[[list[dict[str, Any]]], float]) -> float:
         return statistics.fmean(value(calls) for calls in rows)
 
     return {
         "compactions": float(len(rows)),
+        "spent": mean(lambda cs: sum(c["prompt"] + c["output"] for c in cs)),  # as the eval counts
         "uncached": mean(lambda cs: sum(c["prompt"] - c["cached"] for c in cs)),
         "output": mean(lambda cs: sum(c["output"] for c in cs)),
         "calls": mean(lambda cs: float(len(cs))),
@@ -174,14 +184,15 @@ def _per_part(run: Mapping[str, Any]) -> dict[str, tuple[int, float, float, floa
 
 def measure_all(args: argparse.Namespace, only_checkpoint: bool) -> list[dict[str, Any]]:
     settings = load_settings()
-    model = open_model("embedded", settings)
-    counter = open_counter("embedded", settings, model)
+    model = open_model(args.model, settings)
+    counter = open_counter(args.model, settings, model)
     common = (args.type, args.seed, args.k, args.window, args.threshold, model, counter)
     runs = [_run(AvibeCheckpoint("structured"), CHECKPOINT, *common)]
     if not only_checkpoint:
-        from avibe.evals.baselines import Rewrite
+        from avibe.evals.baselines import Handoff, Rewrite
 
-        runs.append(_run(Rewrite(), REWRITE, *common))
+        baseline: Strategy = Handoff() if args.against == "handoff" else Rewrite()
+        runs.append(_run(baseline, args.against, *common))
     return runs
 
 
@@ -203,27 +214,41 @@ def _run_at(revision: str, argv: list[str]) -> list[dict[str, Any]]:
         subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(folder)], check=False)
 
 
+def _goals(name: str, s: Mapping[str, float], base: Mapping[str, float]) -> str:
+    """Issue 31's three goals against the handoff, each met or not."""
+    met = [f"{m} {s[m] / base[m]:.2f}x {'<=' if s[m] / base[m] <= g else '>'} {g}x" for m, g in GOALS.items()]
+    met.append(f"calls {s['calls']:.1f} {'<=' if s['calls'] <= GOAL_CALLS else '>'} {GOAL_CALLS:.0f}")
+    return f"  {name:28} " + "; ".join(met)
+
+
 def _print(runs: Sequence[dict[str, Any]], args: argparse.Namespace) -> None:
     print(
-        f"embedded model, window {args.window}, threshold {args.threshold}, types {', '.join(args.type)}, "
-        f"seed {args.seed}, K target {args.k}"
+        f"{args.model} model, window {args.window}, threshold {args.threshold}, types "
+        f"{', '.join(args.type)}, seed {args.seed}, K target {args.k}, against the {args.against}"
     )
-    print("per compaction (means):")
-    print(f"  {'':28} {'uncached prompt':>16} {'output tok':>11} {'calls':>6} {'seconds':>8} {'n':>3}")
+    print("per compaction (means; tokens spent = prompt, cached or not, + output, as the eval counts):")
+    print(
+        f"  {'':28} {'tokens spent':>12} {'uncached prompt':>16} {'output tok':>11} {'calls':>6} "
+        f"{'seconds':>8} {'n':>3}"
+    )
     sums = {run["name"]: _summary(run) for run in runs}
     for name, s in sums.items():
         print(
-            f"  {name:28} {s['uncached']:16,.0f} {s['output']:11,.0f} {s['calls']:6.1f} "
+            f"  {name:28} {s['spent']:12,.0f} {s['uncached']:16,.0f} {s['output']:11,.0f} {s['calls']:6.1f} "
             f"{s['seconds']:8.1f} {s['compactions']:3.0f}"
         )
-    base = sums.get(REWRITE)
-    if base and all(base[m] for m in ("uncached", "output", "calls", "seconds")):
-        print("ratios to the rewrite (uncached prompt, output, calls, seconds):")
+    base = sums.get(args.against)
+    if base and all(base[m] for m in METRICS):
+        print(f"ratios to the {args.against} (tokens spent, uncached prompt, output, calls, seconds):")
         for name, s in sums.items():
-            if name != REWRITE:
-                metrics = ("uncached", "output", "calls", "seconds")
-                ratios = "  ".join(f"{s[m] / base[m]:6.2f}" for m in metrics)
+            if name != args.against:
+                ratios = "  ".join(f"{s[m] / base[m]:6.2f}" for m in METRICS)
                 print(f"  {name:28} {ratios}")
+        if args.against == "handoff":
+            print("issue 31's goals (seconds <= 1.5x, tokens spent <= 3x the handoff's; calls <= 3):")
+            for name, s in sums.items():
+                if name != args.against:
+                    print(_goals(name, s, base))
     print("per call, by question (count, mean uncached prompt, output tokens, seconds):")
     for run in runs:
         for part, (n, uncached, output, seconds) in _per_part(run).items():
@@ -250,13 +275,16 @@ def main() -> None:
     parser.add_argument("--k", type=int, default=2, help="compactions each scenario is sized for")
     parser.add_argument("--window", type=int, default=4096)
     parser.add_argument("--threshold", type=float, default=0.5)
+    parser.add_argument("--against", choices=BASELINES, default="rewrite", help="the baseline measured")
+    parser.add_argument("--model", default="embedded", help="embedded (the 0.5B) or embedded-1.5b")
     parser.add_argument("--compare-with", metavar="REV", help="also measure this git revision's checkpoint")
     parser.add_argument("--answers", action="store_true", help="also print every answer the model gave")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.type = args.type or ["constraint_fidelity"]
     sizes = [*(f"--type={t}" for t in args.type), "--seed", str(args.seed), "--k", str(args.k),
-             "--window", str(args.window), "--threshold", str(args.threshold)]  # fmt: skip
+             "--window", str(args.window), "--threshold", str(args.threshold),
+             "--model", args.model]  # fmt: skip
     if args.json:
         print(json.dumps(measure_all(args, only_checkpoint=True)))
         return
