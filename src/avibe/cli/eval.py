@@ -21,6 +21,7 @@ from avibe.evals.scenario import Scenario, ScenarioError, load_scenario, save_sc
 from avibe.evals.strategies import STRATEGY_NAMES, available_strategies
 from avibe.ports import ModelClient, TokenCounter
 
+SETS = ("real",)  # named scenario sets: the real-session set (issue 31, avibe.evals.realset)
 DEFAULT_WINDOW_CAP = 8192  # small windows keep the default run affordable on the embedded model
 RESULTS = "results.jsonl"
 MAX_K = 64  # compactions per scenario; a K of 64 is already hours on the embedded model
@@ -77,6 +78,27 @@ def _scenarios(files: list[Path], sessions: list[str], settings: Settings) -> li
                     raise BadArgument(
                         f"session {session}: its imported conversation is damaged ({err})"
                     ) from None
+    return found
+
+
+def _set_scenarios(names: list[str]) -> list[Scenario]:
+    """The scenarios of the named sets. A real session whose segment is not fetched is one line on
+    stderr, not an error; a set with none at all is."""
+    from avibe.evals.realset import RealSessionError, real_set
+
+    found: list[Scenario] = []
+    for name in dict.fromkeys(names):
+        if name not in SETS:
+            raise BadArgument(f"unknown set {shown(name)}; choose from {', '.join(SETS)}")
+        try:
+            chosen = real_set()
+        except RealSessionError as err:
+            raise BadArgument(str(err).splitlines()[0]) from None
+        for line in chosen.missing:
+            typer.echo(line, err=True)
+        if not chosen.scenarios:
+            raise BadArgument("no session of the real set is here: run scripts/fetch_real_sessions.py")
+        found += chosen.scenarios
     return found
 
 
@@ -143,9 +165,10 @@ def _command_line(
     threshold: float,
     out: Path,
     probes: bool = True,
+    sets: list[str] | None = None,
 ) -> str:
     """The command that reproduces this report, with every default spelled out."""
-    words = ["vibe", "eval"]
+    words = ["vibe", "eval"] + [w for name in sets or [] for w in ("--set", name)]
     words += [w for t in types for w in ("-t", t)] + [w for f in files or [] for w in ("--scenario", str(f))]
     words += [w for s in sessions or [] for w in ("--session", s)] + [
         w for s in strategies for w in ("-s", s)
@@ -175,6 +198,14 @@ def eval_command(
     session: Annotated[
         list[str] | None,
         typer.Option("--session", help="An imported session to replay.", callback=_check_sessions),
+    ] = None,
+    scenario_set: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set",
+            help="A named set of scenarios to add: 'real', public Claude Code and Codex sessions with their "
+            "truth (fetch the ones not kept here with scripts/fetch_real_sessions.py).",
+        ),
     ] = None,
     strategy: Annotated[
         list[str] | None, typer.Option("--strategy", "-s", help="Strategy (repeat); default all available.")
@@ -230,7 +261,7 @@ def eval_command(
     ] = None,
 ) -> None:
     """Run the memory evaluation and write report.md, PNG plots and results.jsonl into --out."""
-    types = list(types or ([] if scenario or session else SCENARIO_TYPES))
+    types = list(types or ([] if scenario or session or scenario_set else SCENARIO_TYPES))
     strategies = list(strategy or available_strategies())
     _check_choices(types, strategies)
     _check_numbers(list(seed or []), list(k or []), window, jobs)
@@ -241,6 +272,7 @@ def eval_command(
     _check_folder("--out", out)
     settings = load_settings()
     files = _scenarios(list(scenario or []), list(session or []), settings)
+    files += _set_scenarios(list(scenario_set or []))
     log_to_file(settings)
     name = model or settings.model
     first = _open_model(name, settings)
@@ -276,7 +308,7 @@ def eval_command(
 
     _run_with_progress(matrix, run, out)
     command = _command_line(
-        types, scenario, session, strategies, name, judge, seed, k, size, fraction, out, probes
+        types, scenario, session, strategies, name, judge, seed, k, size, fraction, out, probes, scenario_set
     )
     header = {
         "model": name,

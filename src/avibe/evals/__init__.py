@@ -9,6 +9,7 @@ stats.py       Wilson and paired bootstrap intervals      runner.py      the res
 report.py      Markdown report and PNG plots              importers.py   Claude Code / Codex sessions
 checkpoint.py  Avibe's checkpoint as a strategy           filler.py      realistic filler work
 strict.py      the strict field reader of scenario files
+realset.py     the real-session set: manifest, fetch, scrub, truth (`vibe eval --set real`)
 """
 
 from __future__ import annotations

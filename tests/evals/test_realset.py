@@ -1,0 +1,257 @@
+"""The real-session set (issue 31, item 1): the manifest, the kept sessions and their truth, the
+scrubbing, the fetch's hash checks, and `vibe eval --set real` (E1)."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from typer.testing import CliRunner
+
+from avibe.cli import app
+from avibe.config import Settings
+from avibe.evals.realset import (
+    FETCH_HINT,
+    KEPT_DIR,
+    TRUTH_DIR,
+    RealSession,
+    RealSessionError,
+    build_scenario,
+    cut,
+    fetch,
+    home_names,
+    load_manifest,
+    local_file,
+    prepare,
+    real_set,
+    scrub,
+    scrub_text,
+    sha256_of,
+    truth_file,
+)
+from avibe.evals.scenario import UserMessage
+from avibe.ports import ModelClient, TokenCounter
+from avibe.providers.scripted import ScriptedModel
+
+SESSIONS = load_manifest()
+KEPT = [s for s in SESSIONS if s.kept]
+# licences under which a session's file may be kept (redistributed) here, with attribution
+REDISTRIBUTABLE = {"CC0-1.0", "CC-BY-4.0", "MIT", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause"}
+SCRIPT = Path(__file__).parents[2] / "scripts" / "fetch_real_sessions.py"
+
+
+def test_the_set_has_six_sessions_of_both_agents_each_with_its_truth() -> None:
+    assert len(SESSIONS) >= 6
+    assert {s.agent for s in SESSIONS} == {"claude", "codex"}
+    assert sorted(p.stem for p in TRUTH_DIR.glob("*.yaml")) == sorted(s.id for s in SESSIONS)
+    for session in SESSIONS:
+        assert session.last_line - session.first_line + 1 >= 100, session.id  # long: hundreds of lines
+        assert session.url == (
+            f"https://raw.githubusercontent.com/{session.repo}/{session.commit}/{session.path}"
+        )
+
+
+def test_only_sessions_whose_licence_allows_it_are_kept_here() -> None:
+    assert KEPT, "at least one session is kept in the repository"
+    for session in SESSIONS:
+        assert (KEPT_DIR / f"{session.id}.jsonl").is_file() == session.kept, session.id
+        if session.kept:
+            assert session.licence in REDISTRIBUTABLE, session.id
+            assert (
+                session.repo in session.attribution and session.licence.split("-")[0] in session.attribution
+            )
+    assert sorted(p.stem for p in KEPT_DIR.glob("*.jsonl")) == sorted(s.id for s in KEPT)
+
+
+@pytest.mark.parametrize("session", KEPT, ids=lambda s: s.id)
+def test_a_kept_session_matches_its_manifest_hash_imports_and_its_truth_is_the_users_words(
+    session: RealSession,
+) -> None:
+    file = KEPT_DIR / f"{session.id}.jsonl"
+    data = file.read_bytes()
+    assert sha256_of(data) == session.segment_sha256
+    assert data.count(b"\n") == session.last_line - session.first_line + 1
+    scenario = build_scenario(session, file)
+    said = [e.text for e in scenario.events if isinstance(e, UserMessage)]
+    truth = scenario.truth
+    assert truth.mission and any(truth.mission in text for text in said)
+    assert any(item.kind == "constraint" for item in truth.items)
+    for item in truth.items:  # byte for byte, in a user message of the segment
+        assert any(item.text in text for text in said), item.id
+    kinds = {p.kind for p in truth.probes}
+    assert {"exact", "next_action"} <= kinds and 2 <= len(truth.probes) <= 3
+
+
+@pytest.mark.parametrize("session", KEPT, ids=lambda s: s.id)
+def test_a_kept_session_is_scrubbed(session: RealSession) -> None:
+    data = (KEPT_DIR / f"{session.id}.jsonl").read_bytes()
+    assert scrub(data) == data  # scrubbing it again changes nothing: nothing personal is left to scrub
+    text = data.decode("utf-8")
+    assert not home_names([text])  # no home folder names a person
+    for line in text.splitlines():
+        json.loads(line)  # every line stays one JSON value
+    addresses = re.findall(r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}", text)
+    assert all(a.endswith(("example.com", "anthropic.com", "openai.com")) for a in addresses)
+
+
+def test_scrub_replaces_personal_data_and_leaves_the_rest() -> None:
+    text = (
+        "cwd /Users/alice/app, C:\\Users\\Alice\\repo, -Users-alice-app, "
+        "key sk-ant-abcdefghijklmnopqrstuvwx, mail alice@corp.io, mac 92-10-57-D2-AE-E2, "
+        "sid S-1-5-21-40-1-2-1002, ip 8.8.8.8"
+    )
+    scrubbed = scrub_text(text)
+    for secret in ("/Users/alice", "Users\\Alice", "-Users-alice", "sk-ant-", "alice@corp.io", "92-10-57",
+                   "S-1-5-21-40", "8.8.8.8"):  # fmt: skip
+        assert secret not in scrubbed, secret
+    kept = "run /home/user/app on 127.0.0.1, mail noreply@anthropic.com, never push to main"
+    assert scrub_text(kept) == kept
+    line = {"cwd": "/home/bob/x", "message": {"content": "ls -l: drwxr-xr-x 2 bob staff .; Bob said hi"}}
+    out = scrub(json.dumps(line).encode() + b"\n").decode()
+    assert "bob" not in out.casefold() and json.loads(out)["cwd"] == "/home/user/x"
+
+
+def _session(tmp_path: Path, upstream: bytes, first: int = 2, last: int = 3) -> RealSession:
+    segment = scrub(cut(upstream, first, last))
+    return RealSession(
+        "demo", "claude", "user", "a demo", "octo/demo, test data", "octo/demo", "logs/s.jsonl", "a" * 40,
+        sha256_of(upstream), "MIT", False, first, last, None, sha256_of(segment),
+    )  # fmt: skip
+
+
+UPSTREAM = b"".join(
+    json.dumps({"type": t, "message": {"role": t, "content": c}, "cwd": "/home/kim/p"}).encode() + b"\n"
+    for t, c in [
+        ("user", "hello"),
+        ("user", "Never push to main. Fix the parser."),
+        ("assistant", [{"type": "text", "text": "Fixing it."}]),
+        ("user", "thanks"),
+    ]
+)
+
+
+def test_fetch_from_a_local_copy_checks_cuts_and_scrubs(tmp_path: Path) -> None:
+    session = _session(tmp_path, UPSTREAM)
+    source = tmp_path / "src" / "octo" / "demo" / session.commit / "logs"
+    source.mkdir(parents=True)
+    (source / "s.jsonl").write_bytes(UPSTREAM)
+    target = fetch(session, tmp_path / "out", tmp_path / "src")
+    assert target == tmp_path / "out" / "demo.jsonl"
+    lines = target.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 2 and "Never push to main." in lines[0] and "kim" not in target.read_text()
+
+
+def test_a_changed_byte_upstream_fails_the_fetch_and_writes_nothing(tmp_path: Path) -> None:
+    session = _session(tmp_path, UPSTREAM)
+    changed = UPSTREAM.replace(b"Never push", b"never push", 1)  # one byte
+    source = tmp_path / "src" / "octo" / "demo" / "logs"
+    source.mkdir(parents=True)
+    (source / "s.jsonl").write_bytes(changed)
+    with pytest.raises(RealSessionError, match="sha256 mismatch"):
+        fetch(session, tmp_path / "out", tmp_path / "src")
+    assert not (tmp_path / "out").exists()
+    with pytest.raises(RealSessionError, match="sha256 mismatch"):
+        prepare(changed, session)
+
+
+def test_a_segment_the_manifest_does_not_describe_is_refused(tmp_path: Path) -> None:
+    session = _session(tmp_path, UPSTREAM)
+    wrong = dataclasses.replace(session, last_line=4)  # a line more than the hash was made of
+    with pytest.raises(RealSessionError, match="segment has sha256"):
+        prepare(UPSTREAM, wrong)
+    with pytest.raises(RealSessionError, match="ends at line 9"):
+        cut(UPSTREAM, 1, 9)
+
+
+def _script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fetch_real_sessions", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fetch_script_fails_on_a_changed_byte_and_fetches_the_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    script = _script()
+    session = _session(tmp_path, UPSTREAM)
+    monkeypatch.setattr(script, "load_manifest", lambda: (session,))
+    mirror = tmp_path / "mirrors" / "octo+demo"  # a folder named as git mirrors are, holding a plain copy
+    (mirror / "logs").mkdir(parents=True)
+    (mirror / "logs" / "s.jsonl").write_bytes(UPSTREAM[:-2] + b"X\n")
+    assert script.main(["--source", str(tmp_path / "mirrors"), "--dest", str(tmp_path / "out")]) == 1
+    assert "sha256 mismatch" in capsys.readouterr().err and not (tmp_path / "out" / "demo.jsonl").exists()
+    (mirror / "logs" / "s.jsonl").write_bytes(UPSTREAM)
+    assert script.main(["--source", str(tmp_path / "mirrors"), "--dest", str(tmp_path / "out")]) == 0
+    assert (tmp_path / "out" / "demo.jsonl").read_bytes() == scrub(cut(UPSTREAM, 2, 3))
+
+
+def test_a_changed_local_segment_is_refused_with_the_fetch_hint(tmp_path: Path) -> None:
+    session = KEPT[0]
+    copy = tmp_path / f"{session.id}.jsonl"
+    data = bytearray((KEPT_DIR / f"{session.id}.jsonl").read_bytes())
+    data[100] = data[100] ^ 1
+    copy.write_bytes(bytes(data))
+    with pytest.raises(RealSessionError, match=re.escape(FETCH_HINT)):
+        build_scenario(session, copy)
+
+
+def test_sessions_not_fetched_are_named_one_line_each(tmp_path: Path) -> None:
+    found = real_set(tmp_path)
+    assert [s.id for s in found.scenarios] == [s.scenario_id for s in KEPT]
+    fetched = [s for s in SESSIONS if not s.kept]
+    assert len(found.missing) == len(fetched)
+    for session, line in zip(fetched, found.missing, strict=True):
+        assert line == (
+            f"real session {session.id} ({session.repo}/{session.path}): not fetched: {FETCH_HINT}"
+        )
+        assert "\n" not in line and local_file(session, tmp_path) == tmp_path / f"{session.id}.jsonl"
+    assert truth_file(SESSIONS[0]).is_file()
+
+
+@pytest.fixture
+def env(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter: TokenCounter,
+    scripted: Callable[[int], ScriptedModel],
+) -> dict[str, str]:
+    import avibe.cli.eval as eval_cli
+
+    def open_model(name: str, settings: Settings) -> ModelClient:
+        return scripted(500)
+
+    monkeypatch.setattr(eval_cli, "_open_model", open_model)
+    monkeypatch.setattr(eval_cli, "_open_counter", lambda name, settings, model: counter)
+    fetched = tmp_path / "fetched"
+    fetched.mkdir()
+    monkeypatch.setenv("AVIBE_REAL_SESSIONS", str(fetched))
+    return {"AVIBE_HOME": str(tmp_path / "home"), "AVIBE_USER": "kofi", "AVIBE_REAL_SESSIONS": str(fetched)}
+
+
+def test_E1_vibe_eval_set_real_runs_what_is_here_and_names_what_is_not(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    out = tmp_path / "out"
+    args = ["eval", "--set", "real", "-s", "truncate", "--no-probes", "--window", "8192", "--out", str(out)]
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    missing = [line for line in result.output.splitlines() if "not fetched" in line]
+    assert len(missing) == len([s for s in SESSIONS if not s.kept])
+    assert all(line.endswith(f"not fetched: {FETCH_HINT}") for line in missing)
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["scenario"] for r in rows) == sorted(s.scenario_id for s in KEPT)
+    assert all(r["status"] == "ok" and r["type"] == "real" for r in rows)
+    assert "`vibe eval --set real" in (out / "report.md").read_text(encoding="utf-8")
+
+
+def test_E1_vibe_eval_refuses_an_unknown_set(env: dict[str, str]) -> None:
+    result = CliRunner().invoke(app, ["eval", "--set", "imaginary"], env=env)
+    assert result.exit_code == 2 and "unknown set 'imaginary'; choose from real" in result.output
