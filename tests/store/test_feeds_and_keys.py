@@ -121,3 +121,51 @@ def test_postgres_notifies_listeners_of_the_session_on_commit(pg_url: str) -> No
             deliver(store, session, WATCH, "red", at=AT, key="k")  # a repeat: nothing new, no notice
             notes = [n.payload for n in listener.notifies(timeout=1.0)]
             assert notes == [session]
+
+
+def _batch(sessions: list[str], *, n: int) -> list[NewEntry]:
+    """`n` keyed inputs spread over `sessions` (round robin), each key once."""
+    return [
+        NewEntry(sessions[i % len(sessions)], WATCH, f"tick {i}", AT, delivery_key=f"k-{i}") for i in range(n)
+    ]
+
+
+def test_a_batch_of_many_sessions_gives_each_dense_seqs_and_records_each_key_once(store: SqlStore) -> None:
+    # Issue 30: a batch of several sessions' inputs is locked and read in one statement and moved on in one.
+    sessions = [store.create_session().id for _ in range(3)]
+    deliver(store, sessions[1], WATCH, "before", at=AT)  # one session is not at seq 0
+    batch = _batch(sessions, n=10)
+    first = store.append_each(batch)
+    assert all(o.error is None and not o.repeat for o in first)
+    again = store.append_each([*batch[:4], NewEntry(sessions[2], WATCH, "new", AT, delivery_key="k-new")])
+    assert [o.repeat for o in again] == [True, True, True, True, False]
+    assert [o.entry for o in again[:4]] == [o.entry for o in first[:4]]
+    for n, session in enumerate(sessions):
+        seqs = [e.seq for e in store.query(EntryQuery(session))]
+        assert seqs == list(range(1, len(seqs) + 1))
+        assert store.get_session(session).entry_count == len(seqs)
+    assert [len(store.query(EntryQuery(s))) for s in sessions] == [4, 4, 4]
+    assert [o.entry.seq for o in first if o.entry and o.entry.session == sessions[1]] == [2, 3, 4]
+
+
+def test_a_batch_naming_an_unknown_session_fails_that_append_alone(store: SqlStore) -> None:
+    sessions = [store.create_session().id for _ in range(2)]
+    batch = [*_batch(sessions, n=4), NewEntry("s-nosuch", WATCH, "lost", AT, delivery_key="k-x")]
+    outcomes = store.append_each(batch)
+    assert all(o.entry is not None for o in outcomes[:4])
+    assert isinstance(outcomes[4].error, UnknownSession)
+    assert [store.get_session(s).entry_count for s in sessions] == [2, 2]
+
+
+@pytest.mark.postgres
+def test_postgres_notifies_each_waking_session_of_a_batch_once(pg_url: str) -> None:
+    with open_store(pg_url) as store:
+        sessions = [store.create_session().id for _ in range(3)]
+        dsn = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
+        with psycopg.connect(dsn, autocommit=True) as listener:
+            listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+            batch = _batch(sessions, n=9)
+            quiet = [entry.session == sessions[0] for entry in batch]  # a queued input wakes no host
+            store.append_each(batch, quiet=quiet)
+            notes = [n.payload for n in listener.notifies(timeout=1.0)]
+            assert sorted(notes) == sorted(sessions[1:])

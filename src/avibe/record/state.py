@@ -12,6 +12,9 @@ KeyError from deep inside a host.
     "background_jobs"   JobsState           the job counter, and the jobs running when it was saved
     "context"           ContextHeader       the limits the inspector's plot draws (`host/context_log.py`)
     "context/<i>"       ContextChunk        its points and marks, a chunk at a time
+
+`EncodedDocument` is a document that comes with its JSON text already made (Vibey's live state: each
+message encoded once while it stays in the context, not again at every save).
 """
 
 from __future__ import annotations
@@ -24,6 +27,18 @@ from avibe.errors import StateError
 
 VIBEY: Final = "vibey"
 T = TypeVar("T")
+
+
+class EncodedDocument(dict[str, Any]):
+    """A state document with its exact JSON text (`text`, made by `json.dumps(..., allow_nan=False)` of
+    its parts): a store may write that text as it is instead of encoding the document again. To anything
+    else it is the plain dict it holds."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, document: Mapping[str, Any], text: str) -> None:
+        super().__init__(document)
+        self.text = text
 
 
 def _field(key: str, data: Mapping[str, Any], name: str, kind: type[T], default: T) -> T:

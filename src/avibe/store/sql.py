@@ -31,7 +31,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final, TypeVar, cast
 
-from sqlalchemy import Row, and_, bindparam, case, delete, func, insert, or_, select, text, update
+from sqlalchemy import (
+    Row,
+    Text,
+    and_,
+    bindparam,
+    case,
+    delete,
+    func,
+    insert,
+    or_,
+    select,
+    text,
+    update,
+)
+from sqlalchemy import cast as sql_cast
+from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 from sqlalchemy.sql.elements import ColumnElement
@@ -41,6 +56,7 @@ from avibe.ports import Clock, Lease, LeaseGrant, LeaseOwner, StoredCheckpoint
 from avibe.record.checkpoint import Carry, MemoItem, Provenance
 from avibe.record.entries import KINDS, CallRecord, Entry, EntryQuery, Kind, NewEntry, SessionInfo, Source
 from avibe.record.feeds import FEED_KINDS, Feed
+from avibe.record.state import EncodedDocument
 from avibe.store.migrate import WRITE_OPTION
 from avibe.store.schema import checkpoints, entries, session_leases, session_state, sessions, sources
 
@@ -81,9 +97,9 @@ _DELIVERED_ANY: Final = select(*_ENTRY_COLUMNS, entries.c.delivery_key).where(
     entries.c.session.in_(bindparam("sids", expanding=True)),
     entries.c.delivery_key.in_(bindparam("keys", expanding=True)),
 )
-# Locks the rows of several sessions, in id order.
+# Locks the rows of several sessions, in id order, and reads where each stands (its last seq).
 _LOCK_SESSIONS: Final = (
-    select(sessions.c.id)
+    select(sessions.c.id, sessions.c.last_seq)
     .where(sessions.c.id.in_(bindparam("sids", expanding=True)))
     .order_by(sessions.c.id)
     .with_for_update()
@@ -97,10 +113,11 @@ _FEEDS_NAMED: Final = select(sources).where(sources.c.id.in_(bindparam("ids", ex
 # the notification goes out when the transaction commits, never for one rolled back.
 NOTIFY_CHANNEL: Final = "avibe_entries"
 _NOTIFY: Final = text("SELECT pg_notify(:channel, :session)")
-# Gives out `count` seqs of a session and moves its last_at on to `newest` if later; returns the new last_seq
-# (no row: no such session). On PostgreSQL it locks the session row until the transaction ends.
+# Gives out `count` seqs of a session and moves its last_at on to `newest` if later. For sessions already
+# locked and read (_LOCK_SESSIONS) it runs as one statement with a parameter set per session (a batch of
+# many sessions' inputs: one round trip, not one per session).
 _NEWEST: Final = bindparam("newest", type_=sessions.c.last_at.type)
-_ADVANCE_SESSION: Final = (
+_ADVANCE: Final = (
     update(sessions)
     .where(sessions.c.id == bindparam("sid"))
     .values(
@@ -110,8 +127,29 @@ _ADVANCE_SESSION: Final = (
             else_=sessions.c.last_at,
         ),
     )
-    .returning(sessions.c.last_seq)
 )
+# One session, not yet locked: returns its new last_seq (no row: no such session); on PostgreSQL it locks
+# the session row until the transaction ends.
+_ADVANCE_SESSION: Final = _ADVANCE.returning(sessions.c.last_seq)
+
+
+# A session state document, bound as the JSON text it was checked as (encoded once, not again by the
+# column's type); PostgreSQL reads it into its JSONB column.
+_STATE_WHERE: Final = and_(
+    session_state.c.session == bindparam("sid"), session_state.c.key == bindparam("skey")
+)
+_STATE_AT: Final = bindparam("at", type_=session_state.c.updated_at.type)
+
+
+def _state_statements(postgres: bool) -> tuple[Any, Any]:
+    """The UPDATE and the INSERT of a state document (params sid, skey, value: its JSON text, at)."""
+    value: Any = bindparam("value", type_=Text)
+    if postgres:
+        value = sql_cast(value, JSONB)
+    changing = update(session_state).where(_STATE_WHERE).values(value=value, updated_at=_STATE_AT)
+    adding = insert(session_state).values(session=bindparam("sid"), key=bindparam("skey"), value=value,
+                                          updated_at=_STATE_AT)  # fmt: skip
+    return changing, adding
 
 
 def _utc_now() -> datetime:
@@ -257,6 +295,7 @@ class SqlStore:
         self._now: Callable[[], datetime] = clock.now if clock is not None else _utc_now
         self._postgres = engine.dialect.name == "postgresql"
         self._writer_lock = _sqlite_writer_lock(engine) if engine.dialect.name == "sqlite" else None
+        self._update_state, self._insert_state = _state_statements(self._postgres)
         # Group commit (see the module's docstring): appends waiting for the leader's next transaction.
         self._group_lock = threading.Lock()
         self._group_queue: list[_Append] = []
@@ -495,11 +534,17 @@ class SqlStore:
         (a queued input): a session all of whose new entries are quiet is not NOTIFYed."""
         sessions_in = sorted({entry.session for entry in new})  # a fixed order: no two batches deadlock
         keyed = any(entry.delivery_key for entry in new)
-        if keyed and self._postgres:
-            # The keys must be looked up under the session lock (a concurrent delivery of the same key
-            # commits first, then this one sees it). SQLite's BEGIN IMMEDIATE holds the write lock already.
-            # One statement locks every session of the batch, in id order (no two batches deadlock).
-            conn.execute(_LOCK_SESSIONS, {"sids": sessions_in}).all()
+        # Where each session stands, read under its lock (None: one session, locked by its UPDATE below).
+        # The keys must be looked up under the session lock (a concurrent delivery of the same key commits
+        # first, then this one sees it); SQLite's BEGIN IMMEDIATE holds the write lock already. One statement
+        # locks every session of the batch, in id order (no two batches deadlock), and reads its last seq.
+        locked: dict[str, int] | None = None
+        if len(sessions_in) > 1 or (keyed and self._postgres):
+            rows = conn.execute(_LOCK_SESSIONS, {"sids": sessions_in})
+            locked = {row.id: int(row.last_seq) for row in rows}
+            for session_id in sessions_in:
+                if session_id not in locked:
+                    raise self._unknown(session_id)
         # A delivery key seen before is a repeat: it gets the entry it made (`made[i]` is None for those).
         seen = self._delivered(conn, new) if keyed else {}
         first_of_key: dict[tuple[str, str], int] = {}
@@ -516,17 +561,20 @@ class SqlStore:
             counts[entry.session] = counts.get(entry.session, 0) + 1
             at = newest.get(entry.session)
             newest[entry.session] = entry.at if at is None or entry.at > at else at
-        # One statement per session locks its row (PostgreSQL), gives out the seqs and moves last_at on.
+        # Give out the seqs and move last_at on: one statement for every session (a session every entry of
+        # which is a repeat exists, and gets nothing).
+        advancing = [session_id for session_id in sessions_in if session_id in counts]
+        advance = [{"sid": sid, "count": counts[sid], "newest": newest[sid]} for sid in advancing]
         next_seq: dict[str, int] = {}
-        for session_id in sessions_in:
-            if session_id not in counts:
-                continue  # every entry of it is a repeat: the session exists, nothing to give out
-            count = counts[session_id]
-            params = {"sid": session_id, "count": count, "newest": newest[session_id]}
-            last_seq = conn.execute(_ADVANCE_SESSION, params).scalar_one_or_none()
+        if locked is not None:
+            if advance:
+                conn.execute(_ADVANCE, advance)
+            next_seq = {session_id: locked[session_id] + 1 for session_id in advancing}
+        elif advance:  # one session: its UPDATE locks the row (PostgreSQL) and says where it stands
+            last_seq = conn.execute(_ADVANCE_SESSION, advance[0]).scalar_one_or_none()
             if last_seq is None:
-                raise self._unknown(session_id)
-            next_seq[session_id] = int(last_seq) - count + 1
+                raise self._unknown(advancing[0])
+            next_seq[advancing[0]] = int(last_seq) - counts[advancing[0]] + 1
         made: list[Entry | None] = [None] * len(new)
         for i in fresh_index:
             entry = new[i]
@@ -540,9 +588,9 @@ class SqlStore:
                 _INSERT_ENTRY, [_entry_values(cast(Entry, made[i]), new[i].delivery_key) for i in fresh_index]
             )
             if self._postgres:  # wake the session's host wherever it runs (issue 12)
-                waking = {new[i].session for i in fresh_index if not (quiet and quiet[i])}
-                for session_id in sorted(waking):
-                    conn.execute(_NOTIFY, {"channel": NOTIFY_CHANNEL, "session": session_id})
+                waking = sorted({new[i].session for i in fresh_index if not (quiet and quiet[i])})
+                if waking:  # one statement, a parameter set per session
+                    conn.execute(_NOTIFY, [{"channel": NOTIFY_CHANNEL, "session": sid} for sid in waking])
         stored: list[Entry] = []
         for i, entry in enumerate(new):
             found = made[i]
@@ -724,23 +772,24 @@ class SqlStore:
         self._write(work)
 
     @staticmethod
-    def _state_document(key: str, value: Mapping[str, Any] | None) -> dict[str, Any]:
+    def _state_document(key: str, value: Mapping[str, Any] | None) -> str:
+        """The document as JSON text (checked by encoding it: the text is what gets stored)."""
         check_text("state key", key)
         if not 0 < len(key) <= 128:
             raise ValueError(f"state key must be 1-128 characters, got {len(key)}")
         if value is None:
             raise ValueError(f"state {key!r}: a value is needed with its key")
-        document = dict(value)
-        _check_json(f"state {key!r}", document)
-        return document
+        if isinstance(value, EncodedDocument):
+            return value.text  # encoded by json.dumps already, part by part
+        try:
+            return json.dumps(dict(value), allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"state {key!r} is not plain JSON: {exc}") from exc
 
-    def _upsert_state(self, conn: Connection, session_id: str, key: str, document: dict[str, Any]) -> None:
-        now = self._now()
-        where = and_(session_state.c.session == session_id, session_state.c.key == key)
-        changed = conn.execute(update(session_state).where(where).values(value=document, updated_at=now))
-        if changed.rowcount == 0:
-            row = {"session": session_id, "key": key, "value": document, "updated_at": now}
-            conn.execute(insert(session_state).values(**row))
+    def _upsert_state(self, conn: Connection, session_id: str, key: str, document: str) -> None:
+        params = {"sid": session_id, "skey": key, "value": document, "at": self._now()}
+        if conn.execute(self._update_state, params).rowcount == 0:
+            conn.execute(self._insert_state, params)
 
     def load_state(self, session_id: str, key: str) -> dict[str, Any] | None:
         where = and_(session_state.c.session == session_id, session_state.c.key == key)
