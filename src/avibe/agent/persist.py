@@ -1,7 +1,9 @@
 """Vibey's port onto the record for one session: its replies and notes, the live state saved after every
 step, the latest checkpoint, and a checkpoint committed in one transaction with the live state it implies
 (`RoomPort`).
-This process is the session's one writer (its lease), so what it wrote last is kept, not re-read."""
+This process is the session's one writer (its lease), so what it wrote last is kept, not re-read: the live
+state is read from the record once, when the session opens (or after a write that failed), and a turn
+starts from the state the last one saved (issue 30: a step re-read and re-parsed the whole live context)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ import logging
 from dataclasses import dataclass, field, replace
 
 from avibe.agent.interrupted import NOTE_SOURCE, Interrupted, note_text
-from avibe.agent.state import STATE_KEY, LiveState
+from avibe.agent.state import STATE_KEY, LiveState, StateEncoder
 from avibe.errors import StoreError
 from avibe.ingress import deliver, record_reply
 from avibe.ports import Clock, RecordStore, StoredCheckpoint
@@ -27,18 +29,26 @@ class SessionRecord:
     clock: Clock
     _latest: list[StoredCheckpoint | None] = field(default_factory=list, repr=False)  # [] = not loaded
     _cursor: int | None = field(default=None, repr=False)
+    _saved: LiveState | None = field(default=None, repr=False)  # as the record holds it (None: read it)
+    _encoder: StateEncoder = field(default_factory=StateEncoder, repr=False)
 
     def load_state(self) -> LiveState:
-        data = self.store.load_state(self.session_id, STATE_KEY)
-        state = LiveState.from_dict(data) if data else LiveState()
+        state = self._saved
+        if state is None:
+            data = self.store.load_state(self.session_id, STATE_KEY)
+            state = LiveState.from_dict(data) if data else LiveState()
+            self._saved = state
         if state.checkpointing:  # the process died during a checkpoint: the record is intact; go on
             log.warning("session %s: the last checkpoint was interrupted; resuming", self.session_id)
             state = replace(state, checkpointing=False)
         return state
 
     def save_state(self, state: LiveState) -> None:
-        self.store.save_state(self.session_id, STATE_KEY, state.to_dict())
-        self._cursor = state.last_seq
+        if state is self._saved:
+            return  # the record holds it already (a turn that ends right after a saved step)
+        self._saved = None  # a write that fails may or may not have committed: read it back next time
+        self.store.save_state(self.session_id, STATE_KEY, self._encoder.encode(state))
+        self._saved, self._cursor = state, state.last_seq
 
     begin = save_state  # a checkpoint starts: saved with `checkpointing` set, so a crash now is visible
 
@@ -50,8 +60,10 @@ class SessionRecord:
         return self._latest[0]
 
     def commit(self, checkpoint: StoredCheckpoint, state: LiveState) -> StoredCheckpoint:
-        saved = self.store.save_checkpoint(checkpoint, state_key=STATE_KEY, state=state.to_dict())
-        self._cursor = state.last_seq
+        self._saved = None
+        document = self._encoder.encode(state)
+        saved = self.store.save_checkpoint(checkpoint, state_key=STATE_KEY, state=document)
+        self._saved, self._cursor = state, state.last_seq
         self._latest[:] = [saved]
         return saved
 

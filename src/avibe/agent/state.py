@@ -3,11 +3,13 @@ resumes after a crash or restart. Tool output lives here only, never in the reco
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from avibe.record.checkpoint import PlanItem
 from avibe.record.messages import ChatMessage, ToolCall
+from avibe.record.state import EncodedDocument
 
 STATE_KEY = "live"
 
@@ -73,8 +75,11 @@ class LiveState:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        return {"messages": [message_to_dict(m) for m in self.messages], **self.bookkeeping()}
+
+    def bookkeeping(self) -> dict[str, Any]:
+        """Everything but the messages, as stored."""
         return {
-            "messages": [message_to_dict(m) for m in self.messages],
             "last_seq": self.last_seq,
             "turn_start": self.turn_start,
             "turn_user_seqs": list(self.turn_user_seqs),
@@ -108,6 +113,34 @@ class LiveState:
             last_failure=_failure(data.get("last_failure")),
             extra=dict(data.get("extra", {})),
         )
+
+
+class StateEncoder:
+    """The live state as the document it is stored as, with its JSON text: each message is turned into a
+    dict and encoded once while it stays in the context (a step adds a message or two to a context of
+    hundreds; issue 30), the bookkeeping every time."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[int, tuple[ChatMessage, dict[str, Any], str]] = {}
+
+    def encode(self, state: LiveState) -> EncodedDocument:
+        known, seen = self._by_id, {}
+        for message in state.messages:
+            hit = known.get(id(message))
+            if hit is None or hit[0] is not message:
+                as_dict = message_to_dict(message)
+                hit = (message, as_dict, json.dumps(as_dict, allow_nan=False))
+            seen[id(message)] = hit
+        self._by_id = seen  # forget messages that left the context
+        rest = state.bookkeeping()
+        hits = [seen[id(message)] for message in state.messages]
+        text = (
+            '{"messages": ['
+            + ", ".join(hit[2] for hit in hits)
+            + "], "
+            + json.dumps(rest, allow_nan=False)[1:]
+        )
+        return EncodedDocument({"messages": [hit[1] for hit in hits], **rest}, text)
 
 
 def _failure(value: Any) -> tuple[str, str, str, str] | None:
