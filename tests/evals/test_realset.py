@@ -255,3 +255,49 @@ def test_E1_vibe_eval_set_real_runs_what_is_here_and_names_what_is_not(
 def test_E1_vibe_eval_refuses_an_unknown_set(env: dict[str, str]) -> None:
     result = CliRunner().invoke(app, ["eval", "--set", "imaginary"], env=env)
     assert result.exit_code == 2 and "unknown set 'imaginary'; choose from real" in result.output
+
+
+def _first_pass_script() -> ModuleType:
+    path = SCRIPT.with_name("real_first_pass.py")
+    spec = importlib.util.spec_from_file_location("real_first_pass", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_first_pass_report_counts_every_checkpoint_and_resumes(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter: TokenCounter,
+    scripted: Callable[[int], ScriptedModel],
+) -> None:
+    import avibe.providers as providers
+
+    monkeypatch.setenv("AVIBE_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(providers, "open_model", lambda name, settings: scripted(2000))
+    monkeypatch.setattr(providers, "open_counter", lambda name, settings, model: counter)
+    script = _first_pass_script()
+    args = ["--model", "scripted", "--out", str(tmp_path / "out"), "--only", KEPT[0].id]
+    assert script.main([*args, "--fetch-dir", str(tmp_path / "none")]) == 0
+    rows = [json.loads(line) for line in (tmp_path / "out" / "checkpoints.jsonl").read_text().splitlines()]
+    assert rows and [r["checkpoint"] for r in rows] == list(range(1, len(rows) + 1))
+    assert {r["session"] for r in rows} == {KEPT[0].scenario_id}
+    report = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
+    valid = sum(r["first_pass_valid"] for r in rows)
+    assert f"| all | {len(rows)} | {valid} |" in report
+    problems = sum(len(r["problems"]) for r in rows)
+    counted = sum(int(m) for m in re.findall(r"^- (\d+) x ", report.split("notes), by kind")[0], re.M))
+    assert counted == problems
+    assert script.main([*args, "--fetch-dir", str(tmp_path / "none")]) == 0  # resumed: nothing redone
+    assert len((tmp_path / "out" / "checkpoints.jsonl").read_text().splitlines()) == len(rows)
+
+
+def test_first_pass_kinds_drop_numbers_and_quotes() -> None:
+    kind = _first_pass_script().kind_of
+    failed = "session real-x: checkpoint failed after 2 calls (...): scene.block_count: The scene has"
+    assert kind(failed) == "scene.block_count"
+    memo = "memo: kept #3, #5 besides the model's ticks (worded as a rule, N2)"
+    assert kind(memo, codes=False) == "memo: kept besides the model's ticks"
+    mission = "mission entry M2 dropped (M4): it cites no user message since the last checkpoint"
+    assert kind(mission, codes=False) == "mission entry dropped: it cites no"

@@ -338,7 +338,12 @@ def _compact(
     if not accepted:  # V5: a failed checkpoint changes nothing while the request still fits (V9 may cut)
         messages = state.messages if new.messages == conversation else messages
         notes = tuple(r.reason for r in results if r.reason)
-        meta = {"first_pass_valid": False, "repaired": False, "fallback": "failed" if results else "skipped"}
+        meta = {
+            "first_pass_valid": False,
+            "repaired": False,
+            "fallback": "failed" if results else "skipped",
+            "problems": list(notes),  # why it failed, as the attempts say (issue 32 item 5 reads them)
+        }
         return Compacted(messages, metered.tokens, metered.calls, new_carry.dump(), notes, meta)
     assert stored is not None
     return _accepted(state, messages, stored, accepted[-1], new_carry.dump(), metered)
@@ -391,6 +396,10 @@ def _accepted(
         "scene_completed": completed,
         "repaired": made.repair_used,
         "fallback": result.fallback,
+        # what the first answer got wrong (V1-V3) and what the harness decided besides it (a mission entry
+        # dropped by M4, a memo item kept or let go, a scene part completed): issue 32 item 5 reports them
+        "problems": list(made.problems),
+        "harness_notes": list(made.notes),
         **memo_audit(stored.memo, state.record),
         **carry_audit(stored.carry),
     }

@@ -1,0 +1,174 @@
+"""First-pass validity of Avibe's checkpoint on the real-session set (issue 32, item 5).
+
+Replays each session of `vibe eval --set real` (src/avibe/evals/real/) through the avibe-checkpoint
+strategy on one model, at Vibey's own trigger for that model and window, and records every checkpoint:
+valid at the model's first answer or not, the first answer's validation problems, whether the harness
+completed the scene, repaired or fell back, and the notes of what the harness decided besides the
+model's answer (a mission entry the guard dropped (M4), memo items kept or let go). No probes are asked:
+this measures the checkpoint turn itself. Resumable: a session already in OUT/checkpoints.jsonl is
+skipped. Writes OUT/checkpoints.jsonl (one line per checkpoint) and OUT/summary.md.
+
+Usage:
+  .venv/bin/python scripts/real_first_pass.py --model embedded --out eval-real/0.5b
+  .venv/bin/python scripts/real_first_pass.py --model embedded-1.5b --out eval-real/1.5b --only pvcase-ops
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from avibe.evals.realset import real_set
+from avibe.evals.replay import Compaction, replay, trigger_fraction
+from avibe.evals.scenario import Scenario
+from avibe.evals.strategies import make_strategy
+
+ROWS = "checkpoints.jsonl"
+_CODE = re.compile(r"\b([a-z]+\.[a-z_]+):")  # a validation problem's code ("scene.block_count: ...")
+_NOISE = (
+    re.compile(r"^session \S+: "),  # the replay's session prefix
+    re.compile(r"\"[^\"]*\"|'[^']*'|\([^()]*\)"),  # quoted text, parentheses
+    re.compile(r"\S*[\d#]\S*"),  # a word with a number: a message or mission number, a count
+)
+
+
+def kind_of(text: str, codes: bool = True) -> str:
+    """What a problem or note is about, without its numbers and quotes, so that those of one kind count
+    together: the validation codes a problem names ("scene.block_count"), else its first
+    six words without numbers, quotes or parentheses ("mission entry M2 dropped (M4): it cites no user
+    message ..." -> "mission entry dropped: it cites no")."""
+    named = list(dict.fromkeys(_CODE.findall(text))) if codes else []
+    if named:
+        return ", ".join(named)
+    for pattern in _NOISE:
+        text = pattern.sub(" ", text)
+    words = " ".join(text.split()).replace(" :", ":").replace(" ,", ",").split()
+    return " ".join(words[:6]).rstrip(",;:") or "(no words)"
+
+
+def row_of(scenario: Scenario, model: str, window: int, number: int, c: Compaction) -> dict[str, Any]:
+    meta = c.meta
+    return {
+        "session": scenario.id,
+        "model": model,
+        "window": window,
+        "checkpoint": number,
+        "at_event": c.at_seq,
+        "tokens_before": c.tokens_before,
+        "tokens_after": c.tokens_after,
+        "calls": c.calls,
+        "seconds": c.seconds,
+        "first_pass_valid": bool(meta.get("first_pass_valid")),
+        "scene_completed": bool(meta.get("scene_completed")),
+        "repaired": bool(meta.get("repaired")),
+        "fallback": meta.get("fallback"),
+        "problems": list(meta.get("problems", [])),
+        "harness_notes": list(meta.get("harness_notes", [])),
+    }
+
+
+def summary(rows: list[dict[str, Any]], header: dict[str, str]) -> str:
+    """The report: per session and in all, the checkpoints and how many were valid at the first answer;
+    the first answers' problems and the harness's notes by kind."""
+    lines = ["# First-pass validity on the real-session set", ""]
+    lines += [f"- **{key}**: {value}" for key, value in header.items()] + [""]
+    lines += [
+        "| session | checkpoints | valid at the first answer | scene completed | repaired | fallback "
+        "| seconds (median) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    sessions = sorted({r["session"] for r in rows})
+    for name in [*sessions, "all"]:
+        chosen = [r for r in rows if name in {"all", r["session"]}]
+        if not chosen:
+            continue
+        seconds = sorted(r["seconds"] for r in chosen)
+        lines.append(
+            f"| {name} | {len(chosen)} | {sum(r['first_pass_valid'] for r in chosen)} | "
+            f"{sum(r['scene_completed'] for r in chosen)} | {sum(r['repaired'] for r in chosen)} | "
+            f"{sum(r['fallback'] is not None for r in chosen)} | {seconds[len(seconds) // 2]:.0f} |"
+        )
+    lines += ["", "First answers' validation problems, by kind:", ""]
+    lines += _counted((p for r in rows for p in r["problems"]), codes=True)
+    lines += ["", "What the harness decided besides the model's answer (notes), by kind:", ""]
+    lines += _counted((n for r in rows for n in r["harness_notes"]), codes=False)
+    return "\n".join(lines) + "\n"
+
+
+def _counted(texts: Iterable[str], codes: bool) -> list[str]:
+    counts = Counter(kind_of(t, codes) for t in texts)
+    if not counts:
+        return ["- none"]
+    return [f"- {count} x {kind}" for kind, count in counts.most_common()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="embedded")
+    parser.add_argument("--window", type=int, default=8192)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--only", action="append", default=[], help="a session id (repeat)")
+    parser.add_argument(
+        "--fetch-dir", type=Path, help="where fetched segments are (default: the fetch folder)"
+    )
+    args = parser.parse_args(argv)
+
+    from avibe.config import load_settings
+    from avibe.providers import open_counter, open_model
+
+    found = real_set(args.fetch_dir)
+    for line in found.missing:
+        print(line, file=sys.stderr)
+    chosen = [s for s in found.scenarios if not args.only or s.id.removeprefix("real-") in args.only]
+    args.out.mkdir(parents=True, exist_ok=True)
+    out = args.out / ROWS
+    rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    done = {r["session"] for r in rows if r["model"] == args.model}
+    settings = load_settings()
+    model = open_model(args.model, settings)
+    counter = open_counter(args.model, settings, model)
+    threshold = trigger_fraction(model.facts, args.window)
+    for scenario in chosen:
+        if scenario.id in done:
+            continue
+        started, made = time.monotonic(), 0
+
+        def keep(c: Compaction, scenario: Scenario = scenario) -> None:
+            nonlocal made
+            if not c.meta:
+                return
+            made += 1
+            row = row_of(scenario, args.model, args.window, made, c)
+            rows.append(row)
+            with out.open("a", encoding="utf-8") as handle:
+                handle.write(json.dumps(row, ensure_ascii=False) + "\n")
+            print(
+                f"{scenario.id} #{made}: valid at first answer {row['first_pass_valid']}, "
+                f"problems {len(row['problems'])}, {row['seconds']:.0f} s",
+                flush=True,
+            )
+
+        replay(scenario, make_strategy("avibe-checkpoint"), model, counter, args.window,
+               threshold=threshold, on_compaction=keep)  # fmt: skip
+        print(f"{scenario.id}: {made} checkpoints in {time.monotonic() - started:.0f} s", flush=True)
+    header = {
+        "model": args.model,
+        "window": f"{args.window:,} tokens, trigger at {int(threshold * args.window):,} ({threshold:.0%})",
+        "sessions": ", ".join(s.id for s in chosen),
+        "command": " ".join(["scripts/real_first_pass.py", *(argv if argv is not None else sys.argv[1:])]),
+    }
+    mine = [r for r in rows if r["model"] == args.model]
+    (args.out / "summary.md").write_text(summary(mine, header), encoding="utf-8")
+    print(f"summary: {args.out / 'summary.md'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
