@@ -13,9 +13,12 @@ calls <= 3); per call, which structured question it answered; and the eval's det
 final context, so a cheaper checkpoint that keeps less shows up in the same run.
 
     .venv/bin/python benchmarks/checkpoint_cost.py [--type constraint_fidelity ...] [--seed 1] [--k 2]
-        [--window 4096] [--threshold 0.5] [--against handoff] [--model embedded-1.5b] [--compare-with REV]
+        [--window 4096] [--threshold 0.5] [--against handoff] [--model embedded-1.5b]
+        [--mode structured --mode grouped] [--compare-with REV] [--answers]
 
-`--compare-with REV` measures the checkpoint of another git revision too (a temporary worktree, run in a
+`--mode` measures the checkpoint in each mode given (one question a call, the default; or grouped: the
+mind's and scene's questions in one call). `--compare-with REV` measures the checkpoint of another git
+revision too (a temporary worktree, run in a
 subprocess, the baseline being the same code) and prints it side by side. Needs `vibe models install`
 (`vibe models install embedded-1.5b` for the 1.5B). Prints; asserts nothing.
 """
@@ -187,7 +190,10 @@ def measure_all(args: argparse.Namespace, only_checkpoint: bool) -> list[dict[st
     model = open_model(args.model, settings)
     counter = open_counter(args.model, settings, model)
     common = (args.type, args.seed, args.k, args.window, args.threshold, model, counter)
-    runs = [_run(AvibeCheckpoint("structured"), CHECKPOINT, *common)]
+    runs = [
+        _run(AvibeCheckpoint(mode), CHECKPOINT if mode == "structured" else f"{CHECKPOINT} {mode}", *common)
+        for mode in args.mode
+    ]
     if not only_checkpoint:
         from avibe.evals.baselines import Handoff, Rewrite
 
@@ -277,15 +283,23 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.5)
     parser.add_argument("--against", choices=BASELINES, default="rewrite", help="the baseline measured")
     parser.add_argument("--model", default="embedded", help="embedded (the 0.5B) or embedded-1.5b")
+    parser.add_argument(
+        "--mode",
+        action="append",
+        choices=("structured", "grouped"),
+        help="the checkpoint's mode(s): one question a call (the default) or grouped (issue 31)",
+    )
     parser.add_argument("--compare-with", metavar="REV", help="also measure this git revision's checkpoint")
     parser.add_argument("--answers", action="store_true", help="also print every answer the model gave")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.type = args.type or ["constraint_fidelity"]
+    args.mode = args.mode or ["structured"]
     sizes = [*(f"--type={t}" for t in args.type), "--seed", str(args.seed), "--k", str(args.k),
              "--window", str(args.window), "--threshold", str(args.threshold),
              "--model", args.model]  # fmt: skip
-    if args.json:
+    if args.json:  # another revision's checkpoint: its own default mode (older ones have no other)
+        args.mode = ["structured"]
         print(json.dumps(measure_all(args, only_checkpoint=True)))
         return
     runs = measure_all(args, only_checkpoint=False)

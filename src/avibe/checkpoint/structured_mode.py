@@ -1,5 +1,6 @@
 """The checkpoint turn in structured mode: small JSON questions under a grammar, answers applied by the
-harness (`checkpoint/structured/`); one repair round re-asks only the questions concerned (V4).
+harness (`checkpoint/structured/`); one repair round re-asks only the questions concerned (V4). Mode
+"structured" asks one question a call; "grouped" asks the mind's and the scene's together (issue 31).
 
 API (used by turn.py):
     structured_turn(st) -> Generator[Effect, EffectResult, TurnOutcome]
@@ -50,18 +51,17 @@ def _ask(
 def _round(
     st: TurnState, work: structured.Work, parts: Sequence[str], preface: str
 ) -> Generator[Effect, EffectResult, ModelFailure | None]:
-    """Ask each part's question in order and apply its answer to `work` (edits, ticks, scene)."""
-    for part in parts:
-        question = structured.question(part, work)
-        if question is None:
+    """Ask the parts' questions in order - one a call, or grouped as the mode says (`structured.groups`)
+    - and apply each answer to `work` (edits, ticks, scene)."""
+    for group in structured.groups(st.inputs.mode, parts):
+        asked = structured.ask(group, work)
+        if asked is None:
             continue
-        reply = yield from _ask(st, question, preface)
+        reply = yield from _ask(st, asked.question, preface)
         preface = ""
         if isinstance(reply, ModelFailure):
             return reply
-        structured.apply_answer(part, work, reply.text)
-        if part == "mission":
-            structured.ensure_mission(work)
+        structured.apply_group(asked, work, reply.text)
         yield from _mirror(st, work)
     if any(part in structured.MIND_PARTS for part in parts):
         structured.fit_caps(work, st.previous_mind)  # M4, M6: a cap never makes a checkpoint impossible

@@ -7,13 +7,16 @@ on the checklist, and a scene rendered by `render_scene`. The memo's text is nev
 an answer only names message numbers, and `build_memo` copies the text from the record (N4, N7).
 
 Modules: `work` (the working values, limits, answer cleaning), `schemas` (grammar sizing), `questions`,
-`answers`, `edits` (mind edits within the caps). The turn that asks them is `checkpoint/structured_mode.py`.
+`answers`, `edits` (mind edits within the caps), `groups` (the questions asked in one call). The turn
+that asks them is `checkpoint/structured_mode.py`.
 
 API (used by structured_mode.py):
     PARTS = ("memo", "mission", "workstreams", "notes", "room", "scene")   room: only when a full section
                                                   left new entries out (M3: which entries merge?)
     Question(part, text, schema)
     Work.start(previous_mind, candidates, budgets) -> Work      .reset(parts, previous_mind)
+    groups(mode, parts) -> the parts asked together, call by call    ("structured": one a call; "grouped")
+    ask(parts, work) -> Asked | None    apply_group(asked, work, text)   one call's question; its answer
     question(part, work) -> Question | None                      None: nothing to ask (no memo candidates,
                                                   no notes due ...): the part stays as "no change" leaves it
     notes_due(first, user_texts, other_texts) -> bool             whether the notes question is worth a call
@@ -39,6 +42,8 @@ from avibe.checkpoint.memo import Candidate, Label, render_checklist
 from avibe.checkpoint.model import Problem
 from avibe.checkpoint.structured.answers import APPLY, SCENE_COMPLETED, ensure_mission
 from avibe.checkpoint.structured.edits import fit_caps
+from avibe.checkpoint.structured.groups import GROUPS, Asked, ask, groups
+from avibe.checkpoint.structured.groups import apply as apply_group
 from avibe.checkpoint.structured.questions import QUESTIONS, notes_due
 from avibe.checkpoint.structured.schemas import scene_limits
 from avibe.checkpoint.structured.work import (
@@ -55,17 +60,22 @@ from avibe.checkpoint.structured.work import (
 from avibe.record.messages import ChatMessage
 
 __all__ = [
+    "GROUPS",
     "MIND_PARTS",
     "PARTS",
     "SCENE_CHARS",
     "SCENE_COMPLETED",
     "SCENE_FLOOR_CHARS",
     "SCENE_MIN_CHARS_PER_PART",
+    "Asked",
     "Question",
     "Work",
     "apply_answer",
+    "apply_group",
+    "ask",
     "ensure_mission",
     "fit_caps",
+    "groups",
     "notes_due",
     "parts_to_reask",
     "question",

@@ -1,0 +1,190 @@
+"""Mode "grouped" (issue 31 item 4): the mind's and the scene's questions in one call. Fewer calls, and
+the same checkpoint as one question a call gives for the same answers - each part's answer is applied by
+the same code, so every harness guarantee (M4, N4, N7, V1-V5) holds as it does there."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from core_doubles import AT, CharCounter, drive, make_entry
+
+from avibe.checkpoint.budgets import budgets_for
+from avibe.checkpoint.mind import mission_lines
+from avibe.checkpoint.model import Checkpoint, MemoItem
+from avibe.checkpoint.turn import Accepted, TurnInputs, checkpoint_turn
+from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.record.entries import Entry
+from avibe.record.messages import ChatMessage, ModelReply
+
+MIND = """\
+## I am here
+- I work for Ana on the payments repo.
+
+## Goals
+### Mission
+- [M1] (active) Review every open PR oldest first.
+
+### Workstreams
+- [W1] (active) PR queue; next: #412
+- [W2] (done) Set up the dev environment
+
+## Key decisions
+- Review with the full test suite - because CI misses flaky tests
+
+## Lessons
+"""
+KEPT = "Handle the PRs oldest first and ask me only when you need a decision."
+SCENE = {
+    "current_step": "reviewing PR #413 in workstream W1, the PR queue",
+    "progress": "done: #410, #411, #412; in progress: #413",
+    "next_step": 'go on with #413; the user said "never merge on a Friday"',
+    "pitfalls": "none so far",
+}
+# Each part's answer, by the part's own keys (one question a call answers exactly these).
+ANSWERS: dict[str, dict[str, Any]] = {
+    "memo": {"keep": [2, 13], "user_changed_mission": True},
+    "mission": {
+        "user_changed_mission": True,
+        "new": ["Review the PRs and merge nothing on Fridays"],
+        "from_message": 13,
+        "status": [{"id": "M1", "status": "replaced by M2"}],
+    },
+    "workstreams": {
+        "workstreams": [{"id": "W1", "status": "active", "text": "PR queue; next: #413"}],
+        "retire": ["W2"],
+    },
+    "notes": {
+        "i_am_here": [],
+        "decisions": [{"decision": "Merge nothing on a Friday", "reason": "the user asked for it"}],
+        "lessons": ["A green CI run is not a review of the diff."],
+        "merge": [],
+        "retire": ["H1"],
+    },
+    "scene": SCENE,
+}
+MARK = {
+    "memo": "keep",
+    "mission": "new",
+    "workstreams": "workstreams",
+    "notes": "lessons",
+    "scene": "progress",
+}
+
+
+def _answer(request: ModelRequest) -> ModelReply:
+    """Answers whatever parts the request asks, by their keys - "retire" under its per-part name when
+    the call renamed it."""
+    props = set((request.json_schema or {}).get("properties", {}))
+    data: dict[str, Any] = {}
+    for part, answer in ANSWERS.items():
+        named = {k: f"{k}_{part}" if f"{k}_{part}" in props else k for k in answer}
+        if MARK[part] in props:  # the part is asked: its keys that the call has
+            data |= {named[k]: v for k, v in answer.items() if named[k] in props}
+    assert set(data) == props, (props, data)
+    return reply(json.dumps(data))
+
+
+def _moved() -> tuple[Entry, ...]:
+    return (
+        make_entry(10, "Reviewing #412.", kind="assistant"),
+        make_entry(11, "CI finished: green.", kind="callback"),
+        make_entry(12, "Merged #412; on to #413.", kind="assistant"),
+        make_entry(13, "Never merge on a Friday, from now on."),
+    )
+
+
+def _turn(
+    mode: str, moved: tuple[Entry, ...] | None = None, *, first: bool = False
+) -> tuple[Accepted, list[ModelRequest]]:
+    moved = moved or _moved()
+    live = (
+        ChatMessage("system", "You are Vibey."),
+        *(ChatMessage("user" if e.is_user else "assistant", e.text, seq=e.seq, kind=e.kind) for e in moved),
+    )
+    inputs = TurnInputs(
+        mode=mode,  # type: ignore[arg-type]
+        live_messages=live,
+        previous=None if first else Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene=""),
+        moved_entries=moved,
+        budgets=budgets_for(32_000, 28_000),
+        counter=CharCounter(),
+        at=AT,
+        memo_entries=() if first else (make_entry(2, KEPT),),
+        upto_seq=max(e.seq for e in moved),
+    )
+    model = ScriptedModel([_answer] * 8)
+    run = drive(checkpoint_turn(inputs), model)
+    assert isinstance(run.outcome, Accepted), run.outcome
+    return run.outcome, list(model.requests)
+
+
+def test_grouped_asks_two_calls_where_one_a_call_asks_five_and_keeps_the_same_checkpoint() -> None:
+    alone, one_by_one = _turn("structured")
+    grouped, requests = _turn("grouped")
+    assert len(one_by_one) == 5 and len(requests) == 2
+    assert set(requests[0].json_schema["properties"]) == {"keep", "user_changed_mission"}  # type: ignore[index]
+    assert grouped.checkpoint == alone.checkpoint
+    assert grouped.dismissed_seqs == alone.dismissed_seqs and not grouped.first_pass_problems
+    lines = mission_lines(grouped.checkpoint.mind)
+    assert lines["M2"] == "- [M2] (active) (from #13) Review the PRs and merge nothing on Fridays"  # M4
+    assert lines["M1"].startswith("- [M1] (replaced by M2)")
+    assert "[W2]" not in grouped.checkpoint.mind and "I work for Ana" not in grouped.checkpoint.mind
+    assert [item.seq for item in grouped.checkpoint.memo] == [2, 13]  # N4: the record's words
+
+
+def test_grouped_renames_only_the_shared_key_and_says_so_in_the_question() -> None:
+    _, requests = _turn("grouped")
+    props = requests[1].json_schema["properties"]  # type: ignore[index]
+    assert {"retire_workstreams", "retire_notes", "merge", "new", "workstreams", "lessons"} <= set(props)
+    assert "retire" not in props and "current_step" in props
+    question = requests[1].messages[-1].content
+    assert '"retire_notes"' in question and '"retire"' not in question
+    assert question.count("Answer with JSON only") == 0 and "in one JSON object" in question
+
+
+def test_grouped_without_a_user_message_is_one_call() -> None:
+    """No user message moves out: no memo question, no mission question; the rest is one call."""
+    moved = _moved()[:3]
+    grouped, requests = _turn("grouped", moved)
+    alone, one_by_one = _turn("structured", moved)
+    assert len(requests) == 1 and len(one_by_one) == 2  # workstreams, scene (no notes due)
+    assert grouped.checkpoint == alone.checkpoint
+    assert mission_lines(grouped.checkpoint.mind) == mission_lines(MIND)
+
+
+def test_grouped_unreadable_answer_is_repaired_by_asking_the_group_again() -> None:
+    """V4: the one repair round asks again every part the unreadable answer left undone."""
+    answers = iter([reply(json.dumps(ANSWERS["memo"])), reply("not json")])
+
+    def answer(request: ModelRequest) -> ModelReply:
+        return next(answers, None) or _answer(request)
+
+    moved = _moved()
+    inputs = TurnInputs(
+        mode="grouped",
+        live_messages=(ChatMessage("system", "You are Vibey."),),
+        previous=Checkpoint(mind=MIND, memo=(MemoItem(2, KEPT),), scene=""),
+        moved_entries=moved,
+        budgets=budgets_for(32_000, 28_000),
+        counter=CharCounter(),
+        at=AT,
+        memo_entries=(make_entry(2, KEPT),),
+        upto_seq=13,
+    )
+    run = drive(checkpoint_turn(inputs), ScriptedModel([answer] * 4))
+    assert isinstance(run.outcome, Accepted) and run.outcome.repaired, run.outcome
+    assert len(run.calls) == 3
+    assert "current_step" in (run.calls[2].json_schema or {}).get("properties", {})
+    assert mission_lines(run.outcome.checkpoint.mind)["M2"].endswith("merge nothing on Fridays")
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_F3_every_grouped_schema_compiles_to_a_llama_cpp_grammar(first: bool) -> None:
+    grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    _, requests = _turn("grouped", first=first)
+    schemas = [r.json_schema for r in requests]
+    assert schemas and all(schema is not None for schema in schemas)
+    for schema in schemas:
+        assert grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False) is not None
