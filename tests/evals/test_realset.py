@@ -115,6 +115,9 @@ def test_scrub_replaces_personal_data_and_leaves_the_rest() -> None:
     line = {"cwd": "/home/bob/x", "message": {"content": "ls -l: drwxr-xr-x 2 bob staff .; Bob said hi"}}
     out = scrub(json.dumps(line).encode() + b"\n").decode()
     assert "bob" not in out.casefold() and json.loads(out)["cwd"] == "/home/user/x"
+    common = {"cwd": "/home/dev/x", "message": {"content": "- do NOT start dev server"}}
+    out = scrub(json.dumps(common).encode() + b"\n").decode()  # a home named by a common word
+    assert json.loads(out) == {"cwd": "/home/user/x", "message": {"content": "- do NOT start dev server"}}
 
 
 def _session(tmp_path: Path, upstream: bytes, first: int = 2, last: int = 3) -> RealSession:

@@ -259,10 +259,11 @@ _HOMES: Final = (
 )
 
 
-# a home folder's last part that names no person
+# a home folder's last part that names no person (and words too common to replace wherever they occur)
 _NOT_NAMES: Final = frozenset(
-    {"user", "shared", "public", "default", "runner", "root", "admin", "guest", "ubuntu"}
-)
+    {"user", "shared", "public", "default", "runner", "root", "admin", "guest", "ubuntu", "dev", "developer",
+     "test", "code", "work", "app", "build", "node", "docker", "vagrant", "ec2-user", "coder", "vscode"}
+)  # fmt: skip
 
 
 def _strings(value: Any) -> Iterable[str]:
