@@ -34,7 +34,7 @@ ROWS = "checkpoints.jsonl"
 _CODE = re.compile(r"\b([a-z]+\.[a-z_]+):")  # a validation problem's code ("scene.block_count: ...")
 _NOISE = (
     re.compile(r"^session \S+: "),  # the replay's session prefix
-    re.compile(r"\"[^\"]*\"|'[^']*'|\([^()]*\)"),  # quoted text, parentheses
+    re.compile(r"\"[^\"]*\"|'[^']*'|\([^()]*[\d#][^()]*\)"),  # quoted text, a parenthesis with a number
     re.compile(r"\S*[\d#]\S*"),  # a word with a number: a message or mission number, a count
 )
 
@@ -42,15 +42,15 @@ _NOISE = (
 def kind_of(text: str, codes: bool = True) -> str:
     """What a problem or note is about, without its numbers and quotes, so that those of one kind count
     together: the validation codes a problem names ("scene.block_count"), else its first
-    six words without numbers, quotes or parentheses ("mission entry M2 dropped (M4): it cites no user
-    message ..." -> "mission entry dropped: it cites no")."""
+    eight words without numbers or quotes ("mission entry M2 dropped (M4): it cites no user message since
+    ..." -> "mission entry dropped: it cites no user message")."""
     named = list(dict.fromkeys(_CODE.findall(text))) if codes else []
     if named:
         return ", ".join(named)
     for pattern in _NOISE:
         text = pattern.sub(" ", text)
     words = " ".join(text.split()).replace(" :", ":").replace(" ,", ",").split()
-    return " ".join(words[:6]).rstrip(",;:") or "(no words)"
+    return " ".join(words[:8]).rstrip(",;:") or "(no words)"
 
 
 def row_of(scenario: Scenario, model: str, window: int, number: int, c: Compaction) -> dict[str, Any]:

@@ -306,4 +306,6 @@ def test_first_pass_kinds_drop_numbers_and_quotes() -> None:
     memo = "memo: kept #3, #5 besides the model's ticks (worded as a rule, N2)"
     assert kind(memo, codes=False) == "memo: kept besides the model's ticks"
     mission = "mission entry M2 dropped (M4): it cites no user message since the last checkpoint"
-    assert kind(mission, codes=False) == "mission entry dropped: it cites no"
+    assert kind(mission, codes=False) == "mission entry dropped: it cites no user message"
+    dropped = "scene part dropped (from tool output): current_step"
+    assert kind(dropped, codes=False) == dropped
