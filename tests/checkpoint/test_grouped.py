@@ -188,3 +188,58 @@ def test_F3_every_grouped_schema_compiles_to_a_llama_cpp_grammar(first: bool) ->
     assert schemas and all(schema is not None for schema in schemas)
     for schema in schemas:
         assert grammar.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False) is not None
+
+
+def _greedy(request: ModelRequest) -> ModelReply:
+    """The longest answer the grammar allows: every list full, every string at its maxLength, every
+    enum's last value (a small model fills whatever room it is given)."""
+
+    def fill(schema: dict[str, Any], char: str) -> Any:
+        if "enum" in schema:
+            return schema["enum"][-1]
+        if schema.get("type") == "object":
+            return {name: fill(sub, char) for name, sub in schema["properties"].items()}
+        if schema.get("type") == "array":
+            if "enum" in schema["items"]:
+                return list(schema["items"]["enum"])[: schema.get("maxItems", 3)]
+            return [fill(schema["items"], chr(ord(char) + i)) for i in range(schema.get("maxItems", 3))]
+        if schema.get("type") == "string":
+            return (char + " word") * (schema.get("maxLength", 50) // 6) + char
+        return True if schema.get("type") == "boolean" else 13
+
+    return reply(json.dumps(fill(dict(request.json_schema or {}), "a")))
+
+
+def test_M6_grouped_sizes_the_workstreams_after_the_mission_it_is_asked_with() -> None:
+    """Asked one a call, the workstreams question is sized after the mission's answer took its room in
+    Goals; asked together it is sized as if the mission's longest entry were there: a greedy model at a
+    4,096 window then fills Goals within its cap, with no room question (a third call) to make space."""
+    from avibe.checkpoint.mind import EMPTY_MIND, section_texts, strip_guidance
+    from avibe.checkpoint.structured import Work, ask
+
+    budgets = budgets_for(4096, 2048)
+    alone = ask(("workstreams",), Work.start(EMPTY_MIND, [], budgets, CharCounter()))
+    together = ask(("mission", "workstreams"), Work.start(EMPTY_MIND, [], budgets, CharCounter()))
+    assert alone is not None and together is not None
+    alone_text, together_text = (
+        a.question.schema["properties"]["workstreams"]["items"]["properties"]["text"]
+        for a in (alone, together)
+    )
+    assert together_text["maxLength"] < alone_text["maxLength"]
+
+    moved = (make_entry(3, "Get the suite green; open a pull request for every change."), *_moved())
+    inputs = TurnInputs(
+        mode="grouped",
+        live_messages=(ChatMessage("system", "You are Vibey."),),
+        previous=None,
+        moved_entries=moved,
+        budgets=budgets,
+        counter=CharCounter(),
+        at=AT,
+        upto_seq=13,
+    )
+    run = drive(checkpoint_turn(inputs), ScriptedModel([_greedy] * 6))
+    assert isinstance(run.outcome, Accepted), run.outcome
+    assert len(run.calls) == 2  # memo; mission, workstreams, notes and scene - no room question
+    goals = strip_guidance(section_texts(run.outcome.checkpoint.mind)["Goals"])
+    assert CharCounter().count(goals) <= budgets.goals

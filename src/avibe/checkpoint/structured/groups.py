@@ -32,7 +32,15 @@ from typing import Any, Final
 from avibe.checkpoint.structured.answers import APPLY, ensure_mission
 from avibe.checkpoint.structured.questions import QUESTIONS
 from avibe.checkpoint.structured.schemas import object_schema
-from avibe.checkpoint.structured.work import PARTS, Question, Work, norm, parse
+from avibe.checkpoint.structured.work import (
+    CHARS_PER_TOKEN,
+    LINE_TOKENS,
+    PARTS,
+    Question,
+    Work,
+    norm,
+    parse,
+)
 from avibe.prompts import render
 
 GROUPS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
@@ -40,6 +48,7 @@ GROUPS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "grouped": (("memo",), ("mission", "workstreams", "notes", "scene"), ("room",)),
 }
 _ANSWER_LINE: Final = "Answer with JSON only"  # each question's own last line; one line ends a group
+MARKUP_TOKENS: Final = 3 * LINE_TOKENS  # a new mission line's "- [M2] (active) (from #13) "
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +67,13 @@ def groups(mode: str, parts: Sequence[str]) -> tuple[tuple[str, ...], ...]:
 def ask(parts: Sequence[str], work: Work) -> Asked | None:
     """The call asking every part of `parts` that has a question now; remembers its wording, so an
     answer that only copies it is dropped (`work.clean`)."""
-    asked = [(part, q) for part in parts if (q := QUESTIONS[part](work)) is not None]
+    asked: list[tuple[str, Question]] = []
+    for part in parts:
+        question = QUESTIONS[part](work)
+        if question is not None:
+            asked.append((part, question))
+            _reserve(work, part, question)
+    work.reserved = {}
     if not asked:
         work.echo = ""
         return None
@@ -84,6 +99,16 @@ def ask(parts: Sequence[str], work: Work) -> Asked | None:
     work.echo = f"{norm(text)} {work.intro}"
     part_names = tuple(part for part, _ in asked)
     return Asked(part_names, Question("+".join(part_names), text, object_schema(properties)), keys)
+
+
+def _reserve(work: Work, part: str, question: Question) -> None:
+    """Asked one a call, the workstreams question is sized after the mission's answer took its room in
+    Goals; asked together, it is sized as if the longest new mission entry the grammar allows were there
+    already (M6: the answers together then stay within the cap, and no room question follows for it)."""
+    new = question.schema["properties"].get("new") if part == "mission" else None
+    if new:
+        line = MARKUP_TOKENS + new["items"]["maxLength"] // CHARS_PER_TOKEN
+        work.reserved["Goals"] = work.reserved.get("Goals", 0) + new["maxItems"] * line
 
 
 def apply(asked: Asked, work: Work, text: str) -> None:

@@ -50,11 +50,13 @@ def text(limit: int = ENTRY_CHARS) -> dict[str, Any]:
 def room_chars(work: Work, section: str, entries: int, *, replaced: str = "") -> int:
     """The most characters each of `entries` new lines of a mind section may have, so that all of them
     together still fit the section's cap (M6): the grammar then makes an over-cap answer impossible.
-    `replaced` is text the answer replaces (lines it rewrites), freed for the new ones."""
+    `replaced` is text the answer replaces (lines it rewrites), freed for the new ones; `work.reserved`
+    is what an answer to a question asked in the same call may add to the section first."""
     if work.counter is None:
         return ENTRY_CHARS
     body = strip_guidance(section_texts(work.mind).get(section, ""))
     used = work.counter.count(body) - (work.counter.count(replaced) if replaced else 0)
+    used += work.reserved.get(section, 0)
     room = work.budgets.mind_cap(section) - used - LINE_TOKENS * entries
     return max(0, room * CHARS_PER_TOKEN // max(entries, 1))
 

@@ -132,6 +132,8 @@ class Work:
     tool_output: str = ""  # the live conversation's tool results, normalised: a scene part copied from
     # them is not a state of the work (see `answers._copied_or_repeated`)
     notes_due: bool = True  # whether the notes question is asked (see DECISION_OR_LESSON, `notes_due`)
+    reserved: dict[str, int] = field(default_factory=dict)  # section -> tokens an answer asked in the
+    # same call may add there (`groups.ask`): the questions after it are sized to what is left (M6)
 
     @classmethod
     def start(
