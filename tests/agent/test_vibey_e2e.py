@@ -318,11 +318,22 @@ def test_a_repeated_identical_tool_call_gets_a_harness_note(make_harness: Any) -
 
 
 def test_a_model_looping_on_one_call_is_stopped(make_harness: Any) -> None:
-    h = make_harness([tool_step("read_file", path="small.txt") for _ in range(4)])
+    looping = [tool_step("read_file", path="small.txt") for _ in range(4)]
+    h = make_harness([*looping, tool_step("read_file", path="small.txt")])
     write_lines(h.workdir, "small.txt", 5)
     result = h.send("Read small.txt.")
-    h.model.assert_consumed()  # the fourth identical call is not run, and no fifth model call is made
+    h.model.assert_consumed()  # the fourth identical call is not run; asked once more without tools
     assert result.stopped and "same tool call came 4 times" in result.reply
+    assert sum(1 for e in h.events if e.kind == "tool_call") == 3
+    assert h.model.requests[-1].tools == ()
+
+
+def test_a_model_stopped_for_looping_answers_in_words(make_harness: Any) -> None:
+    looping = [tool_step("read_file", path="small.txt") for _ in range(4)]
+    h = make_harness([*looping, reply("small.txt has 5 lines.")])
+    write_lines(h.workdir, "small.txt", 5)
+    result = h.send("Read small.txt.")
+    assert not result.stopped and result.reply == "small.txt has 5 lines."
     assert sum(1 for e in h.events if e.kind == "tool_call") == 3
 
 
@@ -332,10 +343,11 @@ def test_a_model_cycling_between_two_calls_is_told_then_stopped(make_harness: An
         tool_step("read_file", path="small.txt") if i % 2 == 0 else tool_step("list_files", path=".")
         for i in range(8)
     ]  # fresh call ids, as a real model gives
-    h = make_harness([*cycle, reply("never reached")], max_steps=12)
+    h = make_harness([*cycle, reply("small.txt has 5 lines.")], max_steps=12)
     write_lines(h.workdir, "small.txt", 5)
     result = h.send("Read small.txt.")
-    assert result.stopped and "cycle" in result.reply
+    assert result.reply == "small.txt has 5 lines."  # stopped, then asked without tools: it answered
+    assert "[not run by Avibe: the same cycle of 2 tool calls" in h.model.requests[-1].messages[-1].content
     notes = [
         m.content
         for m in h.model.requests[-1].messages
@@ -346,8 +358,10 @@ def test_a_model_cycling_between_two_calls_is_told_then_stopped(make_harness: An
 
 def test_a_call_failing_again_is_told_and_not_run_a_third_time(make_harness: Any) -> None:
     missing = [tool_step("read_file", path="tickets/007.md") for _ in range(3)]
-    h = make_harness([*missing, reply("never reached")])
+    h = make_harness([*missing, reply("There is no ticket 007.")])
     result = h.send("Read ticket 007.")
-    assert result.stopped
+    assert result.reply == "There is no ticket 007."  # the third call not run; asked without tools
     outputs = [m.content for m in h.model.requests[-1].messages if m.role == "tool"]
-    assert len(outputs) == 2 and "failed, and you already made exactly this call" in outputs[1]
+    assert len(outputs) == 3 and "failed, and you already made exactly this call" in outputs[1]
+    assert outputs[2].startswith("[not run by Avibe: a tool call that failed twice")
+    assert sum(1 for e in h.events if e.kind == "tool_call") == 2

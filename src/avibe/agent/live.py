@@ -129,6 +129,13 @@ def after_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveStat
     return track_tool(replace(state, messages=(*state.messages, output)), call, result)
 
 
+def calls_not_run(state: LiveState, calls: Sequence[ToolCall], why: str) -> LiveState:
+    """A result for each call of the latest step that the harness did not run (a loop stop): every call
+    is answered, as providers require, and the model reads why. Nothing ran, so nothing is tracked."""
+    outputs = [ChatMessage("tool", why, tool_call_id=c.id, name=c.name) for c in calls]
+    return replace(state, messages=(*state.messages, *outputs))
+
+
 def track_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveState:
     """What a tool call tells the harness: the plan, the commands run (S6), the files read and written
     (A2), the skills loaded in order (A1: the skill tool, or `vibe skill load NAME` in the shell, which

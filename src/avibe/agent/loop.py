@@ -25,7 +25,7 @@ from avibe.agent.config import RunConfig
 from avibe.agent.driver import CheckpointDriver, store_lookup
 from avibe.agent.live import LiveRoom, shell_skill_load
 from avibe.agent.persist import SessionRecord
-from avibe.agent.repeats import loop_stop_reason
+from avibe.agent.repeats import loop_stop_reason, not_run_text
 from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer, fresh_checkpoint_for_display, tool_tokens
 from avibe.checkpoint.budgets import Budgets, budgets_for
@@ -208,8 +208,26 @@ class Vibey:
             return state, TurnResult(reply.text)
         reason = loop_stop_reason(state.messages)
         if reason is not None:  # a small model going in circles is stopped instead of burning the turn
-            return state, self._stop(f"stopped: {reason}; send a message to go on")
+            return self._answer_in_words(state, step, reply.tool_calls, reason)
         return self._run_tools(state, reply.tool_calls), None
+
+    def _answer_in_words(self, state: LiveState, step: int, calls: Sequence[ToolCall], reason: str) -> Step:
+        """After a loop stop the person still gets an answer: the calls are not run (their results say
+        why) and the model is asked once more, offered no tools; only if that fails too is the turn
+        stopped with the reason."""
+        log.warning("session %s: loop stopped: %s", self.session_id, reason)
+        state = live.calls_not_run(state, calls, not_run_text(reason))
+        try:
+            reply = self._complete(state, step, tools=())
+        except ModelError as exc:
+            log.warning("session %s: the answer after a loop stop failed: %s", self.session_id, exc)
+            reply = None
+        if reply is None or reply.tool_calls or not reply.text.strip():
+            return state, self._stop(f"stopped: {reason}; send a message to go on", level=None)
+        seq = self.record.reply(reply)
+        state = live.after_reply(state, reply.text, (), seq)
+        self.events(ev.Replied(reply.text))
+        return state, TurnResult(reply.text)
 
     def _stop(self, message: str, *, why: str = "", level: int | None = logging.WARNING) -> TurnResult:
         """End the turn saying why. After a StoreError the record keeps everything up to its last write
@@ -219,12 +237,13 @@ class Vibey:
         self.events(ev.Stopped(message))
         return TurnResult(message, stopped=True)
 
-    def _complete(self, state: LiveState, step: int) -> ModelReply:
+    def _complete(self, state: LiveState, step: int, tools: Sequence[ToolSpec] | None = None) -> ModelReply:
         view = self.viewer.derive(state, self.latest_checkpoint())
         self.events(ev.ModelStarted(step, view.tokens))
         started = time.monotonic()
+        offered = self.tool_specs if tools is None else tools
         reply = self.model.complete(
-            view.messages, self.tool_specs, max_tokens=self.config.reply_max_tokens, on_text=self._stream
+            view.messages, offered, max_tokens=self.config.reply_max_tokens, on_text=self._stream
         )
         u, took, calls = reply.usage, round(time.monotonic() - started, 3), len(reply.tool_calls)
         tokens = (u.prompt_tokens, u.cached_tokens, u.completion_tokens)

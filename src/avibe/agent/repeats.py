@@ -201,3 +201,11 @@ def loop_stop_reason(history: Sequence[ChatMessage]) -> str | None:
     if same_error is not None:
         return f"{same_error} gave the same error {SAME_ERROR_RUNS} times in a row and was called again"
     return None
+
+
+def not_run_text(reason: str) -> str:
+    """The result of a call the loop stop did not run: why, and what to do instead (answer in words)."""
+    return (
+        f"[not run by Avibe: {reason}. Stop calling tools now: answer the user's latest message in words "
+        "- what you did, what is left, or what you need from them.]"
+    )
