@@ -1,15 +1,18 @@
 """A loop stop still answers the person (issue 32 item 1: the demo's two probes, "May you edit
 vendor/parser.txt?" and "Which ticket is next?", each ended in `update_plan` four times and no answer).
-The repeated call is not run, its result says why, and the model is asked once more with no tools
-offered; its words are the turn's reply. Only when that fails too does the turn stop with the reason."""
+The repeated call is not run, its result says why, and the model is asked once more - the same tools
+listed (the prompt, and a local model's cache, unchanged) but an output that can only be an answer; its
+words are the turn's reply. Only when that fails too does the turn stop with the reason."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
+import pytest
 from vibey_doubles import Harness, tool_step
 
-from avibe.agent.repeats import MAX_SAME_CALLS
+from avibe.agent.repeats import ANSWER_ONLY, MAX_SAME_CALLS, answer_of
 from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.entries import EntryQuery
 from avibe.record.messages import ModelReply
@@ -18,14 +21,17 @@ PLAN = "[ ] ticket 001\n[ ] ticket 002"
 ANSWER = "No: vendor/ belongs to another team, so I will not edit vendor/parser.txt."
 
 
+CALL_AS_TEXT = json.dumps({"tool": "update_plan", "arguments": {"plan": PLAN}})
+
+
 def _looping(answer: str | None) -> Callable[[ModelRequest], ModelReply]:
-    """A model that calls update_plan with the same plan whenever tools are offered; offered none, it
-    answers `answer` (None: it tries a tool call anyway)."""
+    """A model that calls update_plan with the same plan; asked for an answer only, it answers `answer`
+    (None: it writes the tool call as its text, as the demo's 1.5B did when offered no tools)."""
 
     def model(request: ModelRequest) -> ModelReply:
-        if request.tools or answer is None:
+        if request.json_schema is None:
             return tool_step("update_plan", plan=PLAN)
-        return reply(answer)
+        return reply(CALL_AS_TEXT if answer is None else json.dumps({"answer": answer}))
 
     return model
 
@@ -41,8 +47,9 @@ def test_after_a_loop_stop_the_model_answers_in_words_and_the_call_is_not_run(
     h = make_harness([_looping(ANSWER)] * 10)
     result = h.send("May you edit vendor/parser.txt?")
     assert not result.stopped and result.reply == ANSWER
-    last = h.model.requests[-1]
-    assert last.tools == () and _answered_every_call(last)  # a valid request: every call has its result
+    last, before = h.model.requests[-1], h.model.requests[-2]
+    assert last.json_schema == ANSWER_ONLY and not last.streamed and _answered_every_call(last)
+    assert last.tools == before.tools and last.messages[: len(before.messages)] == before.messages
     outputs = [m.content for m in last.messages if m.role == "tool"]
     assert len(outputs) == MAX_SAME_CALLS and outputs[-1].startswith("[not run by Avibe: the same tool call")
     assert all("not run by Avibe" not in o for o in outputs[:-1])  # the first three ran
@@ -56,8 +63,7 @@ def test_a_model_that_still_calls_a_tool_ends_the_turn_with_the_reason(
     h = make_harness([_looping(None)] * 10)
     result = h.send("Which ticket is next?")
     assert result.stopped and result.reply.startswith("stopped: the same tool call came 4 times in a row")
-    assert h.model.requests[-1].tools == ()  # it was asked without tools, once
-    assert sum(1 for r in h.model.requests if not r.tools) == 1
+    assert sum(1 for r in h.model.requests if r.json_schema == ANSWER_ONLY) == 1  # asked once
 
 
 def test_an_empty_answer_ends_the_turn_and_the_next_turn_goes_on(
@@ -66,10 +72,26 @@ def test_an_empty_answer_ends_the_turn_and_the_next_turn_goes_on(
     def model(request: ModelRequest) -> ModelReply:
         if request.messages[-1].content == "Go on.":
             return reply("001 is next.")
-        return tool_step("update_plan", plan=PLAN) if request.tools else reply("  ")
+        return (
+            tool_step("update_plan", plan=PLAN) if request.json_schema is None else reply('{"answer": " "}')
+        )
 
     h = make_harness([model] * 10)
     result = h.send("Which ticket is next?")
     assert result.stopped and "send a message to go on" in result.reply
     assert h.send("Go on.").reply == "001 is next."
     assert _answered_every_call(h.model.requests[-1])  # the calls not run still have their results
+
+
+@pytest.mark.parametrize(
+    ("raw", "answer"),
+    [
+        ('{"answer": "001 is next."}', "001 is next."),
+        ("001 is next.", "001 is next."),  # a provider that ignored the schema: taken as written
+        (CALL_AS_TEXT, ""),  # a tool call written as text is no answer
+        ('["001"]', ""),
+        ('{"answer": 1}', ""),
+    ],
+)
+def test_the_answer_of_a_reply(raw: str, answer: str) -> None:
+    assert answer_of(raw) == answer

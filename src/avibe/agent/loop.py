@@ -25,7 +25,7 @@ from avibe.agent.config import RunConfig
 from avibe.agent.driver import CheckpointDriver, store_lookup
 from avibe.agent.live import LiveRoom, shell_skill_load
 from avibe.agent.persist import SessionRecord
-from avibe.agent.repeats import loop_stop_reason, not_run_text
+from avibe.agent.repeats import ANSWER_ONLY, answer_of, loop_stop_reason, not_run_text
 from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer, fresh_checkpoint_for_display, tool_tokens
 from avibe.checkpoint.budgets import Budgets, budgets_for
@@ -217,13 +217,15 @@ class Vibey:
         stopped with the reason."""
         log.warning("session %s: loop stopped: %s", self.session_id, reason)
         state = live.calls_not_run(state, calls, not_run_text(reason))
-        try:
-            reply = self._complete(state, step, tools=())
+        try:  # the same prompt (warm cache), an output that can only be an answer
+            reply = self._complete(state, step, answer_only=True)
         except ModelError as exc:
             log.warning("session %s: the answer after a loop stop failed: %s", self.session_id, exc)
             reply = None
-        if reply is None or reply.tool_calls or not reply.text.strip():
+        text = "" if reply is None or reply.tool_calls else answer_of(reply.text)
+        if reply is None or not text:
             return state, self._stop(f"stopped: {reason}; send a message to go on", level=None)
+        reply = replace(reply, text=text)
         seq = self.record.reply(reply)
         state = live.after_reply(state, reply.text, (), seq)
         self.events(ev.Replied(reply.text))
@@ -237,14 +239,13 @@ class Vibey:
         self.events(ev.Stopped(message))
         return TurnResult(message, stopped=True)
 
-    def _complete(self, state: LiveState, step: int, tools: Sequence[ToolSpec] | None = None) -> ModelReply:
+    def _complete(self, state: LiveState, step: int, *, answer_only: bool = False) -> ModelReply:
         view = self.viewer.derive(state, self.latest_checkpoint())
         self.events(ev.ModelStarted(step, view.tokens))
         started = time.monotonic()
-        offered = self.tool_specs if tools is None else tools
-        reply = self.model.complete(
-            view.messages, offered, max_tokens=self.config.reply_max_tokens, on_text=self._stream
-        )
+        schema, stream = (ANSWER_ONLY, None) if answer_only else (None, self._stream)
+        reply = self.model.complete(view.messages, self.tool_specs, json_schema=schema,
+                                    max_tokens=self.config.reply_max_tokens, on_text=stream)  # fmt: skip
         u, took, calls = reply.usage, round(time.monotonic() - started, 3), len(reply.tool_calls)
         tokens = (u.prompt_tokens, u.cached_tokens, u.completion_tokens)
         self.events(ev.ModelCalled(step, view.tokens, *tokens, took, calls))

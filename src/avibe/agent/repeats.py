@@ -203,6 +203,28 @@ def loop_stop_reason(history: Sequence[ChatMessage]) -> str | None:
     return None
 
 
+# The request after a loop stop: the tools stay listed (the prompt, and a local model's cache, stay as
+# they were) but the output can only be an answer - a small model offered no tools wrote a tool call's
+# JSON as its "answer".
+ANSWER_ONLY: Final = {
+    "type": "object",
+    "properties": {"answer": {"type": "string", "minLength": 1}},
+    "required": ["answer"],
+    "additionalProperties": False,
+}
+
+
+def answer_of(raw: str) -> str:
+    """The answer in a reply to ANSWER_ONLY: its "answer" field; a provider that ignored the schema and
+    wrote plain text is taken as written; any other JSON (a tool call written as text) is no answer."""
+    try:
+        found = json.loads(raw)
+    except ValueError:
+        return raw.strip()
+    answer = found.get("answer") if isinstance(found, dict) else None
+    return answer.strip() if isinstance(answer, str) else ""
+
+
 def not_run_text(reason: str) -> str:
     """The result of a call the loop stop did not run: why, and what to do instead (answer in words)."""
     return (
