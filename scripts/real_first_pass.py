@@ -5,8 +5,9 @@ strategy on one model, at Vibey's own trigger for that model and window, and rec
 valid at the model's first answer or not, the first answer's validation problems, whether the harness
 completed the scene, repaired or fell back, and the notes of what the harness decided besides the
 model's answer (a mission entry the guard dropped (M4), memo items kept or let go). No probes are asked:
-this measures the checkpoint turn itself. Resumable: a session already in OUT/checkpoints.jsonl is
-skipped. Writes OUT/checkpoints.jsonl (one line per checkpoint) and OUT/summary.md.
+this measures the checkpoint turn itself. Resumable: a session finished (OUT/sessions-done.txt) is skipped,
+one cut short is replayed again. Writes OUT/checkpoints.jsonl (one line per checkpoint), OUT/summary.md,
+and with --log-calls OUT/calls.jsonl (each call's question and the model's answer).
 
 Usage:
   .venv/bin/python scripts/real_first_pass.py --model embedded --out eval-real/0.5b
@@ -21,7 +22,7 @@ import re
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,12 @@ from avibe.evals.realset import real_set
 from avibe.evals.replay import Compaction, replay, trigger_fraction
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
+from avibe.ports import ModelClient
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply
 
 ROWS = "checkpoints.jsonl"
+DONE = "sessions-done.txt"  # a session is resumed from scratch unless it is named here
+CALLS = "calls.jsonl"  # with --log-calls: each model call's question and the model's answer
 _CODE = re.compile(r"\b([a-z]+\.[a-z_]+):")  # a validation problem's code ("scene.block_count: ...")
 _NOISE = (
     re.compile(r"^session \S+: "),  # the replay's session prefix
@@ -51,6 +56,25 @@ def kind_of(text: str, codes: bool = True) -> str:
         text = pattern.sub(" ", text)
     words = " ".join(text.split()).replace(" :", ":").replace(" ,", ",").split()
     return " ".join(words[:8]).rstrip(",;:") or "(no words)"
+
+
+class Recording:
+    """The model, with every call's question (the request's last message) and answer appended to a JSONL
+    file: what the first answers said, beside what the harness made of them."""
+
+    def __init__(self, model: ModelClient, path: Path) -> None:
+        self.model, self.path, self.session = model, path, ""
+
+    @property
+    def facts(self) -> ModelFacts:
+        return self.model.facts
+
+    def complete(self, messages: Sequence[ChatMessage], *args: Any, **kwargs: Any) -> ModelReply:
+        reply = self.model.complete(messages, *args, **kwargs)
+        line = {"session": self.session, "question": messages[-1].content, "answer": reply.text}
+        with self.path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+        return reply
 
 
 def row_of(scenario: Scenario, model: str, window: int, number: int, c: Compaction) -> dict[str, Any]:
@@ -118,6 +142,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--fetch-dir", type=Path, help="where fetched segments are (default: the fetch folder)"
     )
+    parser.add_argument(
+        "--log-calls", action="store_true", help=f"each call's question and answer: OUT/{CALLS}"
+    )
     args = parser.parse_args(argv)
 
     from avibe.config import load_settings
@@ -129,12 +156,16 @@ def main(argv: list[str] | None = None) -> int:
     chosen = [s for s in found.scenarios if not args.only or s.id.removeprefix("real-") in args.only]
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / ROWS
+    finished = args.out / DONE
+    done = set(finished.read_text().split()) if finished.exists() else set()
     rows = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
-    done = {r["session"] for r in rows if r["model"] == args.model}
+    rows = [r for r in rows if r["model"] != args.model or r["session"] in done]  # a run cut short: again
+    out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     settings = load_settings()
-    model = open_model(args.model, settings)
-    counter = open_counter(args.model, settings, model)
-    threshold = trigger_fraction(model.facts, args.window)
+    opened = open_model(args.model, settings)
+    counter = open_counter(args.model, settings, opened)
+    model: ModelClient = Recording(opened, args.out / CALLS) if args.log_calls else opened
+    threshold = trigger_fraction(opened.facts, args.window)
     for scenario in chosen:
         if scenario.id in done:
             continue
@@ -155,8 +186,13 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
+        if isinstance(model, Recording):
+            model.session = scenario.id
         replay(scenario, make_strategy("avibe-checkpoint"), model, counter, args.window,
                threshold=threshold, on_compaction=keep)  # fmt: skip
+        with finished.open("a", encoding="utf-8") as handle:
+            handle.write(f"{scenario.id}\n")
+        done.add(scenario.id)
         print(f"{scenario.id}: {made} checkpoints in {time.monotonic() - started:.0f} s", flush=True)
     header = {
         "model": args.model,

@@ -284,9 +284,14 @@ def test_the_first_pass_report_counts_every_checkpoint_and_resumes(
     monkeypatch.setattr(providers, "open_model", lambda name, settings: scripted(2000))
     monkeypatch.setattr(providers, "open_counter", lambda name, settings, model: counter)
     script = _first_pass_script()
-    args = ["--model", "scripted", "--out", str(tmp_path / "out"), "--only", KEPT[0].id]
+    args = ["--model", "scripted", "--out", str(tmp_path / "out"), "--only", KEPT[0].id, "--log-calls"]
+    (tmp_path / "out").mkdir()
+    cut_short = {"session": KEPT[0].scenario_id, "model": "scripted", "checkpoint": 1}
+    (tmp_path / "out" / "checkpoints.jsonl").write_text(json.dumps(cut_short) + "\n")  # a run killed
     assert script.main([*args, "--fetch-dir", str(tmp_path / "none")]) == 0
     rows = [json.loads(line) for line in (tmp_path / "out" / "checkpoints.jsonl").read_text().splitlines()]
+    calls = (tmp_path / "out" / "calls.jsonl").read_text().splitlines()
+    assert len(calls) == sum(r["calls"] for r in rows) and all(json.loads(c)["answer"] for c in calls)
     assert rows and [r["checkpoint"] for r in rows] == list(range(1, len(rows) + 1))
     assert {r["session"] for r in rows} == {KEPT[0].scenario_id}
     report = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
