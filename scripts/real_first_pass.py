@@ -17,6 +17,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import sys
@@ -56,6 +57,10 @@ def kind_of(text: str, codes: bool = True) -> str:
         text = pattern.sub(" ", text)
     words = " ".join(text.split()).replace(" :", ":").replace(" ,", ",").split()
     return " ".join(words[:8]).rstrip(",;:") or "(no words)"
+
+
+class Enough(Exception):
+    """Raised from the replay's callback when a session has given the checkpoints asked for."""
 
 
 class Recording:
@@ -145,6 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--log-calls", action="store_true", help=f"each call's question and answer: OUT/{CALLS}"
     )
+    parser.add_argument("--max-checkpoints", type=int, help="stop each session after this many checkpoints")
     args = parser.parse_args(argv)
 
     from avibe.config import load_settings
@@ -185,11 +191,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"problems {len(row['problems'])}, {row['seconds']:.0f} s",
                 flush=True,
             )
+            if args.max_checkpoints and made >= args.max_checkpoints:
+                raise Enough
 
         if isinstance(model, Recording):
             model.session = scenario.id
-        replay(scenario, make_strategy("avibe-checkpoint"), model, counter, args.window,
-               threshold=threshold, on_compaction=keep)  # fmt: skip
+        with contextlib.suppress(Enough):  # the checkpoints asked for are made
+            replay(scenario, make_strategy("avibe-checkpoint"), model, counter, args.window,
+                   threshold=threshold, on_compaction=keep)  # fmt: skip
         with finished.open("a", encoding="utf-8") as handle:
             handle.write(f"{scenario.id}\n")
         done.add(scenario.id)

@@ -314,3 +314,21 @@ def test_first_pass_kinds_drop_numbers_and_quotes() -> None:
     assert kind(mission, codes=False) == "mission entry dropped: it cites no user message"
     dropped = "scene part dropped (from tool output): current_step"
     assert kind(dropped, codes=False) == dropped
+
+
+def test_the_first_pass_report_stops_a_session_at_max_checkpoints(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter: TokenCounter,
+    scripted: Callable[[int], ScriptedModel],
+) -> None:
+    import avibe.providers as providers
+
+    monkeypatch.setenv("AVIBE_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(providers, "open_model", lambda name, settings: scripted(2000))
+    monkeypatch.setattr(providers, "open_counter", lambda name, settings, model: counter)
+    out = tmp_path / "out"
+    args = ["--model", "scripted", "--out", str(out), "--only", KEPT[0].id, "--max-checkpoints", "1"]
+    assert _first_pass_script().main([*args, "--fetch-dir", str(tmp_path / "none")]) == 0
+    assert len((out / "checkpoints.jsonl").read_text().splitlines()) == 1
+    assert (out / "sessions-done.txt").read_text().split() == [KEPT[0].scenario_id]
