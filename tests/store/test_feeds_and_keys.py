@@ -140,7 +140,7 @@ def test_a_batch_of_many_sessions_gives_each_dense_seqs_and_records_each_key_onc
     again = store.append_each([*batch[:4], NewEntry(sessions[2], WATCH, "new", AT, delivery_key="k-new")])
     assert [o.repeat for o in again] == [True, True, True, True, False]
     assert [o.entry for o in again[:4]] == [o.entry for o in first[:4]]
-    for n, session in enumerate(sessions):
+    for session in sessions:
         seqs = [e.seq for e in store.query(EntryQuery(session))]
         assert seqs == list(range(1, len(seqs) + 1))
         assert store.get_session(session).entry_count == len(seqs)
