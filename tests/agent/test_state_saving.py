@@ -24,7 +24,7 @@ class Clock:
 
 def _message(n: int) -> ChatMessage:
     if n % 3 == 1:
-        call = ToolCall(f"c-{n}", "read_file", {"path": f"f{n}.txt", "odd": "é\n\"q\""})
+        call = ToolCall(f"c-{n}", "read_file", {"path": f"f{n}.txt", "odd": 'é\n"q"'})
         return ChatMessage("assistant", "", tool_calls=(call,), seq=n, kind="assistant")
     if n % 3 == 2:
         return ChatMessage("tool", f"output {n} \u2028 ünïcode", tool_call_id=f"c-{n - 1}", name="read_file")

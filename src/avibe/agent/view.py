@@ -89,7 +89,13 @@ class Viewer:
     record_where: str = "Avibe's record database"
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
     counts: MessageCounts = field(init=False)
-    _recollections: dict[tuple[int, bool], str] = field(default_factory=dict, init=False, repr=False)
+    # The skills a checkpoint puts back, read at their current version once a turn (A1), by checkpoint
+    _skills: dict[int, tuple[PutBackSkill, ...]] = field(default_factory=dict, init=False, repr=False)
+    # The recollection rendered, by (checkpoint, current request still running, skills put back): kept
+    # from turn to turn while nothing it is made of changed (its memo is read for tag-like lines, T2).
+    _recollections: dict[tuple[int, bool, tuple[PutBackSkill, ...]], str] = field(
+        default_factory=dict, init=False, repr=False
+    )
     _last: View | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -98,12 +104,13 @@ class Viewer:
     def new_turn(self, system: str | None = None) -> None:
         """A turn starts: skills are read again at their current version (A1), and the system prompt, when
         given, is the one rebuilt for this turn (F4: an AGENTS.md edited mid-chat is seen now)."""
-        self._recollections.clear()
+        self._skills.clear()
         if system is not None and system != self.system:
             self.system, self._last = system, None
 
     def adopt(self) -> None:
         """A new checkpoint replaces the recollection."""
+        self._skills.clear()
         self._recollections.clear()
 
     def put_back(self, stored: StoredCheckpoint) -> list[PutBackSkill]:
@@ -120,14 +127,19 @@ class Viewer:
             return ""
         interrupted = stored.carry.current_request_seqs
         still_running = bool(interrupted) and interrupted[0] in state.turn_user_seqs
-        key = (stored.number, still_running)
+        skills = self._skills.get(stored.number)
+        if skills is None:
+            skills = self._skills[stored.number] = tuple(self.put_back(stored))
+        key = (stored.number, still_running, skills)
         if key not in self._recollections:
+            if len(self._recollections) >= 8:  # a skill edited turn after turn: keep the latest few
+                self._recollections.clear()
             checkpoint = checkpoint_from_stored(stored)
             assert checkpoint is not None  # a stored checkpoint always converts
             self._recollections[key] = recollection(
                 checkpoint,
                 number=stored.number,
-                skills=self.put_back(stored),
+                skills=list(skills),
                 files=stored.carry.files,
                 pointer=record_pointer(self.session_id, self.record_where),
                 current_request_seqs=interrupted if still_running else (),

@@ -315,10 +315,12 @@ def render_tag(source: Source, at: datetime) -> str:
     return " ".join(parts) + f" · {format_time(at)}]"
 
 
+@functools.lru_cache(maxsize=256)
 def _labels(name: str) -> bool:
     """A name can go in front of a line only when nothing in front of it is skipped as a list marker,
     decoration or markup, and no key could start in it and run on into the line ("H: arness" read as
-    "Harness"): then "name: [Harness: ..." never reads like a tag."""
+    "Harness"): then "name: [Harness: ..." never reads like a tag. (Asked for the same few names at every
+    message a person sends, so remembered.)"""
     chars = _Visible(name, 0)
     if not chars.at(0).isalnum() or _skip(chars, 0) >= 0:
         return False
