@@ -96,7 +96,7 @@ def test_no_checkpoint_no_comparison_and_fewer_than_two_checkpoints_is_said() ->
         "=== 1 checkpoints on a 6,144-token window ===",
         "checkpoint 1: 2.5 min after the first model request (valid)",
         "(fewer than two checkpoints: the context stayed below the trigger)",
-        "the whole demo: 10.0 min",
+        "the work, up to the probes: 10.0 min",
     ]
 
 
