@@ -39,14 +39,32 @@ class UpdatePlan(BaseTool):
     def _run(self, args: dict[str, Any]) -> ToolResult:
         plan = parse_plan(args["plan"])
         done = sum(p.status == "done" for p in plan)
-        text = f"Plan updated ({done} of {len(plan)} done):\n{render_plan(plan)}"
+        text = f"Plan updated ({done} of {len(plan)} done):\n{render_plan(plan)}\n{next_step_line(plan)}"
         return ToolResult(output=text, plan=plan)
+
+
+def next_step_line(plan: tuple[PlanItem, ...]) -> str:
+    """What to do now, said after the plan: a small model sent the same plan again and again instead of
+    working on its first step (the demo's 1.5B, until the loop stop)."""
+    current = next((p for p in plan if p.status == "in_progress"), None)
+    current = current or next((p for p in plan if p.status == "pending"), None)
+    if current is None:
+        return "Every step is done: tell the user."
+    return f"Next: {current.step} - work on it now; send the plan again only when a step's status changes."
+
+
+# A checklist written on one line, "[x] ticket 001; [ ] ticket 002" (the demo's 1.5B did): one step each.
+_INLINE_MARK = re.compile(r"\s*;\s*(?=\[[ xX>~*-]?\]\s)")
+
+
+def _lines(text: str) -> list[str]:
+    return [part for line in text.splitlines() for part in _INLINE_MARK.split(line)]
 
 
 def parse_plan(text: str) -> tuple[PlanItem, ...]:
     """The steps of a checklist, in order; ToolError (for the model) when it is not a usable plan."""
     plan: list[PlanItem] = []
-    for line in text.splitlines():
+    for line in _lines(text):
         found = _LINE.match(line)
         if found is None or not found["step"]:
             continue
