@@ -169,3 +169,47 @@ def test_postgres_notifies_each_waking_session_of_a_batch_once(pg_url: str) -> N
             store.append_each(batch, quiet=quiet)
             notes = [n.payload for n in listener.notifies(timeout=1.0)]
             assert sorted(notes) == sorted(sessions[1:])
+
+
+@pytest.mark.postgres
+def test_postgres_a_batch_is_on_disk_before_its_outcomes_are_given(pg_url: str) -> None:
+    # Issue 30: a batch commits without waiting for the flush (its session rows are free at once), then
+    # one flush covers it before append_each returns: 202 still means the input is on disk.
+    dsn = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
+    with open_store(pg_url) as store, psycopg.connect(dsn, autocommit=True) as probe:
+        assert isinstance(store, SqlStore)
+        sessions = [store.create_session().id for _ in range(2)]
+        marks: list[str] = []
+        flush = store._wait_for_flush
+
+        def marked() -> None:  # the WAL's end once the batch committed, before the flush
+            marks.append(str(probe.execute("SELECT pg_current_wal_insert_lsn()").fetchone()[0]))  # type: ignore[index]
+            flush()
+
+        store._wait_for_flush = marked  # type: ignore[method-assign]
+        for n in range(5):
+            outcomes = store.append_each(_batch(sessions, n=4) if n == 0 else [_batch(sessions, n=4 + n)[-1]])
+            assert all(o.entry is not None for o in outcomes)
+            flushed = probe.execute(
+                "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (marks[-1],)
+            ).fetchone()
+            assert flushed == (True,)
+
+
+@pytest.mark.postgres
+def test_postgres_a_server_refusing_the_flush_statement_gets_synchronous_commits(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sqlalchemy
+
+    import avibe.store.sql as sql
+
+    monkeypatch.setattr(sql, "_FLUSH", sqlalchemy.text("SELECT avibe_no_such_function()"))
+    with open_store(pg_url) as store:
+        assert isinstance(store, SqlStore)
+        sessions = [store.create_session().id for _ in range(2)]
+        first = store.append_each(_batch(sessions, n=4))
+        assert all(o.entry is not None for o in first)  # waited out the WAL writer instead
+        assert store._early_release is False
+        again = store.append_each(_batch(sessions, n=6))
+        assert [o.repeat for o in again] == [True] * 4 + [False] * 2

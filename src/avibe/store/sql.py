@@ -160,13 +160,13 @@ def _state_statements(postgres: bool) -> tuple[Any, Any]:
 
 
 # PostgreSQL: a transaction whose commit returns before its WAL is flushed (its locks go at once), and one
-# whose synchronous commit waits for the flush of the WAL up to it - so of every commit made before it.
+# whose synchronous commit waits for the flush of the WAL up to it - so of every commit made before it. A
+# commit flushes only when its transaction wrote WAL and holds an xid: a transactional logical message
+# (no table, nothing any reader sees) does both.
 _COMMIT_WITHOUT_FLUSH: Final = text("SET LOCAL synchronous_commit TO OFF")
-_TAKE_XID: Final = text("SELECT pg_current_xact_id()")  # an xid: its commit writes (and flushes) a record
-
-
-def _wait_for_flush(conn: Connection) -> None:
-    conn.execute(_TAKE_XID)
+_FLUSH: Final = text("SELECT pg_current_xact_id(), pg_logical_emit_message(true, 'avibe.flush', '')")
+# Where the server refuses that: an asynchronous commit is on disk within three WAL writer delays.
+_WAL_WRITER_DELAY_MS: Final = text("SELECT setting::int FROM pg_settings WHERE name = 'wal_writer_delay'")
 
 
 def _utc_now() -> datetime:
@@ -313,6 +313,7 @@ class SqlStore:
         self._postgres = engine.dialect.name == "postgresql"
         self._writer_lock = _sqlite_writer_lock(engine) if engine.dialect.name == "sqlite" else None
         self._update_state, self._insert_state = _state_statements(self._postgres)
+        self._early_release = self._postgres  # ingest commits release their locks before the flush
         # Group commit (see the module's docstring): appends waiting for the leader's next transaction.
         self._group_lock = threading.Lock()
         self._group_queue: list[_Append] = []
@@ -379,6 +380,25 @@ class SqlStore:
                     raise self._unavailable(exc) from exc
                 time.sleep(random.uniform(0.01, 0.05) * attempt)  # jitter keeps retries from colliding
         raise AssertionError("unreachable: the loop returns or raises")
+
+    def _wait_for_flush(self) -> None:
+        """PostgreSQL: return once every commit made so far is on disk - one statement, its own
+        transaction (autocommit), that writes WAL and holds an xid, so its commit flushes the WAL up to
+        it. A server that refuses the statement (a role not allowed the function) gets synchronous
+        commits from then on, and this waits out the WAL writer's worst case once."""
+        try:
+            with self._engine.connect() as conn:
+                conn.execution_options(isolation_level="AUTOCOMMIT").execute(_FLUSH)
+        except (OperationalError, InterfaceError) as exc:
+            raise self._unavailable(exc) from exc
+        except DBAPIError:
+            self._early_release = False
+            try:
+                with self._engine.connect() as conn:
+                    delay_ms = int(conn.execute(_WAL_WRITER_DELAY_MS).scalar_one())
+            except DBAPIError as exc:
+                raise self._unavailable(exc) from exc
+            time.sleep(3 * delay_ms / 1000 + 0.05)
 
     def _lock_session(self, conn: Connection, session_id: str) -> AnyRow:
         """The session row, locked until the transaction ends (a no-op clause on SQLite, where
@@ -649,7 +669,7 @@ class SqlStore:
         # locked are free for the next batch (another host's) at once, instead of after a disk flush
         # (issue 30: three hosts' batches queued on the same rows, a flush each); one flush then covers
         # them all before any outcome is given (202 still means the input is in the record on disk).
-        early = self._postgres
+        early = self._early_release
         if len(valid) > 1:
             try:
                 together = self._write(partial(self._append_each_in, new=new, only=valid, feeds=checked,
@@ -674,7 +694,7 @@ class SqlStore:
         stored = [i for i, outcome in enumerate(outcomes) if outcome is not None and outcome.entry]
         if early and stored:
             try:
-                self._write(_wait_for_flush)
+                self._wait_for_flush()
             except StoreError as exc:  # committed, perhaps not on disk: nobody is told it was recorded
                 for i in stored:
                     outcomes[i] = Appended(error=exc)
