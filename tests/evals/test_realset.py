@@ -296,7 +296,8 @@ def test_the_first_pass_report_counts_every_checkpoint_and_resumes(
     assert {r["session"] for r in rows} == {KEPT[0].scenario_id}
     report = (tmp_path / "out" / "summary.md").read_text(encoding="utf-8")
     valid = sum(r["first_pass_valid"] for r in rows)
-    assert f"| all | {len(rows)} | {valid} |" in report
+    whole = sum(script.untouched(r) for r in rows)
+    assert f"| all | {len(rows)} | {valid} | {whole} |" in report and whole <= valid
     problems = sum(len(r["problems"]) for r in rows)
     counted = sum(int(m) for m in re.findall(r"^- (\d+) x ", report.split("notes), by kind")[0], re.M))
     assert counted == problems
@@ -332,3 +333,13 @@ def test_the_first_pass_report_stops_a_session_at_max_checkpoints(
     assert _first_pass_script().main([*args, "--fetch-dir", str(tmp_path / "none")]) == 0
     assert len((out / "checkpoints.jsonl").read_text().splitlines()) == 1
     assert (out / "sessions-done.txt").read_text().split() == [KEPT[0].scenario_id]
+
+
+def test_a_first_answer_with_a_dropped_part_is_not_counted_whole() -> None:
+    untouched = _first_pass_script().untouched
+    row = {"first_pass_valid": True, "harness_notes": ["memo: kept #3 besides the model's ticks"]}
+    assert untouched(row)
+    assert not untouched({**row, "harness_notes": ["scene part dropped (repeats current_step): next_step"]})
+    ignored = "answer copied from the question, ignored: 'the final purpose of this conversation'"
+    assert not untouched({**row, "harness_notes": [ignored]})
+    assert not untouched({**row, "first_pass_valid": False})
