@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
-from avibe.errors import AvibeError, ToolError
+from avibe.errors import AvibeError, ToolError, UnknownSession
 from avibe.ports import Tool, ToolResult
 from avibe.record.entries import Entry
 from avibe.record.messages import ToolSpec
@@ -52,9 +52,23 @@ class SendToSession(BaseTool):
         target, text = _text(args, "session", "send_to_session"), _text(args, "text", "send_to_session")
         try:
             entry = self._send(target.strip(), text)
+        except UnknownSession as exc:
+            raise ToolError(no_such_session(target.strip())) from exc
         except AvibeError as exc:
             raise ToolError(f"send_to_session: {exc}") from exc
         return ToolResult(f"Sent to session {entry.session} as its message #{entry.seq}.")
+
+
+def no_such_session(target: str) -> str:
+    """The error for an id no session has. The demo's 1.5B took the name of a watch ("deploy-bot", from a
+    `[Harness: watch "deploy-bot" ...]` header) for a session and sent to it turn after turn, so the
+    error says what such a name is and what to do instead, not only that the id is unknown."""
+    return (
+        f"send_to_session: there is no session {target!r}; nothing was sent. Only an id that the user or "
+        "an input gave you as a session's id can receive a message. The name in a [Harness: watch ...] "
+        "header is a watch that Avibe runs for you: it shows you a file's changes and reads nothing. Do "
+        "not send this again; go on with the user's request."
+    )
 
 
 class Delegate(BaseTool):
