@@ -9,9 +9,18 @@ this measures the checkpoint turn itself. Resumable: a session finished (OUT/ses
 one cut short is replayed again. Writes OUT/checkpoints.jsonl (one line per checkpoint), OUT/summary.md,
 and with --log-calls OUT/calls.jsonl (each call's question and the model's answer).
 
+With --rejudge CALLS (a --log-calls run's calls.jsonl), the model is not run: the logged answers are given
+back in order as the model's, so the harness as it is now judges the model's real first answers. Each
+question asked must be the logged one, but for the lines that list the mind's own entries (an answer the
+guard now ignores leaves them out); any other difference, a call the log does not have or a logged call
+left unasked stops the run (the replay would no longer be the model's answers to the same questions).
+Run it with the logged run's --window and --max-checkpoints.
+
 Usage:
   .venv/bin/python scripts/real_first_pass.py --model embedded --out eval-real/0.5b
   .venv/bin/python scripts/real_first_pass.py --model embedded-1.5b --out eval-real/1.5b --only pvcase-ops
+  .venv/bin/python scripts/real_first_pass.py --model embedded --window 4096 --max-checkpoints 1 \
+      --rejudge docs/eval/real-set/0.5b-4096/calls.jsonl --out docs/eval/real-set/0.5b-4096-rejudged
 """
 
 from __future__ import annotations
@@ -22,7 +31,7 @@ import json
 import re
 import sys
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -80,6 +89,61 @@ class Recording:
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
         return reply
+
+
+class ReplayMismatch(Exception):
+    """The harness asked what the logged run did not: the logged answers no longer answer its questions."""
+
+
+# The lines of a question that list the mind's own entries ("- [W1] (active) ...", "W1: ...", "(none yet)"):
+# what an answer the guard now ignores changes in later questions, and nothing else does.
+_MIND_LISTING = re.compile(r"^(?:[-*+]\s+\[[MW]\d+\].*|[A-Z]\d+: .*|\(none yet\))$")
+
+
+def _asked_alike(asked: str, logged: str) -> bool:
+    def kept(text: str) -> list[str]:
+        return [line for line in text.split("\n") if not _MIND_LISTING.match(line.strip())]
+
+    return kept(asked) == kept(logged)
+
+
+class Replayed:
+    """A model that gives back a --log-calls run's answers, session by session, in order (--rejudge): the
+    harness as it is now judges the model's real first answers, and no model runs. Each question must be
+    the logged one but for the mind's listed entries (`_asked_alike`); otherwise ReplayMismatch."""
+
+    def __init__(self, facts: ModelFacts, calls: Iterable[dict[str, Any]]) -> None:
+        self._facts, self.session = facts, ""
+        self.calls: dict[str, deque[dict[str, Any]]] = {}
+        self.differences: list[str] = []  # questions that differ in the mind's listed entries only
+        for call in calls:
+            self.calls.setdefault(call["session"], deque()).append(call)
+
+    @property
+    def facts(self) -> ModelFacts:
+        return self._facts
+
+    def complete(self, messages: Sequence[ChatMessage], *args: Any, **kwargs: Any) -> ModelReply:
+        asked = messages[-1].content
+        queue = self.calls.get(self.session)
+        if not queue:
+            raise ReplayMismatch(f"{self.session}: a call the log does not have, asking:\n{asked}")
+        logged = queue.popleft()
+        if asked != logged["question"]:
+            if not _asked_alike(asked, logged["question"]):
+                raise ReplayMismatch(
+                    f"{self.session}: the question differs from the logged one beyond the mind's entries:"
+                    f"\n--- logged\n{logged['question']}\n--- asked now\n{asked}"
+                )
+            self.differences.append(f"{self.session}: a question lists other mind entries than logged")
+        return ModelReply(text=logged["answer"])
+
+    def finish(self, session: str) -> None:
+        """Every logged call of the session was asked again (none left over)."""
+        left = self.calls.get(session)
+        if left:
+            raise ReplayMismatch(f"{session}: {len(left)} logged call(s) not asked, the first:\n"
+                                 f"{left[0]['question']}")  # fmt: skip
 
 
 def row_of(scenario: Scenario, model: str, window: int, number: int, c: Compaction) -> dict[str, Any]:
@@ -161,15 +225,22 @@ def main(argv: list[str] | None = None) -> int:
         "--log-calls", action="store_true", help=f"each call's question and answer: OUT/{CALLS}"
     )
     parser.add_argument("--max-checkpoints", type=int, help="stop each session after this many checkpoints")
+    parser.add_argument(
+        "--rejudge", type=Path, metavar="CALLS", help="replay a --log-calls run's answers (no model runs)"
+    )
     args = parser.parse_args(argv)
 
     from avibe.config import load_settings
-    from avibe.providers import open_counter, open_model
+    from avibe.providers import model_facts, open_counter, open_model
 
     found = real_set(args.fetch_dir)
     for line in found.missing:
         print(line, file=sys.stderr)
     chosen = [s for s in found.scenarios if not args.only or s.id.removeprefix("real-") in args.only]
+    logged: list[dict[str, Any]] = []
+    if args.rejudge:
+        logged = [json.loads(line) for line in args.rejudge.read_text(encoding="utf-8").splitlines() if line]
+        chosen = [s for s in chosen if s.id in {call["session"] for call in logged}]
     args.out.mkdir(parents=True, exist_ok=True)
     out = args.out / ROWS
     finished = args.out / DONE
@@ -178,8 +249,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = [r for r in rows if r["model"] != args.model or r["session"] in done]  # a run cut short: again
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     settings = load_settings()
-    opened = open_model(args.model, settings)
-    counter = open_counter(args.model, settings, opened)
+    replayed = Replayed(model_facts(args.model), logged) if args.rejudge else None
+    opened = replayed or open_model(args.model, settings)
+    counter = open_counter(args.model, settings, None if replayed else opened)
     model: ModelClient = Recording(opened, args.out / CALLS) if args.log_calls else opened
     threshold = trigger_fraction(opened.facts, args.window)
     for scenario in chosen:
@@ -206,9 +278,13 @@ def main(argv: list[str] | None = None) -> int:
 
         if isinstance(model, Recording):
             model.session = scenario.id
+        if replayed is not None:
+            replayed.session = scenario.id
         with contextlib.suppress(Enough):  # the checkpoints asked for are made
             replay(scenario, make_strategy("avibe-checkpoint"), model, counter, args.window,
                    threshold=threshold, on_compaction=keep)  # fmt: skip
+        if replayed is not None:
+            replayed.finish(scenario.id)
         with finished.open("a", encoding="utf-8") as handle:
             handle.write(f"{scenario.id}\n")
         done.add(scenario.id)
@@ -219,6 +295,12 @@ def main(argv: list[str] | None = None) -> int:
         "sessions": ", ".join(s.id for s in chosen),
         "command": " ".join(["scripts/real_first_pass.py", *(argv if argv is not None else sys.argv[1:])]),
     }
+    if replayed is not None:
+        header["answers"] = (
+            f"the model's logged answers ({args.rejudge}), judged by the harness as it is now; no model ran, "
+            f"so the seconds are the harness's alone; questions that listed other mind entries than logged: "
+            f"{len(replayed.differences)}"
+        )
     mine = [r for r in rows if r["model"] == args.model]
     (args.out / "summary.md").write_text(summary(mine, header), encoding="utf-8")
     print(f"summary: {args.out / 'summary.md'}")

@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 
 import pytest
-from eval_scripts import checkpoint_answer
+from eval_scripts import SCENE, checkpoint_answer
 
 from avibe.errors import BadResponse
 from avibe.evals.generators import generate
@@ -177,3 +177,26 @@ def test_V1_a_scene_the_harness_completed_is_counted_apart_from_first_pass_valid
     measured = measure(scenario, result.context, counter)
     assert measured.counts["mission_exact"] == (1, 1)
     assert "progress, next_step, pitfalls" not in "\n".join(str(m.content) for m in result.context)
+
+
+def _repeated_pitfalls_scene(request: ModelRequest) -> ModelReply:
+    """mclaude-panel's scene on the 0.5B (issue 32 item 5): a part repeating another, dropped, while the
+    block stays long enough that the harness completes nothing."""
+    assert request.json_schema is not None
+    if "current_step" in request.json_schema["properties"]:
+        scene = {k: SCENE[k] for k in request.json_schema["properties"]}
+        return reply(json.dumps({**scene, "pitfalls": scene["progress"]}))
+    return checkpoint_answer(request)
+
+
+def test_V1_a_scene_whose_parts_the_harness_dropped_is_not_first_pass_valid(counter: TokenCounter) -> None:
+    """`first_pass_valid` means the first answer taken as the model wrote it: a scene part dropped as a
+    repeat (or filler, an echo, a copy of tool output) does not count, even when nothing had to be
+    completed."""
+    scenario = generate("constraint_fidelity", 2, 40)
+    model = ScriptedModel([_repeated_pitfalls_scene] * 400)
+    result = replay(scenario, STRATEGY, model, counter, WINDOW, threshold=THRESHOLD)
+    metas = [c.meta for c in result.compactions]
+    assert metas and not any(m["scene_completed"] or m["repaired"] or m["fallback"] for m in metas)
+    assert all("scene part dropped (repeats progress): pitfalls" in m["harness_notes"] for m in metas)
+    assert not any(m["first_pass_valid"] for m in metas)

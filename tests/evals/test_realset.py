@@ -38,6 +38,7 @@ from avibe.evals.realset import (
 from avibe.evals.scenario import UserMessage
 from avibe.ports import ModelClient, TokenCounter
 from avibe.providers.scripted import ScriptedModel
+from avibe.record.messages import ChatMessage
 
 SESSIONS = load_manifest()
 KEPT = [s for s in SESSIONS if s.kept]
@@ -343,3 +344,60 @@ def test_a_first_answer_with_a_dropped_part_is_not_counted_whole() -> None:
     ignored = "answer copied from the question, ignored: 'the final purpose of this conversation'"
     assert not untouched({**row, "harness_notes": [ignored]})
     assert not untouched({**row, "first_pass_valid": False})
+
+
+def test_rejudge_replays_the_logged_answers_and_refuses_other_questions(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter: TokenCounter,
+    scripted: Callable[[int], ScriptedModel],
+) -> None:
+    """--rejudge gives a --log-calls run's answers back as the model's (no model opened), so the harness
+    as it is now judges them; a question that is not the logged one (but for the mind's listed
+    entries), or a logged call left unasked, stops it."""
+    import avibe.providers as providers
+
+    monkeypatch.setenv("AVIBE_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(providers, "open_model", lambda name, settings: scripted(2000))
+    monkeypatch.setattr(providers, "open_counter", lambda name, settings, model: counter)
+    script = _first_pass_script()
+    common = ["--model", "scripted", "--only", KEPT[0].id, "--max-checkpoints", "1"]
+    common += ["--fetch-dir", str(tmp_path / "none")]
+    assert script.main([*common, "--out", str(tmp_path / "logged"), "--log-calls"]) == 0
+    calls = tmp_path / "logged" / "calls.jsonl"
+    logged = [json.loads(line) for line in calls.read_text().splitlines()]
+
+    def no_model(name: str, settings: object) -> None:
+        raise AssertionError("--rejudge opens no model")
+
+    monkeypatch.setattr(providers, "open_model", no_model)
+    monkeypatch.setattr(providers, "model_facts", lambda name: scripted(1).facts)
+    assert script.main([*common, "--out", str(tmp_path / "again"), "--rejudge", str(calls)]) == 0
+    before = [
+        json.loads(line) for line in (tmp_path / "logged" / "checkpoints.jsonl").read_text().splitlines()
+    ]
+    after = [json.loads(line) for line in (tmp_path / "again" / "checkpoints.jsonl").read_text().splitlines()]
+    keys = ("first_pass_valid", "calls", "at_event", "problems", "harness_notes")
+    assert before and len(logged) == sum(r["calls"] for r in before)
+    assert [{k: r[k] for k in keys} for r in after] == [{k: r[k] for k in keys} for r in before]
+    assert "the model's logged answers" in (tmp_path / "again" / "summary.md").read_text()
+
+    listed = [dict(c) for c in logged]  # a mind entry listed then that an answer now ignored leaves out
+    question = listed[-1]["question"]
+    listed[-1]["question"] = question.replace("\n", "\n- [W1] (active) a workstream ignored now\n", 1)
+    replayed = script.Replayed(scripted(1).facts, listed)
+    replayed.session = logged[0]["session"]
+    for call in logged:
+        assert replayed.complete([ChatMessage(role="user", content=call["question"])]).text == call["answer"]
+    replayed.finish(replayed.session)
+    assert len(replayed.differences) == 1
+
+    other = [*logged[:-1], {**logged[-1], "question": logged[-1]["question"] + "\nA sentence more."}]
+    replayed = script.Replayed(scripted(1).facts, other)
+    replayed.session = logged[0]["session"]
+    with pytest.raises(script.ReplayMismatch, match="differs from the logged one"):
+        for call in logged:
+            replayed.complete([ChatMessage(role="user", content=call["question"])])
+    (tmp_path / "short.jsonl").write_text("".join(json.dumps(c) + "\n" for c in [*logged, logged[-1]]))
+    with pytest.raises(script.ReplayMismatch, match="not asked"):
+        script.main([*common, "--out", str(tmp_path / "short"), "--rejudge", str(tmp_path / "short.jsonl")])

@@ -36,7 +36,7 @@ from avibe.agent.view import Viewer
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.plan import CheckpointRunState
 from avibe.checkpoint.room import limits_for
-from avibe.checkpoint.structured import SCENE_COMPLETED
+from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
 from avibe.errors import ModelError, ToolError
@@ -389,10 +389,16 @@ def _accepted(
 ) -> Compacted:
     made = stored.provenance
     completed = any(note.startswith(SCENE_COMPLETED) for note in made.notes)
+    dropped = any(note.startswith(SCENE_DROPPED) for note in made.notes)
     meta = {
-        # V1-V3 on the first answer: the model-free move-out (V7) had no answer to validate; a scene the
-        # harness had to complete is counted apart, not as the model's valid answer
-        "first_pass_valid": result.fallback != "model-free" and not made.problems and not completed,
+        # V1-V3 on the first answer, taken as the model wrote it: the model-free move-out (V7) had no
+        # answer to validate; a scene the harness had to complete, or whose parts it dropped (repeats,
+        # filler, echoes of the question, copies of tool output; issue 32 item 5), is not the model's
+        # valid answer
+        "first_pass_valid": result.fallback != "model-free"
+        and not made.problems
+        and not completed
+        and not dropped,
         "scene_completed": completed,
         "repaired": made.repair_used,
         "fallback": result.fallback,

@@ -31,6 +31,8 @@ API (used by structured_mode.py):
     scene_limits(window) -> dict[str, int]                        SCENE_CHARS shrunk to SCENE_FLOOR_CHARS
     SCENE_COMPLETED                                               a note's start: the harness completed a
                                                   scene part the model left too short (S1, S2, S4)
+    SCENE_DROPPED                                                 a note's start: the harness dropped a scene
+                                                  part (a repeat, filler, an echo, a copy of tool output)
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from dataclasses import replace
 
 from avibe.checkpoint.memo import Candidate, Label, render_checklist
 from avibe.checkpoint.model import Problem
-from avibe.checkpoint.structured.answers import APPLY, SCENE_COMPLETED, ensure_mission
+from avibe.checkpoint.structured.answers import APPLY, SCENE_COMPLETED, SCENE_DROPPED, ensure_mission
 from avibe.checkpoint.structured.edits import fit_caps
 from avibe.checkpoint.structured.groups import GROUPS, Asked, ask, groups
 from avibe.checkpoint.structured.groups import apply as apply_group
@@ -65,6 +67,7 @@ __all__ = [
     "PARTS",
     "SCENE_CHARS",
     "SCENE_COMPLETED",
+    "SCENE_DROPPED",
     "SCENE_FLOOR_CHARS",
     "SCENE_MIN_CHARS_PER_PART",
     "Asked",
@@ -90,6 +93,8 @@ def question(part: str, work: Work) -> Question | None:
     """The part's question (None: nothing to ask); remembers its wording to spot echoed answers."""
     asked = QUESTIONS[part](work)
     work.echo = f"{norm(asked.text)} {work.intro}" if asked else ""
+    if asked:
+        work.asked.append(norm(asked.own_words))
     return asked
 
 

@@ -19,6 +19,7 @@ from avibe.checkpoint.structured.edits import append_under, edit, merge_entries
 from avibe.checkpoint.structured.schemas import room_chars, scene_limits
 from avibe.checkpoint.structured.work import (
     ENTRY_CHARS,
+    FILLER,
     GATE,
     MAX_NEW,
     MAX_NEW_MISSION,
@@ -227,7 +228,7 @@ _SCENE_FORMAT = re.compile(
 def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
     limits = scene_limits(work.budgets.window)
     values = {
-        name: clean(work, data.get(name, "") if name in MODEL_SCENE_PARTS else "", limit)
+        name: _scene_part(work, name, data.get(name, ""), limit) if name in MODEL_SCENE_PARTS else ""
         for name, limit in limits.items()
     }  # the other parts are the harness's (S3, S6)
     values = _copied_or_repeated(work, values)
@@ -236,6 +237,19 @@ def _apply_scene(work: Work, data: Mapping[str, Any]) -> None:
     if said_nothing or len(scene_blocks(scene)[0].strip()) < SCENE_MIN_CHARS:  # V1
         scene = render_scene(SceneParts(**_completed_scene(work, values, limits)))
     work.scene = scene
+
+
+def _scene_part(work: Work, part: str, value: Any, limit: int) -> str:
+    """A scene part as `clean` leaves it, with a note (SCENE_DROPPED) when it drops what the model wrote:
+    padding made of placeholders ("none yet, none, none, ..."; one "none" alone is the answer the question
+    asks for where there is nothing) or an echo of the questions."""
+    text = clean(work, value, limit)
+    written = " ".join(str(value).split())[:limit]
+    if text or not norm(written) or norm(written) in FILLER:
+        return text
+    why = "filler" if is_filler(written) else "echoes the question"
+    work.notes.append(f"{SCENE_DROPPED} ({why}): {part}")
+    return ""
 
 
 def _copied_or_repeated(work: Work, values: dict[str, str]) -> dict[str, str]:

@@ -77,6 +77,7 @@ def ask(parts: Sequence[str], work: Work) -> Asked | None:
     if not asked:
         work.echo = ""
         return None
+    work.asked.append(norm("\n".join(question.own_words for _, question in asked)))
     if len(asked) == 1:
         part, question = asked[0]
         work.echo = f"{norm(question.text)} {work.intro}"

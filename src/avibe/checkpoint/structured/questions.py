@@ -48,6 +48,8 @@ from avibe.checkpoint.structured.work import (
 )
 from avibe.prompts import fill, render
 
+NONE_YET: Final = "(none yet)"  # a listing with no entries
+
 
 def _new_user_messages(work: Work) -> bool:
     """Whether a user message moves out now (candidates not kept from an earlier checkpoint)."""
@@ -83,15 +85,17 @@ def _memo_question(work: Work) -> Question | None:
         "maxItems": len(seqs),
     }
     properties: dict[str, Any] = {"keep": keep}
-    gate = also = ""
+    gate = gate_wording = also = ""
     missions = mission_lines(work.mind)
     if missions:
         properties[GATE] = {"type": "boolean"}
         listing = "\n".join(one_line(line, ENTRY_CHARS) for line in missions.values())
         gate = "\n" + render("q_memo_gate", missions=listing, gate=GATE).strip()
+        gate_wording = "\n" + render("q_memo_gate", missions="", gate=GATE).strip()
         also = f', "{GATE}": true or false'
     text = render("q_memo", lines=lines, gate=gate, also=also)
-    return Question("memo", text, object_schema(properties))
+    wording = render("q_memo", lines="", gate=gate_wording, also=also)
+    return Question("memo", text, object_schema(properties), wording)
 
 
 def _mission_question(work: Work) -> Question | None:
@@ -119,8 +123,10 @@ def _mission_question(work: Work) -> Question | None:
         new = properties if work.since else {}
         properties = {GATE: {"type": "boolean"}, **new, **cite, "status": array(change, len(ids))}
         rule = render("q_mission_change_rule", gate=GATE, source=SOURCE).strip()
-    listing = "\n".join(current.values()) or "(none yet)"
-    return Question("mission", render("q_mission", missions=listing, rule=rule), object_schema(properties))
+    listing = "\n".join(current.values()) or NONE_YET
+    asked = render("q_mission", missions=listing, rule=rule)
+    wording = render("q_mission", missions=_own(listing), rule=rule)
+    return Question("mission", asked, object_schema(properties), wording)
 
 
 def _workstreams_question(work: Work) -> Question:
@@ -135,10 +141,11 @@ def _workstreams_question(work: Work) -> Question:
             "text": text(max(chars, 1)),
         }
     )
-    listing = "\n".join(line for line, _ in current.values()) or "(none yet)"
+    listing = "\n".join(line for line, _ in current.values()) or NONE_YET
     retire = {"retire": _label_list(list(current))} if current else {}  # no ids: no key to read
     schema = object_schema({"workstreams": array(item, len(current) + MAX_NEW), **retire})
-    return Question("workstreams", render("q_workstreams", workstreams=listing), schema)
+    wording = render("q_workstreams", workstreams=_own(listing))
+    return Question("workstreams", render("q_workstreams", workstreams=listing), schema, wording)
 
 
 def _label_list(labels: list[str]) -> dict[str, Any]:
@@ -165,7 +172,13 @@ def _listing(labels: dict[str, tuple[str, str]]) -> str:
     lines = [
         f"{label}: {one_line(line.lstrip('-*+ '), PREVIEW_CHARS)}" for label, (_, line) in labels.items()
     ]
-    return "\n".join(lines) or "(none yet)"
+    return "\n".join(lines) or NONE_YET
+
+
+def _own(listing: str) -> str:
+    """A listing as it stands in a question's `wording`: the harness's placeholder is its own words; the
+    mind's entries and the user's messages are not (an answer may name them)."""
+    return listing if listing == NONE_YET else ""
 
 
 def notes_due(first: bool, user_texts: Iterable[str], other_texts: Iterable[str]) -> bool:
@@ -203,7 +216,8 @@ def _notes_question(work: Work) -> Question | None:
         }
     )
     edits = fill("q_notes_edits", entries=_listing(labels)) if labels else ""
-    return Question("notes", render("q_notes", edits=edits), schema)
+    own = fill("q_notes_edits", entries="") if labels else ""
+    return Question("notes", render("q_notes", edits=edits), schema, render("q_notes", edits=own))
 
 
 def _room_question(work: Work) -> Question | None:
@@ -218,7 +232,8 @@ def _room_question(work: Work) -> Question | None:
         for section, lines in work.pending.items()
     )
     schema = object_schema(_merge_schema(list(labels)))
-    return Question("room", render("q_room", full=full, entries=_listing(labels)), schema)
+    asked = render("q_room", full=full, entries=_listing(labels))
+    return Question("room", asked, schema, render("q_room", full="", entries=""))
 
 
 def _scene_question(work: Work) -> Question:

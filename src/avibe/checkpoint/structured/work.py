@@ -3,12 +3,14 @@ helpers that clean a weak model's answer before it can land in the mind.
 
 API:
     PARTS, MIND_PARTS, and the limits (MAX_NEW, ENTRY_CHARS, SCENE_CHARS ... see below)
-    Question(part, text, schema)
+    Question(part, text, schema, wording="")   wording: the harness's own words of it (see `Question`)
     Work.start(previous_mind, candidates, budgets, counter=None) -> Work
         .reset(parts, previous_mind)   .problem(part, message)   .all_problems() -> list[Problem]
     norm(text) -> str                         words only, case folded (echoes, repeats)
     one_line(value, limit) -> str             safe for one Markdown line; filler becomes ""
-    clean(work, value, limit) -> str          one_line, and "" for a phrase copied from the question
+    is_filler(text, also=frozenset()) -> bool placeholders and key names only, however repeated
+    echoes(words, sources) -> bool            mostly a phrase of the sources, a few words around it
+    clean(work, value, limit) -> str          one_line, and "" for an echo of this turn's questions
     strings(work, value, limit) -> list[str]  the cleaned strings of a JSON list (at most MAX_NEW)
     parse(work, part, text) -> dict | None    the answer's JSON object; a problem on `work` otherwise
     next_id(ids) -> int                       the number after the highest "M<n>" / "W<n>" id
@@ -85,7 +87,29 @@ FILLER: Final = frozenset(
     | {"i am here", "decisions", "decision", "reason", "lessons", "workstreams", "user changed mission"}
     | {"merge", "retire", "ids"}
     | {" ".join(name.split("_")) for name in SCENE_CHARS}
+    | {"none yet", "not yet", "nothing yet", "none so far", "nothing so far", "no", "nil", "empty"}
+    | {"no progress", "no progress yet", "nothing to do", "nothing to report", "not applicable", "unknown"}
 )
+# "Waiting" with no what (issue 32 item 5: "none yet, waiting for user's request, no progress yet, none
+# next step, none pitfalls." in all four scene parts): filler beside a placeholder, a state on its own
+# ("Waiting for the user's reply" stays; so does "Waiting for the user's reply on #12").
+_WAITING_VOCABULARY: Final = frozenset(
+    {"waiting", "for", "the", "user", "s", "request", "reply", "answer", "input", "instructions", "and"}
+)
+WAITING: Final = frozenset(
+    " ".join(f"waiting for {the}user{s}{what}".split())
+    for the in ("", "the ")
+    for s in ("", " s")
+    for what in ("", " request", " reply", " answer", " input", " instructions")
+) | {"waiting"}
+# An answer is an echo of the questions asked in this checkpoint turn (issue 32 item 5) when at most
+# ECHO_EXTRA_WORDS of its words lie outside runs of ECHO_MIN_WORDS or more words copied from the harness's
+# wording ("The mission is the final purpose of this conversation. Current entries: (none yet"), or when it
+# holds ECHO_LONG_RUN words of that wording in a row ("the mission is being implemented. Current entries:
+# (none yet) There is no mission entry yet: write a"): instructions copied, whatever is around them.
+ECHO_MIN_WORDS: Final = 4
+ECHO_EXTRA_WORDS: Final = 3
+ECHO_LONG_RUN: Final = 8
 # The notes question (I am here, Key decisions, Lessons) is asked only when something since the last
 # checkpoint can add to those sections (issue 31 item 4): a user's message worded as a rule, limit or
 # agreement (`memo.reads_as_rule`, the N2 wording: I am here), or a message - the user's, Vibey's, another
@@ -100,16 +124,25 @@ DECISION_OR_LESSON: Final = re.compile(
     re.IGNORECASE,
 )
 # A list of filler is filler too: the 0.5B answered every scene part with the key names, "current_step,
-# progress, waiting_for, next_step, pitfalls, exact_references".
-_LIST_SEPARATOR = re.compile(r"[,;/|]|\band\b")
+# progress, waiting_for, next_step, pitfalls, exact_references", and with "none yet, none, none, ...".
+_LONGEST_PHRASE: Final = 8  # words: no FILLER or WAITING phrase is longer
 _WORKSTREAM_ID = re.compile(r"^[-*+][ \t]+\[(W\d+)\][ \t]*(?:\([^)\n]*\))?[ \t]*(.*)$")
 
 
 @dataclass(frozen=True, slots=True)
 class Question:
+    """A question: its text, its JSON schema, and its `wording` - the text without what it lists from
+    the mind or the record (entries, messages): the harness's own words, which an answer must not echo
+    even with a few words around them (`clean`). Empty: the text is all the harness's own."""
+
     part: str
     text: str
     schema: dict[str, Any]
+    wording: str = ""
+
+    @property
+    def own_words(self) -> str:
+        return self.wording or self.text
 
 
 @dataclass
@@ -124,6 +157,8 @@ class Work:
     problems: dict[str, list[Problem]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     echo: str = ""  # the question being answered, normalised (see `clean`)
+    asked: list[str] = field(default_factory=list)  # the harness's wording of every question asked in this
+    # turn so far, the current one last, normalised: an answer echoing an earlier one is an echo too
     intro: str = ""  # the turn's request text, normalised: a small model copies it into answers too
     counter: TokenCounter | None = None  # sizes the grammar's length limits to the section caps (M6)
     pending: dict[str, list[str]] = field(default_factory=dict)  # new lines a full section left out
@@ -181,16 +216,62 @@ def one_line(value: str, limit: int = ENTRY_CHARS) -> str:
 
 
 def is_filler(text: str, also: frozenset[str] = frozenset()) -> bool:
-    """Whether a text says nothing: a placeholder, a key name, or a list of them (or of `also`)."""
-    return all(norm(piece) in FILLER or norm(piece) in also for piece in _LIST_SEPARATOR.split(text))
+    """Whether a text says nothing: placeholders ("none", "none yet", "n/a", "no progress yet") and key
+    names (or `also`), one or many, whatever the punctuation between them ("none yet, none, none, ...");
+    "waiting for the user's request" counts among them only beside a placeholder (WAITING)."""
+    words = norm(text).split()
+    phrases = FILLER | also | {"and"}
+    if _segments(words, phrases):
+        return True
+    return any(w not in _WAITING_VOCABULARY for w in words) and _segments(words, phrases | WAITING)
+
+
+def _segments(words: Sequence[str], phrases: frozenset[str] | set[str]) -> bool:
+    """Whether `words` are a sequence of `phrases` (each whole words), nothing else."""
+    reach = [True] + [False] * len(words)  # reach[i]: words[:i] is a sequence of phrases
+    for end in range(1, len(words) + 1):
+        reach[end] = any(
+            reach[start] and " ".join(words[start:end]) in phrases
+            for start in range(max(0, end - _LONGEST_PHRASE), end)
+        )
+    return reach[-1]
+
+
+def echoes(words: Sequence[str], sources: Sequence[str]) -> bool:
+    """Whether an answer's words (normalised) are mostly copied from `sources` (normalised texts): at most
+    ECHO_EXTRA_WORDS words outside runs of ECHO_MIN_WORDS or more words found in one source, or a run of
+    ECHO_LONG_RUN. A word of the answer's own that is in no source can never be inside such a run."""
+    found = [f" {source} " for source in sources if source]
+    covered = [False] * len(words)
+    longest = 0
+    for start in range(len(words)):
+        end = start
+        while end < len(words) and any(f" {' '.join(words[start : end + 1])} " in h for h in found):
+            end += 1
+        if end - start >= ECHO_MIN_WORDS:
+            covered[start:end] = [True] * (end - start)
+            longest = max(longest, end - start)
+    if longest >= ECHO_LONG_RUN:
+        return True
+    return longest >= ECHO_MIN_WORDS and covered.count(False) <= ECHO_EXTRA_WORDS
 
 
 def clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
-    """`one_line`, and "" for a phrase copied from the question itself (a small model echoes the
-    instructions: "what you may decide alone" as a decision)."""
+    """`one_line`, and "" for an echo: a phrase copied from the question itself (a small model echoes
+    the instructions: "what you may decide alone" as a decision) or from an earlier question of this
+    turn, or mostly such a phrase with a few words around it (`echoes`; issue 32 item 5: "The mission is
+    the final purpose of this conversation. Current entries: (none yet" as a workstream)."""
     text = one_line(str(value), limit)
-    if text and work.echo and f" {norm(text)} " in f" {work.echo} ":
+    if not text:
+        return ""
+    words = norm(text)
+    if work.echo and f" {words} " in f" {work.echo} ":
         work.notes.append(f"answer copied from the question, ignored: {text!r}")
+        return ""
+    if any(f" {words} " in f" {wording} " for wording in work.asked) or echoes(
+        words.split(), [*work.asked, work.intro]
+    ):
+        work.notes.append(f"answer echoes a question's words, ignored: {text!r}")
         return ""
     return text
 
