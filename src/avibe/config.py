@@ -28,6 +28,9 @@ is a ConfigError that names the variable or the file and says what to set.
 | approval      | AVIBE_APPROVAL           | auto; ask: shell commands and writes no allow rule  |
 |               |                          | covers wait for the person (avibe/tools/approval.py)|
 | serve_url     | AVIBE_SERVE_URL          | http://127.0.0.1:8765 (where `vibe serve` listens)  |
+| recollection  | AVIBE_RECOLLECTION       | sections; rules-last, plain: how the checkpoint is  |
+|               |                          | shown to the model (avibe/context/assemble.py); a   |
+|               |                          | project may set it (it changes no content, no trust)|
 | deny, allow_commands, allow_writes | the `[rules]` table of a config.toml | none (issue 11 item 9) |
 | trusted_projects | - (the user's config.toml only) | none: no project config loosens anything     |
 
@@ -73,6 +76,9 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 SANDBOX_MODES: Final = ("read-only", "workspace-write", "full-access")
 APPROVAL_MODES: Final = ("auto", "ask")  # avibe.tools.approval.APPROVAL_MODES (a test keeps them equal)
 RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
+# avibe.context.assemble.RENDERINGS, spelled out: the edge does not import the core's texts (a test in
+# tests/context/test_recollection_renderings.py keeps the two lists equal). Issue 31 item 3.
+RECOLLECTION_RENDERINGS: Final = ("sections", "rules-last", "plain")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +95,7 @@ class Settings:
     allow_commands: tuple[str, ...] = ()  # shell commands run without asking in ask mode
     allow_writes: tuple[str, ...] = ()  # paths written without asking in ask mode
     serve_url: str = "http://127.0.0.1:8765"  # where `vibe serve` listens; callback URLs start here
+    recollection: str = "sections"  # how the checkpoint is shown to the model (issue 31 item 3)
     # Issue 27 item 1: what every start says on stderr (one line each, `vibe: ` in front): project values
     # ignored because they would loosen, then the loosened settings in force.
     warnings: tuple[str, ...] = ()
@@ -130,6 +137,7 @@ class _Layers(BaseSettings):
     approval: str | None = None
     rules: dict[str, Any] | None = None
     serve_url: str | None = None
+    recollection: str | None = None
     trusted_projects: list[str] | None = None  # read from the user's config only
 
 
@@ -298,6 +306,22 @@ def _approval_mode(value: str | None, where: str) -> Literal["auto", "ask"]:
             "inside the sandbox) or ask (shell commands and writes wait for your yes/no/always)"
         )
     return cast(Literal["auto", "ask"], mode)
+
+
+def _recollection(value: str | None, where: str) -> str:
+    rendering = (value or "sections").strip()
+    if rendering not in RECOLLECTION_RENDERINGS:
+        raise ConfigError(
+            f"{where}={rendering!r} is not a recollection rendering; use sections (the default), "
+            "rules-last (the user's standing rules restated last) or plain (short, no headings)"
+        )
+    return rendering
+
+
+def _any_rendering(new: str, old: str) -> bool:
+    """Every rendering shows the same checkpoint with the same guarantees (the memo verbatim and framed as
+    the user's, non-user text framed): choosing one loosens nothing, so a project may."""
+    return True
 
 
 def _rule_list(value: object, where: str) -> tuple[str, ...]:
@@ -622,6 +646,7 @@ def load_settings(
         sandbox=sandbox,
         approval=approval,
         serve_url=_serve_url(serve_url, serve_where),
+        recollection=sources.tightened("recollection", _recollection, _any_rendering),
         **sources.rules(mine_approval),
     )
     return replace(settings, warnings=tuple(sources.warnings), announcements=sources.announcements(settings))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from avibe.checkpoint.turn import Mode
+from avibe.context.assemble import DEFAULT_RENDERING, Rendering
 from avibe.prompts.vibey import IDENTITY, RULES
 
 
@@ -21,3 +22,4 @@ class RunConfig:
     skill_catalogue: str = ""
     user_name: str = "user"
     record_where: str = "Avibe's record database"
+    recollection: Rendering = DEFAULT_RENDERING  # how the checkpoint is shown (issue 31 item 3)

@@ -105,7 +105,8 @@ class Vibey:
         system = self.system_prompt()
         tools = tool_tokens(self.counter, self.tool_specs)
         skill = lambda name: self.skill_text(name)  # noqa: E731 - read when used: fields may be set later
-        return Viewer(self.counter, self.session_id, system, tools, self.budgets, c.record_where, skill)
+        return Viewer(self.counter, self.session_id, system, tools, self.budgets, c.record_where, skill,
+                      rendering=c.recollection)  # fmt: skip
 
     @cached_property
     def room(self) -> LiveRoom:

@@ -16,7 +16,7 @@ from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.carry import LoadedSkill as CarrySkill
 from avibe.checkpoint.carry import PutBackSkill, record_pointer, skills_to_put_back
 from avibe.checkpoint.mind import strip_guidance
-from avibe.context.assemble import assemble, recollection
+from avibe.context.assemble import DEFAULT_RENDERING, Rendering, assemble, recollection
 from avibe.ports import StoredCheckpoint, TokenCounter
 from avibe.record.checkpoint import render_plan
 from avibe.record.messages import ChatMessage, ToolSpec
@@ -88,6 +88,8 @@ class Viewer:
     budgets: Budgets
     record_where: str = "Avibe's record database"
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
+    # How the recollection is shown (issue 31 item 3: `[context] recollection`): never what it holds
+    rendering: Rendering = DEFAULT_RENDERING
     counts: MessageCounts = field(init=False)
     # The skills a checkpoint puts back, read at their current version once a turn (A1), by checkpoint
     _skills: dict[int, tuple[PutBackSkill, ...]] = field(default_factory=dict, init=False, repr=False)
@@ -144,6 +146,7 @@ class Viewer:
                 pointer=record_pointer(self.session_id, self.record_where),
                 current_request_seqs=interrupted if still_running else (),
                 plan=render_plan(stored.carry.plan),
+                rendering=self.rendering,
             )
         return self._recollections[key]
 

@@ -21,6 +21,7 @@ from avibe.compose.common import (
 )
 from avibe.compose.instructions import InstructionFiles, skill_files
 from avibe.config import Settings
+from avibe.context.assemble import as_rendering
 from avibe.host.context_log import ContextLog, Limits
 from avibe.host.events import EventSink, ignore_events
 from avibe.host.sessions import (
@@ -150,6 +151,7 @@ class _VibeyBuilder:
             skill_catalogue=catalogue,
             user_name=settings.user_name,
             record_where=f"Avibe's record, session {session_id} (the record_query tool reads it)",
+            recollection=as_rendering(settings.recollection),
         )
 
         def limits() -> Limits:  # the inspector's plot: the window and trigger line the run used

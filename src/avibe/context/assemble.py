@@ -2,12 +2,22 @@
 
 API:
     system_prompt(identity, rules, skill_catalogue, agents_md="", agents_md_heading="") -> str
-    recollection(checkpoint, *, number=None, skills=(), files="", pointer="", current_request_seqs=()) -> str
+    recollection(checkpoint, *, number=None, skills=(), files="", pointer="", current_request_seqs=(),
+                 plan="", rendering="sections") -> str
     assemble(system: str, recollection: str, recent_messages: Sequence[ChatMessage]) -> list[ChatMessage]
+    RENDERINGS: the ways a recollection can be shown ("sections", the default; "rules-last"; "plain")
+    as_rendering(name: str) -> Rendering       one of them by name (ValueError for another)
+    standing_rules(memo) -> tuple[MemoItem, ...]   the memo items "rules-last" restates
 
 The system prompt is rebuilt every turn and never compacted. The checkpoint is rendered as Vibey's own
 recollection ("what I remember"), not as new instructions; its memo is the user's own words, each with its
 message number, quoted line by line so no memo text can pass for a heading or a source tag (T2).
+
+Renderings (issue 31 item 3) change how the same checkpoint is shown, never what it holds: "sections" (the
+default) under Markdown headings; "rules-last" the same, with the memo's standing rules restated at the end,
+nearest the question; "plain" short prose without headings, for small windows. In every one, each memo item
+is quoted whole under its `Message #N:` header, each mission entry is its line as written, a skill's text
+is framed line by line, and no line the model or a file wrote reads as a tag or a kept message.
 """
 
 from __future__ import annotations
@@ -15,9 +25,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal
 
 from avibe.checkpoint.carry import PutBackSkill
+from avibe.checkpoint.memo import _subject as memo_subject  # the memo's "about the same thing" (N3)
+from avibe.checkpoint.memo import reads_as_rule
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.prompts import fill, render
 from avibe.record.messages import ChatMessage
@@ -27,6 +39,20 @@ _COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _BLANK_RUNS: Final = re.compile(r"\n{3,}")
 # The memo's heading and an entry's header (`Message #12:`), behind any decoration, after NFKC + casefold.
 _MEMO_LIKE: Final = re.compile(r"[\W_]*(?:message\W*\d|the user\W*s (?:own )?words)")
+
+Rendering = Literal["sections", "rules-last", "plain"]
+RENDERINGS: Final[tuple[Rendering, ...]] = ("sections", "rules-last", "plain")
+DEFAULT_RENDERING: Final[Rendering] = "sections"
+_HEADING: Final = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
+_SCENE_TAGS: Final = frozenset({"<checkpoint>", "</checkpoint>"})
+
+
+def as_rendering(name: str) -> Rendering:
+    """A rendering by name (the settings' `recollection`); ValueError for a name that is not one."""
+    for rendering in RENDERINGS:
+        if rendering == name:
+            return rendering
+    raise ValueError(f"unknown recollection rendering {name!r}; choose from {', '.join(RENDERINGS)}")
 
 
 def system_prompt(
@@ -74,10 +100,10 @@ def _own(text: str) -> str:
     return "".join(f"vibey: {line}" if _reads_like_memo(line) else line for line in lines)
 
 
-def _memo(items: Sequence[MemoItem]) -> str:
+def _memo(items: Sequence[MemoItem], between: str = "\n\n") -> str:
     if not items:
         return "(none kept)"
-    return "\n\n".join(f"Message #{item.seq}:\n{_quoted(item.text)}" for item in items)
+    return between.join(f"Message #{item.seq}:\n{_quoted(item.text)}" for item in items)
 
 
 def _mind(mind: str) -> str:
@@ -85,16 +111,58 @@ def _mind(mind: str) -> str:
     return _BLANK_RUNS.sub("\n\n", _COMMENT.sub("", mind)).strip()
 
 
-def _skills(skills: Sequence[PutBackSkill]) -> str:
+def _lead(text: str) -> str:
+    """A piece of the recollection with its own heading line (`## Files`) as a lead-in (`Files:`)."""
+    first, sep, rest = text.partition("\n")
+    heading = _HEADING.match(first)
+    return f"{heading.group(2)}:{sep}{rest}" if heading else text
+
+
+def _plain_mind(mind: str) -> str:
+    """The mind without headings, for "plain": each heading a lead-in (`Mission:`), a heading over nothing
+    left out, blank lines dropped; every other line as written (mission entries whole)."""
+    lines = [line for line in _mind(mind).splitlines() if line.strip()]
+    kept: list[str] = []
+    for i, line in enumerate(lines):
+        heading = _HEADING.match(line)
+        if heading is None:
+            kept.append(line)
+            continue
+        level = len(heading.group(1))
+        below = []  # the section's lines, up to the next heading of its level or above
+        for after in lines[i + 1 :]:
+            over = _HEADING.match(after)
+            if over and len(over.group(1)) <= level:
+                break
+            below.append(over is None)
+        if any(below):
+            kept.append(f"{heading.group(2)}:")
+    return "\n".join(kept)
+
+
+def _plain_scene(scene: str) -> str:
+    """The scene as written, without the checkpoint block's tag lines."""
+    return "\n".join(line for line in scene.strip().splitlines() if line.strip() not in _SCENE_TAGS)
+
+
+def _skills(skills: Sequence[PutBackSkill], lead: bool = False) -> str:
     """Each skill's text framed: a skill file is not the user's and may be written in the workdir, so no
     line of it may pass for a heading, a kept message or a tag of the recollection."""
     if not skills:
         return ""
+    shown = _lead if lead else str
     parts = [
-        fill("recollection_skill", name=s.name, cut=", cut" if s.cut else "", text=frame_body(s.text.strip()))
+        shown(
+            fill(
+                "recollection_skill",
+                name=s.name,
+                cut=", cut" if s.cut else "",
+                text=frame_body(s.text.strip()),
+            )
+        )
         for s in skills
     ]
-    return "\n" + fill("recollection_skills", skills="\n\n".join(parts)) + "\n"
+    return "\n" + shown(fill("recollection_skills", skills="\n\n".join(parts))) + "\n"
 
 
 def _current(seqs: Sequence[int]) -> str:
@@ -102,6 +170,28 @@ def _current(seqs: Sequence[int]) -> str:
         return ""
     numbers = ", ".join(f"#{seq}" for seq in sorted(set(seqs)))
     return "\n" + render("current_request", seqs=numbers)
+
+
+def standing_rules(memo: Sequence[MemoItem]) -> tuple[MemoItem, ...]:
+    """The memo items "rules-last" restates, in memo order: each worded as a standing rule, limit or
+    permission (the harness's own test, N2), and each later item about the same thing as a rule before it
+    - by the relation the memo keeps a rule's revocation or re-grant beside it (a shared content word), so
+    a change of a rule is never restated apart from the rule it changes."""
+    subjects: set[str] = set()
+    chosen: list[MemoItem] = []
+    for item in memo:
+        words = memo_subject(item.text)
+        if reads_as_rule(item.text):
+            subjects |= words
+            chosen.append(item)
+        elif subjects & words:
+            chosen.append(item)
+    return tuple(chosen)
+
+
+def _rules_last(memo: Sequence[MemoItem]) -> str:
+    rules = standing_rules(memo)
+    return "\n" + fill("recollection_rules", memo=_memo(rules)) + "\n" if rules else ""
 
 
 def recollection(
@@ -113,24 +203,52 @@ def recollection(
     pointer: str = "",
     current_request_seqs: Sequence[int] = (),
     plan: str = "",
+    rendering: Rendering = DEFAULT_RENDERING,
 ) -> str:
     """F4 (2), F5: the checkpoint as Vibey's own recollection, with what it carries (A1-A3) and the
-    agent's plan, verbatim (issue 16 item 5).
+    agent's plan, verbatim (issue 16 item 5), shown in one of the RENDERINGS (issue 31 item 3; ValueError
+    for another).
 
     `current_request_seqs`: the record numbers of the current turn's user messages when the checkpoint
     came mid-turn (F5); they stay verbatim in the recent messages and win where they disagree.
     """
+    plain = as_rendering(rendering) == "plain"
+    shown = _lead if plain else str  # "plain" shows each carried part's heading as a lead-in
+
+    def part(text: str) -> str:
+        return "\n" + shown(text) + "\n"
+
+    number_text = f" (checkpoint {number})" if number is not None else ""
+    memo = _memo(checkpoint.memo, "\n" if plain else "\n\n")
+    plan_text = part(fill("recollection_plan", plan=_own(plan.strip()))) if plan.strip() else ""
+    current = "\n" + shown(_current(current_request_seqs).lstrip("\n")) if current_request_seqs else ""
+    files_text = part(fill("recollection_files", files=_own(files.strip()))) if files.strip() else ""
+    record = part(fill("recollection_record", pointer=pointer.strip())) if pointer.strip() else ""
+    if plain:
+        return render(
+            "recollection_plain",
+            number=number_text,
+            mind=_own(_plain_mind(checkpoint.mind)),
+            memo=memo,
+            scene=_own(_plain_scene(checkpoint.scene)),
+            plan=plan_text,
+            current=current,
+            skills=_skills(skills, lead=True),
+            files=files_text,
+            pointer=record,
+        )
     return render(
         "recollection",
-        number=f" (checkpoint {number})" if number is not None else "",
+        number=number_text,
         mind=_own(_mind(checkpoint.mind)),
-        memo=_memo(checkpoint.memo),
+        memo=memo,
         scene=_own(checkpoint.scene.strip()),
-        plan="\n" + fill("recollection_plan", plan=_own(plan.strip())) + "\n" if plan.strip() else "",
-        current=_current(current_request_seqs),
+        plan=plan_text,
+        current=current,
         skills=_skills(skills),
-        files="\n" + fill("recollection_files", files=_own(files.strip())) + "\n" if files.strip() else "",
-        pointer="\n" + fill("recollection_record", pointer=pointer.strip()) + "\n" if pointer.strip() else "",
+        files=files_text,
+        pointer=record,
+        rules=_rules_last(checkpoint.memo) if rendering == "rules-last" else "",
     )
 
 

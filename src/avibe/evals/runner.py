@@ -14,16 +14,18 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
 from avibe.checkpoint.turn import Mode
 from avibe.errors import AvibeError
+from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.generators import generate
 from avibe.evals.metrics import measure
 from avibe.evals.probes import ask_all, recheck
+from avibe.evals.rendering import at_rendering, rendering_of
 from avibe.evals.replay import DEFAULT_THRESHOLD, SYSTEM_PROMPT, ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
@@ -135,24 +137,67 @@ def run_one(
     judge: ModelClient | None = None,
 ) -> dict[str, Any]:
     """Replay, measure and probe one job; the JSON-ready result line."""
-    row = _base(job, settings)
+    return run_unit([job], model, counter, settings, judge)[0]
+
+
+def units(jobs: Iterable[Job]) -> list[list[Job]]:
+    """The jobs grouped into what one replay serves: `avibe-checkpoint` and its renderings on the same
+    (scenario, seed, K) share their checkpoints (issue 31 item 3); every other job is a unit of its own.
+    In the order of each unit's first job."""
+    found: dict[tuple[Any, ...], list[Job]] = {}
+    for job in jobs:
+        key = job.key
+        family = CHECKPOINT if rendering_of(key.strategy) is not None else key.strategy
+        found.setdefault((key.scenario, key.seed, key.k, job.scenario.id, family), []).append(job)
+    return list(found.values())
+
+
+def run_unit(
+    jobs: Sequence[Job],
+    model: ModelClient,
+    counter: TokenCounter,
+    settings: RunSettings,
+    judge: ModelClient | None = None,
+) -> list[dict[str, Any]]:
+    """Replay one unit's scenario once (`units`), then measure and probe it for each of its jobs: a
+    rendering's row is measured and probed on the same checkpoints, its recollection shown its way."""
+    first = jobs[0]
+    names = tuple(job.key.strategy for job in jobs)
     try:
+        strategy = make_strategy(
+            first.key.strategy, checkpoint_mode=settings.checkpoint_mode, renderings=names
+        )
         result = replay(
-            job.scenario,
-            make_strategy(job.key.strategy, checkpoint_mode=settings.checkpoint_mode),
-            model,
-            counter,
-            settings.window,
-            threshold=settings.threshold,
+            first.scenario, strategy, model, counter, settings.window, threshold=settings.threshold
         )
     except (NotApplicable, StrategyUnavailable) as err:
-        return {**row, "status": "n/a", "reason": str(err)}
+        return [{**_base(job, settings), "status": "n/a", "reason": str(err)} for job in jobs]
     except (AvibeError, CompactionFailed) as err:
-        log.warning("run %s failed: %s", job.key, err)
-        return {**row, "status": "error", "reason": f"{type(err).__name__}: {err}"}
-    measured = measure(job.scenario, result.context, counter)
+        log.warning("run %s failed: %s", first.key, err)
+        reason = f"{type(err).__name__}: {err}"
+        return [{**_base(job, settings), "status": "error", "reason": reason} for job in jobs]
+    return [_measured(job, result, model, counter, settings, judge) for job in jobs]
+
+
+def _measured(
+    job: Job,
+    result: ReplayResult,
+    model: ModelClient,
+    counter: TokenCounter,
+    settings: RunSettings,
+    judge: ModelClient | None,
+) -> dict[str, Any]:
+    """One job's result line from its unit's replay."""
+    row = _base(job, settings)
+    context = result.context
+    rendering = rendering_of(job.key.strategy)
+    if rendering is not None and job.key.strategy != CHECKPOINT:
+        metas = [c.meta for c in result.compactions]
+        context, swapped = at_rendering(context, metas, rendering)
+        row.update(rendering=rendering, rendering_applied=swapped)
+    measured = measure(job.scenario, context, counter)
     probes = (
-        ask_all(job.scenario.truth.probes, result.context, model, counter, settings.window, judge)
+        ask_all(job.scenario.truth.probes, context, model, counter, settings.window, judge)
         if settings.probes
         else []
     )
@@ -180,7 +225,7 @@ def run_one(
             for c in result.compactions
         ],
         checkpoint=_checkpoint_meta(result),
-        carried=carried(result),
+        carried=carried(replace(result, context=context)),
         probes=[p.as_dict() for p in probes],
     )
     return row
@@ -266,24 +311,27 @@ def run_all(
     on_done: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every job not already in `results`, appending each result as it finishes. `model_for` gives
-    each worker its model (one per thread: local models are not thread-safe)."""
+    each worker its model (one per thread: local models are not thread-safe). The checkpoint and its
+    renderings on one scenario run as one unit (`units`): one replay, a row each; a rendering run after
+    its checkpoint's row was written replays once more for every rendering still missing."""
     done = {key_of(r) for r in read_results(results) if r.get("status") in {"ok", "n/a"}}
     todo = [j for j in jobs if j.key.as_tuple() not in done]
     lock, local = threading.Lock(), threading.local()
     results.parent.mkdir(parents=True, exist_ok=True)
     _end_line(results)
 
-    def work(job: Job) -> dict[str, Any]:
+    def work(unit: list[Job]) -> list[dict[str, Any]]:
         if not hasattr(local, "model"):
             local.model = model_for()
-        row = run_one(job, local.model, counter, settings, judge)
-        with lock, results.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-        if on_done is not None:
-            on_done(row)
-        return row
+        rows = run_unit(unit, local.model, counter, settings, judge)
+        for row in rows:
+            with lock, results.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            if on_done is not None:
+                on_done(row)
+        return rows
 
     if parallel <= 1:
-        return [work(j) for j in todo]
+        return [row for unit in units(todo) for row in work(unit)]
     with ThreadPoolExecutor(max_workers=parallel) as pool:
-        return list(pool.map(work, todo))
+        return [row for rows in pool.map(work, units(todo)) for row in rows]

@@ -1,5 +1,7 @@
 """The strategies of the memory evaluation by name: Avibe's checkpoint ("avibe-checkpoint", the code Vibey
-runs: `avibe.evals.checkpoint`) and the peer-style baselines."""
+runs: `avibe.evals.checkpoint`), the same checkpoints with their recollection rendered another way for the
+probes ("avibe-checkpoint:rules-last", "avibe-checkpoint:plain": `avibe.evals.rendering`), and the
+peer-style baselines. `available_strategies()` (what `vibe eval` runs unasked) leaves the renderings out."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from avibe.checkpoint.turn import Mode
 from avibe.evals.baselines import Anchored, FullContext, Handoff, Mask, Rewrite, Truncate
 from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.checkpoint import AvibeCheckpoint
+from avibe.evals.rendering import RENDERED_NAMES, Rendered, rendering_of
 from avibe.evals.strategy import Strategy
 
 BASELINES: Final[dict[str, Callable[[], Strategy]]] = {
@@ -20,19 +23,29 @@ BASELINES: Final[dict[str, Callable[[], Strategy]]] = {
     "handoff": Handoff,
     "anchored": Anchored,
 }
-STRATEGY_NAMES: Final[tuple[str, ...]] = (CHECKPOINT, *BASELINES)
+STRATEGY_NAMES: Final[tuple[str, ...]] = (CHECKPOINT, *RENDERED_NAMES, *BASELINES)
 
 
-def make_strategy(name: str, *, checkpoint_mode: Mode | None = None) -> Strategy:
+def make_strategy(
+    name: str, *, checkpoint_mode: Mode | None = None, renderings: tuple[str, ...] = ()
+) -> Strategy:
     """A fresh strategy by name (ValueError for a name that is not one). `checkpoint_mode` forces the
-    checkpoint's mode; None picks by the model's name, as Vibey does."""
-    if name == CHECKPOINT:
-        return AvibeCheckpoint(checkpoint_mode)
+    checkpoint's mode; None picks by the model's name, as Vibey does. A checkpoint strategy records its
+    recollection in its own rendering and in `renderings` (other strategy names of the checkpoint family)
+    at each compaction, for `avibe.evals.rendering.at_rendering`; the default one records none."""
+    rendering = rendering_of(name)
+    if rendering is not None:
+        others = (rendering_of(other) for other in renderings)
+        wanted = tuple(dict.fromkeys(r for r in (rendering, *others) if r is not None))
+        if name == CHECKPOINT and wanted == (rendering,):
+            return AvibeCheckpoint(checkpoint_mode)
+        return Rendered(AvibeCheckpoint(checkpoint_mode), wanted, name)
     if name not in BASELINES:
         raise ValueError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
     return BASELINES[name]()
 
 
 def available_strategies() -> tuple[str, ...]:
-    """Every strategy that can run in this build."""
-    return STRATEGY_NAMES
+    """The strategies `vibe eval` runs when none is named: the checkpoint and every baseline (a rendering
+    is asked for by name: it adds probe calls, no checkpoint call)."""
+    return (CHECKPOINT, *BASELINES)
