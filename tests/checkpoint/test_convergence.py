@@ -114,7 +114,8 @@ class Planner:
 
 def _inputs(previous: Checkpoint, k: int, budgets: Any) -> TurnInputs:
     seq = 10 * (k + 1)
-    message = make_entry(seq, f"Change of plan: use plan v{k} from now on.")
+    # the words of a new mission entry are the user's (M4, checked by the harness)
+    message = make_entry(seq, f"Change of plan: export the ledger and the invoices, plan {k}, from now on.")
     return TurnInputs(
         mode="structured",
         live_messages=(ChatMessage("system", "You are Vibey."), ChatMessage("user", message.text, seq=seq)),
@@ -124,7 +125,9 @@ def _inputs(previous: Checkpoint, k: int, budgets: Any) -> TurnInputs:
         counter=COUNTER,
         at=AT,
         memo_entries=tuple(
-            make_entry(i.seq, f"Change of plan: use plan v{i.seq // 10 - 1} from now on.")
+            make_entry(
+                i.seq, f"Change of plan: export the ledger and the invoices, plan {i.seq // 10 - 1}, from now on."
+            )
             for i in previous.memo
         ),
         upto_seq=seq,

@@ -142,7 +142,8 @@ def test_M4_whatever_the_model_writes_new_entries_cite_an_allowed_message_and_no
         "- [M1] (active) Review every open PR oldest first.\n",
         (m1 or "- [M1] (active) Review every open PR oldest first.\n") + extra,
     )
-    guarded, notes = guard_new_missions(MIND, mind, allowed)
+    texts = {n: f"Add entry {' '.join(str(k) for k in range(2, 6))} to the mission." for n in allowed}
+    guarded, notes = guard_new_missions(MIND, mind, texts)
     lines = mission_lines(guarded)
     assert "M1" in lines  # never fewer than before
     for mid, line in lines.items():
@@ -151,3 +152,85 @@ def test_M4_whatever_the_model_writes_new_entries_cite_an_allowed_message_and_no
     if "M2" not in lines:
         assert lines["M1"] == mission_lines(MIND)["M1"]  # not replaced by an entry that is gone
     assert len(notes) >= len(new) - (len(lines) - 1)
+
+
+# ---- the entry's words are the user's; the whole job is not "done" on the model's word (demo, issue 32) --
+
+TICKETS_MIND = MIND.replace(
+    "- [M1] (active) Review every open PR oldest first.",
+    "- [M1] (active) Work through tickets/001.md to tickets/006.md strictly oldest first.",
+)
+
+
+def test_M4_a_copy_of_the_mission_citing_a_message_that_does_not_say_it_is_dropped() -> None:
+    """The demo's 1.5B added M1's own words as M2 "(from #7)" and M3 "(from #13)", #7 and #13 being "Next
+    ticket, please. Remember, oldest first." and "Continue with the next ticket."."""
+    for n, said in ((7, "Next ticket, please. Remember, oldest first."), (13, "Continue with the next ticket.")):
+        copy = f"- [M2] (active) (from #{n}) tickets/001.md first, then tickets/002.md, and so on up to 006"
+        mind = TICKETS_MIND.replace("first.\n", f"first.\n{copy}\n", 1)
+        guarded, notes = guard_new_missions(TICKETS_MIND, mind, {n: said})
+        assert mission_lines(guarded) == mission_lines(TICKETS_MIND), guarded
+        assert notes and "its words are not those of the user's message it cites" in notes[0]
+
+
+def test_M4_a_new_entry_in_the_users_words_or_restating_what_it_replaces_stays() -> None:
+    said = {12: "Also ship the payments v2 API once the PRs are done.", 13: "Never merge on a Friday."}
+    for line in (
+        "- [M2] (active) (from #12) Ship the payments v2 API after the PRs",
+        "- [M2] (active) (from #13) Review the PRs and merge nothing on Fridays",  # M1's words + the user's
+    ):
+        mind = MIND.replace("first.\n", f"first.\n{line}\n", 1)
+        guarded, notes = guard_new_missions(MIND, mind, said)
+        assert mission_lines(guarded)["M2"] == line and not notes
+
+
+def test_M4_the_whole_job_marked_done_without_the_users_word_keeps_its_status() -> None:
+    """The demo's 1.5B marked M1 done with five of six tickets left; only a user message since the last
+    checkpoint, cited on the line, changes an active entry's status (or a new entry that replaces it)."""
+    said = {31: "Continue. Which ticket are you on?", 40: "Thanks, the queue is done - stop here."}
+    for status, kept in (
+        ("(done)", False),
+        ("(withdrawn)", False),
+        ("(done) (per #3)", False),  # a message before the last checkpoint
+        ("(done) (per #40)", True),
+        ("(withdrawn) (per #40)", True),
+    ):
+        mind = TICKETS_MIND.replace("(active) Work", f"{status} Work")
+        guarded, notes = guard_new_missions(TICKETS_MIND, mind, said)
+        assert (mission_lines(guarded) == mission_lines(mind)) is kept, (status, guarded)
+        assert kept or (mission_lines(guarded) == mission_lines(TICKETS_MIND) and "keeps its status" in notes[0])
+
+
+def test_M4_structured_done_names_the_users_message_and_stands_only_with_it() -> None:
+    for source, kept in ((12, True), (None, False)):
+        answer = {"new": [], "status": [{"id": "M1", "status": "done"}]}
+        outcome, _ = _structured({**answer, **({"from_message": source} if source else {})})
+        line = mission_lines(outcome.checkpoint.mind)["M1"]
+        if kept:
+            assert line == "- [M1] (done) (per #12) Review every open PR oldest first."
+        else:
+            assert line == mission_lines(MIND)["M1"]
+            assert any("M1 keeps its status" in n for n in outcome.notes), outcome.notes
+
+
+_words = st.lists(st.sampled_from("ledger invoices payments export tickets vendor parser docs".split()), min_size=1)
+
+
+@given(mission_words=_words, said_words=_words, copy=st.booleans(), status=st.sampled_from(["done", "withdrawn"]))
+@settings(max_examples=200, deadline=None)
+def test_M4_property_copies_are_dropped_user_words_stay_and_status_needs_a_citation(
+    mission_words: list[str], said_words: list[str], copy: bool, status: str
+) -> None:
+    """Whatever the words: a new entry made only of the mission's words is dropped; one that is the cited
+    message itself stays when that message says something the mission does not; an active entry marked
+    done or withdrawn without a new citation comes back as it was; none is ever lost."""
+    old = f"- [M1] (active) {' '.join(mission_words)}"
+    previous = MIND.replace("- [M1] (active) Review every open PR oldest first.", old)
+    said = " ".join(said_words)
+    entry = f"- [M2] (active) (from #20) {' '.join(mission_words) if copy else said}"
+    mind = previous.replace(old, f"- [M1] ({status}) {' '.join(mission_words)}\n{entry}")
+    guarded, _ = guard_new_missions(previous, mind, {20: said})
+    lines = mission_lines(guarded)
+    assert lines["M1"] == old
+    brings_news = bool(set(said_words) - set(mission_words))
+    assert ("M2" in lines) is (not copy and brings_news), (entry, lines)

@@ -69,6 +69,12 @@ def _entries() -> tuple[Entry, ...]:
     )
 
 
+def _changed_by_8(words: str) -> tuple[Entry, ...]:
+    """The moved entries with the user's #8 saying what the new mission entry says (M4: the harness
+    checks a new entry's words against the message it cites)."""
+    return (*_entries()[:-1], make_entry(8, f"{words}, then continue"))
+
+
 def _previous() -> Checkpoint:
     return Checkpoint(mind=MIND, memo=(MemoItem(2, MEMO_TEXT),), scene=SCENE)
 
@@ -354,7 +360,7 @@ def test_M4_structured_mission_changes_are_status_edits_never_deletions() -> Non
         "from_message": 8,  # M4: the user's message that changed it
         "status": [{"id": "M1", "status": "replaced by M2"}],
     }
-    run = _run(_answers(mission=mission), mode="structured")
+    run = _run(_answers(mission=mission), mode="structured", moved_entries=_changed_by_8("Ship payments v2"))
     assert isinstance(run.outcome, Accepted)
     lines = mission_lines(run.outcome.checkpoint.mind)
     assert lines["M1"].startswith("- [M1] (replaced by M2) Review every open PR")
@@ -561,7 +567,10 @@ def test_M4_M6_structured_over_cap_answers_are_cut_to_fit_never_failing_the_chec
     }
     small = budgets_for(8_000, 7_000)
     run = _run(
-        _answers(mission={**mission, "status": []}, workstreams=long_w1), mode="structured", budgets=small
+        _answers(mission={**mission, "status": []}, workstreams=long_w1),
+        mode="structured",
+        budgets=small,
+        moved_entries=_changed_by_8(mission["new"][0]),  # type: ignore[index]
     )
     outcome = run.outcome
     assert isinstance(outcome, Accepted) and not outcome.repaired, getattr(outcome, "problems", None)

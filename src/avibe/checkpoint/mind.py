@@ -17,7 +17,10 @@ API:
     mission_lines(text: str) -> dict[str, str]              id -> the mission line as written
     cited_messages(line: str) -> set[int]                   the "#N" message numbers a line cites
     guard_new_missions(previous, mind, allowed) -> (mind, notes)   M4: a new mission entry cites a user
-                                                            message since the last checkpoint, or goes
+                                                            message since the last checkpoint (allowed:
+                                                            number -> text) in its words, or goes; an
+                                                            active entry's status changes only with one
+    words_from(line, cited, mission) -> bool                a new entry's words are the cited messages'
     active_missions(text: str) -> list[str]                 the text of each active mission entry (M4)
     strip_guidance(text: str) -> str                        the text without <!-- --> guidance comments
     apply_edit(document: str, old: str, new: str) -> EditOutcome   (M2, M3)
@@ -32,7 +35,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final
 
@@ -446,34 +449,94 @@ def cited_messages(line: str) -> set[int]:
     return {int(n) for n in _CITED.findall(line)}
 
 
-def guard_new_missions(previous: str, mind: str, allowed: Collection[int]) -> tuple[str, tuple[str, ...]]:
-    """M4: "the mission changes only when the user explicitly changes it". Once a mission exists, a new
-    entry (an id the previous mind lacks) stays only when it cites a message in `allowed` - the user's
-    messages since the last checkpoint; any other is taken out, and an entry marked "replaced by" it gets
-    its previous line back. Entries of the previous mind are never taken out (never fewer, V2). Returns
-    the mind and a note for each entry taken out (the turn's notes: logged and shown with the checkpoint)."""
+def guard_new_missions(
+    previous: str, mind: str, allowed: Mapping[int, str]
+) -> tuple[str, tuple[str, ...]]:
+    """M4: "the mission changes only when the user explicitly changes it". Once a mission exists:
+    - a new entry (an id the previous mind lacks) stays only when it cites a message in `allowed` - the
+      user's messages since the last checkpoint, number -> text - and its words are mostly that
+      message's (the demo's 1.5B filed a copy of M1's text as a new entry "from" "Continue with the next
+      ticket."); any other is taken out, and an entry marked "replaced by" it gets its previous line back;
+    - an entry that was active and is now done, withdrawn or replaced keeps that status only when its
+      line newly cites a message in `allowed`, or it is replaced by a new entry that stayed (the demo's
+      1.5B marked the whole job done with five of six tickets left); otherwise its previous line returns.
+    Entries of the previous mind are never taken out (never fewer, V2). Returns the mind and a note for
+    each change undone (the turn's notes: logged and shown with the checkpoint)."""
     before, now = mission_lines(previous), mission_lines(mind)
     if not before:  # the first mission is set, not changed: the user's purpose, as the model read it
         return mind, ()
+    numbers = ", ".join(f"#{n}" for n in sorted(allowed)) or "none"
     notes: list[str] = []
     dropped: list[str] = []
     for mid, line in now.items():
-        if mid in before or cited_messages(line) & set(allowed):
+        if mid in before:
             continue
-        numbers = ", ".join(f"#{n}" for n in sorted(allowed)) or "none"
-        notes.append(
-            f"mission entry {mid} dropped (M4): it cites no user message since the last checkpoint "
-            f"({numbers}): {_short(line, 120)}"
-        )
+        cited = cited_messages(line) & set(allowed)
+        if not cited:
+            why = f"it cites no user message since the last checkpoint ({numbers})"
+        elif not words_from(line, [allowed[n] for n in cited], "\n".join(before.values())):
+            why = "its words are not those of the user's message it cites (" + _cites(cited) + ")"
+        else:
+            continue
+        notes.append(f"mission entry {mid} dropped (M4): {why}: {_short(line, 120)}")
         dropped.append(mid)
         mind = _without_line(mind, line)
     for mid, line in mission_lines(mind).items():
-        status = _MISSION_LINE.match(line)
-        target = _REPLACED.match(status.group(2).strip()) if status else None
-        if target and target.group(1).upper() in dropped and mid in before:
-            mind = mind.replace(line, before[mid], 1)
-            notes.append(f"mission entry {mid} keeps its status: what replaced it was dropped (M4)")
+        old = before.get(mid)
+        if old is None or line == old or _status(old) != "active" or _status(line) == "active":
+            continue
+        target = _REPLACED.match(_status(line))
+        by = target.group(1).upper() if target else ""
+        if by in dropped:
+            why = "what replaced it was dropped"
+        elif by and by not in before:
+            continue  # replaced by a new entry that stayed: that entry cites the user's message
+        elif (cited_messages(line) - cited_messages(old)) & set(allowed):
+            continue
+        else:
+            why = "no user message since the last checkpoint is cited"
+        mind = mind.replace(line, old, 1)
+        notes.append(f"mission entry {mid} keeps its status (M4): {why}")
     return mind, tuple(notes)
+
+
+def _status(line: str) -> str:
+    match = _MISSION_LINE.match(line)
+    return match.group(2).strip().casefold() if match else ""
+
+
+def _cites(numbers: Collection[int]) -> str:
+    return ", ".join(f"#{n}" for n in sorted(numbers))
+
+
+# Words that say who asked or how, not what: a paraphrase ("The user wants ...") adds them freely.
+_FRAME_WORDS: Final = frozenset(
+    "a an as at be by do if in is it of on or so to up we the and then with for from that this these "
+    "those into onto also user users asked asks wants want wanted please should must will would can could "
+    "our your their you his her its has have had was were are now next new all any each per via".split()
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_CITATION = re.compile(r"\((?:from|per) #\d+\)|\[\.\.\. cut[^\]]*\]")
+MOSTLY: Final = 0.6  # share of an entry's content words that must be the user's or the mission's
+
+
+def _stems(text: str) -> set[str]:
+    """Content words, a plural "s" dropped and cut to five letters (a crude stem: "PRs" and "PR",
+    "translate" and "translation" meet); framing words and single letters left out."""
+    words = (w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.casefold()))
+    return {w[:5] for w in words if (len(w) > 1 or w.isdigit()) and w not in _FRAME_WORDS}
+
+
+def words_from(line: str, cited: Collection[str], mission: str = "") -> bool:
+    """Whether a new mission line says what the user messages it cites say: at least MOSTLY of its content
+    words are theirs or the mission's before (a new entry often restates what it replaces), and at least
+    one is the cited messages' own, not the mission's (a copy of the old mission "from" "Continue with
+    the next ticket." brings nothing of the user's). Its id, status and citation are left out."""
+    match = _MISSION_LINE.match(line)
+    own = _stems(_CITATION.sub(" ", match.group(3) if match else line))
+    theirs = set().union(*(_stems(text) for text in cited)) if cited else set()
+    before = _stems(_CITATION.sub(" ", mission))
+    return bool(own & (theirs - before)) and len(own & (theirs | before)) >= MOSTLY * len(own)
 
 
 def _without_line(text: str, line: str) -> str:

@@ -79,7 +79,8 @@ def _mirror(st: TurnState, work: structured.Work) -> Generator[Effect, EffectRes
 
 def _draft(st: TurnState, work: structured.Work) -> tuple[Checkpoint, list[Problem]]:
     proposed, problems = draft(st, work.ticked, work.scene)
-    st.notes[:] = work.notes
+    # the answers' notes first, then the draft's own (M4's guard), which a plain copy used to drop
+    st.notes[:] = [*work.notes, *(note for note in st.notes if note not in work.notes)]
     return proposed, [*work.all_problems(), *problems]
 
 

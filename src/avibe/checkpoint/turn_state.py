@@ -6,6 +6,7 @@ API (used by tools_mode.py and structured_mode.py):
     start(inputs) -> TurnState
     harness_message(inputs, text) -> ChatMessage       tagged from stored fields, kind "harness" (T4)
     user_seqs_since(inputs) -> frozenset[int]           the user's messages since the last checkpoint (M4)
+    user_texts_since(inputs) -> dict[int, str]          ... with their texts (a new mission entry's words)
     texts_since(inputs) -> (user texts, other texts)     the record's messages since the last checkpoint
                                                         (moving out or still live; no tool output)
     moving(inputs) -> str                               which messages leave the context
@@ -107,8 +108,14 @@ def start(inputs: TurnInputs) -> TurnState:
 def user_seqs_since(inputs: TurnInputs) -> frozenset[int]:
     """M4: the user's messages since the last checkpoint - moving out now or still in the conversation -
     known by their record kind (N7): what a new mission entry may cite."""
-    live = {m.seq for m in inputs.live_messages if m.kind == "user" and m.seq is not None}
-    return frozenset(live | {e.seq for e in inputs.moved_entries if e.is_user})
+    return frozenset(user_texts_since(inputs))
+
+
+def user_texts_since(inputs: TurnInputs) -> dict[int, str]:
+    """The texts of `user_seqs_since`'s messages, by number: a new mission entry's words are checked
+    against the message it cites (M4)."""
+    texts = {m.seq: m.content for m in inputs.live_messages if m.kind == "user" and m.seq is not None}
+    return texts | {e.seq: e.text for e in inputs.moved_entries if e.is_user}
 
 
 def texts_since(inputs: TurnInputs) -> tuple[list[str], list[str]]:
@@ -167,7 +174,7 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
     harness's facts added to the scene (S3, S6), then every problem at once (V1-V3)."""
     inputs = st.inputs
     per_message = inputs.budgets.memo_per_message
-    st.mind, dropped = guard_new_missions(st.previous_mind, st.mind, user_seqs_since(inputs))  # M4
+    st.mind, dropped = guard_new_missions(st.previous_mind, st.mind, user_texts_since(inputs))  # M4
     st.notes += [note for note in dropped if note not in st.notes]
     sources = mission_sources(
         active_missions(st.mind), st.candidates, st.entries, inputs.counter, per_message

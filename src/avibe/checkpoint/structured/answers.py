@@ -9,7 +9,7 @@ API:
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 from avibe.checkpoint.facts import HARNESS_MARK
@@ -69,9 +69,16 @@ def _status_ok(status: Any, targets: Sequence[str]) -> bool:
     return isinstance(status, str) and status.startswith("replaced by ") and status[12:] in targets
 
 
-def _with_status(line: str, status: str) -> str:
+def _with_status(line: str, status: str, source: int | None, existing: Collection[str]) -> str:
+    """The line with its new status. Done, withdrawn or replaced by an entry already there names the user's
+    message it comes from ("(per #N)"), which the harness's M4 check wants (checkpoint/mind.py
+    guard_new_missions); replaced by a new entry needs none: the new entry says "(from #N)"."""
     match = _MISSION_STATUS.match(line)
-    return line if match is None else f"{match.group(1)}({status}) {line[match.end() :]}"
+    if match is None:
+        return line
+    by_new = status.startswith("replaced by ") and status[12:] not in existing
+    per = f"(per #{source}) " if source is not None and status != "active" and not by_new else ""
+    return f"{match.group(1)}({status}) {per}{line[match.end() :]}"
 
 
 def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
@@ -83,9 +90,10 @@ def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
     first_new = next_id(list(current))
     known = {norm(line.split(")", 1)[-1]) for line in current.values()}
     new = [t for t in strings(work, data.get("new"))[:MAX_NEW_MISSION] if norm(t) not in known]
+    source = data.get(SOURCE)
+    cited = source if type(source) is int and source in work.since else None
     if current and new:  # M4: a change of the mission names the user's message it comes from
-        source = data.get(SOURCE)
-        if type(source) is not int or source not in work.since:
+        if cited is None:
             work.notes.append(
                 f"new mission entries dropped (M4): {SOURCE} {source!r} is not a user message since the "
                 f"last checkpoint: {new!r}"
@@ -101,7 +109,7 @@ def _apply_mission(work: Work, data: Mapping[str, Any]) -> None:
             work.notes.append(f"mission status change ignored (unknown id or status): {change!r}")
             continue
         line = current[str(mid)]
-        edit(work, "mission", line, _with_status(line, str(status)))
+        edit(work, "mission", line, _with_status(line, str(status), cited, current))
         current = mission_lines(work.mind)  # the same id named again edits the line as it is now
     entries = [f"- [M{first_new + k}] (active) {text}" for k, text in enumerate(new)]
     append_under(work, "mission", MISSION_HEADING, entries)
