@@ -125,10 +125,9 @@ def _inputs(previous: Checkpoint, k: int, budgets: Any) -> TurnInputs:
         counter=COUNTER,
         at=AT,
         memo_entries=tuple(
-            make_entry(
-                i.seq, f"Change of plan: export the ledger and the invoices, plan {i.seq // 10 - 1}, from now on."
-            )
+            make_entry(i.seq, f"Change of plan: export the ledger and the invoices, plan {n}, from now on.")
             for i in previous.memo
+            for n in [i.seq // 10 - 1]
         ),
         upto_seq=seq,
     )

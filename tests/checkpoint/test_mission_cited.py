@@ -165,7 +165,8 @@ TICKETS_MIND = MIND.replace(
 def test_M4_a_copy_of_the_mission_citing_a_message_that_does_not_say_it_is_dropped() -> None:
     """The demo's 1.5B added M1's own words as M2 "(from #7)" and M3 "(from #13)", #7 and #13 being "Next
     ticket, please. Remember, oldest first." and "Continue with the next ticket."."""
-    for n, said in ((7, "Next ticket, please. Remember, oldest first."), (13, "Continue with the next ticket.")):
+    asked = ((7, "Next ticket, please. Remember, oldest first."), (13, "Continue with the next ticket."))
+    for n, said in asked:
         copy = f"- [M2] (active) (from #{n}) tickets/001.md first, then tickets/002.md, and so on up to 006"
         mind = TICKETS_MIND.replace("first.\n", f"first.\n{copy}\n", 1)
         guarded, notes = guard_new_missions(TICKETS_MIND, mind, {n: said})
@@ -198,7 +199,8 @@ def test_M4_the_whole_job_marked_done_without_the_users_word_keeps_its_status() 
         mind = TICKETS_MIND.replace("(active) Work", f"{status} Work")
         guarded, notes = guard_new_missions(TICKETS_MIND, mind, said)
         assert (mission_lines(guarded) == mission_lines(mind)) is kept, (status, guarded)
-        assert kept or (mission_lines(guarded) == mission_lines(TICKETS_MIND) and "keeps its status" in notes[0])
+        undone = mission_lines(guarded) == mission_lines(TICKETS_MIND) and "keeps its status" in notes[0]
+        assert kept or undone
 
 
 def test_M4_structured_done_names_the_users_message_and_stands_only_with_it() -> None:
@@ -213,10 +215,13 @@ def test_M4_structured_done_names_the_users_message_and_stands_only_with_it() ->
             assert any("M1 keeps its status" in n for n in outcome.notes), outcome.notes
 
 
-_words = st.lists(st.sampled_from("ledger invoices payments export tickets vendor parser docs".split()), min_size=1)
+_WORDS = ["ledger", "invoices", "payments", "export", "tickets", "vendor", "parser", "docs"]
+_words = st.lists(st.sampled_from(_WORDS), min_size=1)
 
 
-@given(mission_words=_words, said_words=_words, copy=st.booleans(), status=st.sampled_from(["done", "withdrawn"]))
+@given(
+    mission_words=_words, said_words=_words, copy=st.booleans(), status=st.sampled_from(["done", "withdrawn"])
+)
 @settings(max_examples=200, deadline=None)
 def test_M4_property_copies_are_dropped_user_words_stay_and_status_needs_a_citation(
     mission_words: list[str], said_words: list[str], copy: bool, status: str

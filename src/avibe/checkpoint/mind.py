@@ -449,9 +449,7 @@ def cited_messages(line: str) -> set[int]:
     return {int(n) for n in _CITED.findall(line)}
 
 
-def guard_new_missions(
-    previous: str, mind: str, allowed: Mapping[int, str]
-) -> tuple[str, tuple[str, ...]]:
+def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> tuple[str, tuple[str, ...]]:
     """M4: "the mission changes only when the user explicitly changes it". Once a mission exists:
     - a new entry (an id the previous mind lacks) stays only when it cites a message in `allowed` - the
       user's messages since the last checkpoint, number -> text - and its words are mostly that
@@ -511,9 +509,74 @@ def _cites(numbers: Collection[int]) -> str:
 
 # Words that say who asked or how, not what: a paraphrase ("The user wants ...") adds them freely.
 _FRAME_WORDS: Final = frozenset(
-    "a an as at be by do if in is it of on or so to up we the and then with for from that this these "
-    "those into onto also user users asked asks wants want wanted please should must will would can could "
-    "our your their you his her its has have had was were are now next new all any each per via".split()
+    (
+        "a",
+        "an",
+        "as",
+        "at",
+        "be",
+        "by",
+        "do",
+        "if",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "so",
+        "to",
+        "up",
+        "we",
+        "the",
+        "and",
+        "then",
+        "with",
+        "for",
+        "from",
+        "that",
+        "this",
+        "these",
+        "those",
+        "into",
+        "onto",
+        "also",
+        "user",
+        "users",
+        "asked",
+        "asks",
+        "wants",
+        "want",
+        "wanted",
+        "please",
+        "should",
+        "must",
+        "will",
+        "would",
+        "can",
+        "could",
+        "our",
+        "your",
+        "their",
+        "you",
+        "his",
+        "her",
+        "its",
+        "has",
+        "have",
+        "had",
+        "was",
+        "were",
+        "are",
+        "now",
+        "next",
+        "new",
+        "all",
+        "any",
+        "each",
+        "per",
+        "via",
+    )
 )
 _WORD = re.compile(r"[a-z0-9]+")
 _CITATION = re.compile(r"\((?:from|per) #\d+\)|\[\.\.\. cut[^\]]*\]")
