@@ -12,9 +12,12 @@ and with --log-calls OUT/calls.jsonl (each call's question and the model's answe
 With --rejudge CALLS (a --log-calls run's calls.jsonl), the model is not run: the logged answers are given
 back in order as the model's, so the harness as it is now judges the model's real first answers. Each
 question asked must be the logged one, but for the lines that list the mind's own entries (an answer the
-guard now ignores leaves them out); any other difference, a call the log does not have or a logged call
-left unasked stops the run (the replay would no longer be the model's answers to the same questions).
-Run it with the logged run's --window and --max-checkpoints.
+guard now ignores leaves them out); any other difference, or a logged call left unasked, stops the run
+(the replay would no longer be the model's answers to the same questions). A call after the session's
+logged ones - a repair the first answers now need - has no answer to give back: it fails as a model
+error would (the checkpoint then fails or moves out without the model, as Vibey's would), and the row
+says so ("unlogged_calls", and the problems the repair question named). Run it with the logged run's
+--window and --max-checkpoints.
 
 Usage:
   .venv/bin/python scripts/real_first_pass.py --model embedded --out eval-real/0.5b
@@ -36,6 +39,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from avibe.errors import BadResponse
 from avibe.evals.realset import real_set
 from avibe.evals.replay import Compaction, replay, trigger_fraction
 from avibe.evals.scenario import Scenario
@@ -116,6 +120,7 @@ class Replayed:
         self._facts, self.session = facts, ""
         self.calls: dict[str, deque[dict[str, Any]]] = {}
         self.differences: list[str] = []  # questions that differ in the mind's listed entries only
+        self.unlogged: dict[str, list[str]] = {}  # session -> the questions asked after its logged calls
         for call in calls:
             self.calls.setdefault(call["session"], deque()).append(call)
 
@@ -126,8 +131,11 @@ class Replayed:
     def complete(self, messages: Sequence[ChatMessage], *args: Any, **kwargs: Any) -> ModelReply:
         asked = messages[-1].content
         queue = self.calls.get(self.session)
-        if not queue:
-            raise ReplayMismatch(f"{self.session}: a call the log does not have, asking:\n{asked}")
+        if self.session not in self.calls:
+            raise ReplayMismatch(f"{self.session}: the log has no call of this session, asking:\n{asked}")
+        if not queue:  # after the logged calls: a repair the first answers now need
+            self.unlogged.setdefault(self.session, []).append(asked)
+            raise BadResponse("--rejudge: the log has no answer to this call (the model did not run)")
         logged = queue.popleft()
         if asked != logged["question"]:
             if not _asked_alike(asked, logged["question"]):
@@ -144,6 +152,14 @@ class Replayed:
         if left:
             raise ReplayMismatch(f"{session}: {len(left)} logged call(s) not asked, the first:\n"
                                  f"{left[0]['question']}")  # fmt: skip
+
+
+_NAMED_PROBLEM = re.compile(r"^\d+\. (.+)$", re.MULTILINE)
+
+
+def named_problems(question: str) -> list[str]:
+    """The problems a repair question names ("1. In the scene: The scene block has 105 characters; ...")."""
+    return _NAMED_PROBLEM.findall(question.split("Question:", 1)[0])
 
 
 def row_of(scenario: Scenario, model: str, window: int, number: int, c: Compaction) -> dict[str, Any]:
@@ -265,6 +281,10 @@ def main(argv: list[str] | None = None) -> int:
                 return
             made += 1
             row = row_of(scenario, args.model, args.window, made, c)
+            if replayed is not None:  # the calls after the logged ones: a repair with no logged answer
+                unlogged = replayed.unlogged.pop(scenario.id, [])
+                row["unlogged_calls"] = len(unlogged)
+                row["repair_asked_for"] = named_problems(unlogged[0]) if unlogged else []
             rows.append(row)
             with out.open("a", encoding="utf-8") as handle:
                 handle.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -299,7 +319,9 @@ def main(argv: list[str] | None = None) -> int:
         header["answers"] = (
             f"the model's logged answers ({args.rejudge}), judged by the harness as it is now; no model ran, "
             f"so the seconds are the harness's alone; questions that listed other mind entries than logged: "
-            f"{len(replayed.differences)}"
+            f"{len(replayed.differences)}; checkpoints whose first answers now needed a repair the log "
+            f"cannot answer (failed as a model error would): "
+            f"{sum(bool(r.get('unlogged_calls')) for r in rows if r['model'] == args.model)}"
         )
     mine = [r for r in rows if r["model"] == args.model]
     (args.out / "summary.md").write_text(summary(mine, header), encoding="utf-8")

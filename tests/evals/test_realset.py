@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from avibe.cli import app
 from avibe.config import Settings
+from avibe.errors import BadResponse
 from avibe.evals.realset import (
     FETCH_HINT,
     KEPT_DIR,
@@ -398,6 +399,14 @@ def test_rejudge_replays_the_logged_answers_and_refuses_other_questions(
     with pytest.raises(script.ReplayMismatch, match="differs from the logged one"):
         for call in logged:
             replayed.complete([ChatMessage(role="user", content=call["question"])])
+    fewer = script.Replayed(scripted(1).facts, logged[:-1])  # a call after the logged ones: a repair
+    fewer.session = logged[0]["session"]
+    with pytest.raises(BadResponse):
+        for call in logged:
+            fewer.complete([ChatMessage(role="user", content=call["question"])])
+    assert fewer.unlogged == {fewer.session: [logged[-1]["question"]]}
+    repair = "Avibe checked your checkpoint and found 1 problem.\n1. In the scene: too short.\nQuestion: ..."
+    assert script.named_problems(repair) == ["In the scene: too short."]
     (tmp_path / "short.jsonl").write_text("".join(json.dumps(c) + "\n" for c in [*logged, logged[-1]]))
     with pytest.raises(script.ReplayMismatch, match="not asked"):
         script.main([*common, "--out", str(tmp_path / "short"), "--rejudge", str(tmp_path / "short.jsonl")])

@@ -271,7 +271,7 @@ def clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
     if any(f" {words} " in f" {wording} " for wording in work.asked) or echoes(
         words.split(), [*work.asked, work.intro]
     ):
-        work.notes.append(f"answer echoes a question's words, ignored: {text!r}")
+        work.notes.append(f"answer echoes the words of a question, ignored: {text!r}")
         return ""
     return text
 
