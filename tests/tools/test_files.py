@@ -240,3 +240,27 @@ def test_edit_file_with_an_empty_old_creates_a_missing_file_but_never_clobbers(
     assert (
         refused.is_error and "mode=append" in refused.output and (workdir / "m.py").read_text() == "x = 1\n"
     )
+
+
+def test_edit_file_errors_show_the_text_to_copy(workdir: Path, policy: PathPolicy) -> None:
+    """The 1.5B asked to change "colour" to "color" sent old="color" new="color" without reading the file,
+    then said the word was already there. An edit's error now shows a small file whole, and in a large
+    one the line nearest `old` and the word it meant; nothing is changed either way."""
+    small = "Title\nPick a colour for the logo.\n"
+    (workdir / "notes.txt").write_text(small, encoding="utf-8")
+    tool = EditFile(policy)
+    for old, new in (("color", "color"), ("color", "colour!")):
+        result = tool.run({"path": "notes.txt", "old": old, "new": new})
+        assert result.is_error and "nothing was changed" in result.output
+        assert result.output.endswith(f"notes.txt is now, whole:\n{small}"), result.output
+    big = "".join(f"line {i}: nothing to see\n" for i in range(200)) + "Pick a colour for the logo.\n"
+    (workdir / "big.txt").write_text(big, encoding="utf-8")
+    near = tool.run({"path": "big.txt", "old": "color", "new": "color!"})
+    assert "The nearest line is 201: 'Pick a colour for the logo.'" in near.output
+    assert "it has 'colour' where `old` has 'color'" in near.output
+    far = tool.run({"path": "big.txt", "old": "completely unrelated words", "new": "x"})
+    assert (
+        far.is_error and "nearest" not in far.output and "whole" not in far.output
+    )  # nothing near: no guess
+    assert (workdir / "notes.txt").read_text(encoding="utf-8") == small
+    assert (workdir / "big.txt").read_text(encoding="utf-8") == big

@@ -372,6 +372,17 @@ class EditFile(BaseTool):
             ),
         )
 
+    def _as_it_is(self, raw: str, old: str) -> str:
+        """`as_it_is` for a file not yet opened: read through the same policy as read_file; any refusal
+        or error means no hint (the edit's own error stands)."""
+        try:
+            _, fd = self._policy.open_readable(raw)
+            with os.fdopen(fd, "rb") as f:
+                text = _decode(f.read(SHOWN_WHOLE_CHARS * 8 + 1), raw)
+        except (OSError, ToolError):
+            return ""
+        return as_it_is(text, old, raw)
+
     def _run(self, args: dict[str, Any]) -> ToolResult:
         raw, old, new = args["path"], args["old"], args["new"]
         if not old:
@@ -384,7 +395,11 @@ class EditFile(BaseTool):
                 "write_file with mode=append to add to its end"
             )
         if old == new:
-            raise ToolError("edit_file: `old` and `new` are the same; nothing would change")
+            raise ToolError(  # the 1.5B sent old="color" new="color" to change "colour", then said done
+                "edit_file: `old` and `new` are the same; nothing would change, and nothing was changed. "
+                "`old` is the text as it is now in the file, `new` the text to put there."
+                + self._as_it_is(raw, old)
+            )
         checked = _approved(self._approval, self._policy, "edit_file", raw, _edit_preview(old, new))
         path, fd, _ = self._policy.open_writable(raw, os.O_RDWR)
         with os.fdopen(fd, "r+b") as f:
@@ -409,13 +424,54 @@ class EditFile(BaseTool):
         )
 
 
+NEAREST_MIN_RATIO: Final = 0.5  # below this a line is not "near" `old`: saying nothing beats misleading
+NEAREST_LINE_CHARS: Final = 200
+NEAREST_MAX_LINES: Final = 5_000  # a longer file is searched in its first lines only
+
+
+def nearest_text(text: str, old: str) -> str:
+    """Where the file comes nearest to an `old` that is not in it: the line most like it (with its number)
+    and, for a one-word `old`, the word on that line most like it - or "" when nothing is near. The 1.5B
+    asked to change "colour" to "color" sent old="color", read the bare "not found" as "already done"
+    and said so; shown the line, a model can copy the exact text."""
+    lines = text.splitlines()[:NEAREST_MAX_LINES]
+    first = old.strip().splitlines()[0].strip()[:NEAREST_LINE_CHARS] if old.strip() else ""
+    if not first or not lines:
+        return ""
+    scored = [
+        (difflib.SequenceMatcher(None, first, ln.strip()).ratio(), n, ln) for n, ln in enumerate(lines, 1)
+    ]
+    ratio, number, line = max(scored, key=lambda item: (item[0], -item[1]))
+    single = len(first.split()) == 1  # one word: say which word of the line it was meant to be
+    close = difflib.get_close_matches(first, line.split(), n=1, cutoff=0.6) if single else []
+    if ratio < NEAREST_MIN_RATIO and not close:
+        return ""
+    shown = line if len(line) <= NEAREST_LINE_CHARS else line[:NEAREST_LINE_CHARS] + " ..."
+    hint = f" The nearest line is {number}: {shown!r}"
+    return hint + (
+        f"; it has {close[0]!r} where `old` has {first!r}." if close and close[0] != first else "."
+    )
+
+
+SHOWN_WHOLE_CHARS: Final = 1_500  # a file this small is shown whole in an edit's error: no read needed
+
+
+def as_it_is(text: str, old: str, raw: str) -> str:
+    """What an edit's error adds so that the next try can copy the exact text: a small file whole (the
+    1.5B edited without reading, twice guessing the text), else the line nearest `old`."""
+    if len(text) <= SHOWN_WHOLE_CHARS:
+        return f" {raw} is now, whole:\n{text}" if text else f" {raw} is empty."
+    return nearest_text(text, old)
+
+
 def _only_occurrence(text: str, old: str, raw: str) -> int:
     """Where `old` starts in `text`; ToolError unless it occurs exactly once."""
     count = text.count(old)
     if count == 0:
         raise ToolError(
-            f"edit_file: `old` was not found in {raw}; read the file and copy the exact text "
-            "(whitespace and line breaks matter, line numbers are not part of the text)"
+            f"edit_file: `old` was not found in {raw}; nothing was changed. Copy the exact text from the "
+            "file (whitespace and line breaks matter, line numbers are not part of the text)."
+            + as_it_is(text, old, raw)
         )
     if count > 1:
         raise ToolError(
