@@ -47,7 +47,7 @@ import json
 import os
 import re
 import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal, cast
@@ -286,36 +286,39 @@ def _window(value: int | str | None, where: str) -> int | None:
     return window
 
 
+def _one_of(
+    value: str | None, where: str, default: str, allowed: Collection[str], kind: str, use: str
+) -> str:
+    """A setting that names one of a few choices, with an error that lists them."""
+    chosen = (value or default).strip()
+    if chosen not in allowed:
+        raise ConfigError(f"{where}={chosen!r} is not {kind}; use {use}")
+    return chosen
+
+
 def _sandbox_mode(value: str | None, where: str) -> str:
     # The modes of avibe.tools.sandbox.MODES, spelled out: the edge does not import the tools (a test
     # in tests/tools/test_sandbox.py keeps the two lists equal).
-    mode = (value or "workspace-write").strip()
-    if mode not in SANDBOX_MODES:
-        raise ConfigError(
-            f"{where}={mode!r} is not a sandbox mode; use workspace-write (the default), read-only, "
-            "or full-access (commands run without a sandbox)"
-        )
-    return mode
+    use = "workspace-write (the default), read-only, or full-access (commands run without a sandbox)"
+    return _one_of(value, where, "workspace-write", SANDBOX_MODES, "a sandbox mode", use)
 
 
 def _approval_mode(value: str | None, where: str) -> Literal["auto", "ask"]:
-    mode = (value or "auto").strip()
-    if mode not in APPROVAL_MODES:
-        raise ConfigError(
-            f"{where}={mode!r} is not an approval mode; use auto (the default: the tools act at once, "
-            "inside the sandbox) or ask (shell commands and writes wait for your yes/no/always)"
-        )
-    return cast(Literal["auto", "ask"], mode)
+    use = (
+        "auto (the default: the tools act at once, inside the sandbox) or ask (shell commands and writes "
+        "wait for your yes/no/always)"
+    )
+    return cast(
+        Literal["auto", "ask"], _one_of(value, where, "auto", APPROVAL_MODES, "an approval mode", use)
+    )
 
 
 def _recollection(value: str | None, where: str) -> str:
-    rendering = (value or "sections").strip()
-    if rendering not in RECOLLECTION_RENDERINGS:
-        raise ConfigError(
-            f"{where}={rendering!r} is not a recollection rendering; use sections (the default), "
-            "rules-last (the user's standing rules restated last) or plain (short, no headings)"
-        )
-    return rendering
+    use = (
+        "sections (the default), rules-last (the user's standing rules restated last) or plain (short, no "
+        "headings)"
+    )
+    return _one_of(value, where, "sections", RECOLLECTION_RENDERINGS, "a recollection rendering", use)
 
 
 def _any_rendering(new: str, old: str) -> bool:
