@@ -186,13 +186,15 @@ def test_M4_a_new_entry_in_the_users_words_or_restating_what_it_replaces_stays()
 
 
 def test_M4_the_whole_job_marked_done_without_the_users_word_keeps_its_status() -> None:
-    """The demo's 1.5B marked M1 done with five of six tickets left; only a user message since the last
-    checkpoint, cited on the line, changes an active entry's status (or a new entry that replaces it)."""
+    """The demo's 1.5B marked M1 done with five of six tickets left, then "per #7" ("Next ticket, please.");
+    only a user message since the last checkpoint that ends or withdraws it, cited on the line, changes an
+    active entry's status (or a new entry that replaces it)."""
     said = {31: "Continue. Which ticket are you on?", 40: "Thanks, the queue is done - stop here."}
     for status, kept in (
         ("(done)", False),
         ("(withdrawn)", False),
         ("(done) (per #3)", False),  # a message before the last checkpoint
+        ("(done) (per #31)", False),  # the demo's 1.5B: "done" per a message that does not end anything
         ("(done) (per #40)", True),
         ("(withdrawn) (per #40)", True),
     ):

@@ -455,9 +455,10 @@ def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> 
       user's messages since the last checkpoint, number -> text - and its words are mostly that
       message's (the demo's 1.5B filed a copy of M1's text as a new entry "from" "Continue with the next
       ticket."); any other is taken out, and an entry marked "replaced by" it gets its previous line back;
-    - an entry that was active and is now done, withdrawn or replaced keeps that status only when its
-      line newly cites a message in `allowed`, or it is replaced by a new entry that stayed (the demo's
-      1.5B marked the whole job done with five of six tickets left); otherwise its previous line returns.
+    - an entry that was active and is now done, withdrawn or replaced keeps that status only when it is
+      replaced by a new entry that stayed, or its line newly cites a message in `allowed` that says it
+      ends, is withdrawn or replaced (the demo's 1.5B marked the whole job done, with five of six
+      tickets left, "per" "Next ticket, please."); otherwise its previous line returns.
     Entries of the previous mind are never taken out (never fewer, V2). Returns the mind and a note for
     each change undone (the turn's notes: logged and shown with the checkpoint)."""
     before, now = mission_lines(previous), mission_lines(mind)
@@ -489,13 +490,29 @@ def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> 
             why = "what replaced it was dropped"
         elif by and by not in before:
             continue  # replaced by a new entry that stayed: that entry cites the user's message
-        elif (cited_messages(line) - cited_messages(old)) & set(allowed):
-            continue
         else:
-            why = "no user message since the last checkpoint is cited"
+            cited = (cited_messages(line) - cited_messages(old)) & set(allowed)
+            said = [allowed[n] for n in sorted(cited)]
+            if cited and (by or any(_ENDS.search(text) for text in said)):
+                continue
+            why = (
+                f"the message it cites ({_cites(cited)}) does not end or withdraw it"
+                if cited
+                else "no user message since the last checkpoint is cited"
+            )
         mind = mind.replace(line, old, 1)
         notes.append(f"mission entry {mid} keeps its status (M4): {why}")
     return mind, tuple(notes)
+
+
+# A user message that ends or withdraws a purpose says so. The demo's 1.5B marked the whole job done
+# "per" "Next ticket, please." A phrasing missed here leaves the entry active: the side that keeps more.
+_ENDS: Final = re.compile(
+    r"\b(done|finished|finish|complete|completed|that's all|that is all|enough|stop|stopped|cancel\w*|"
+    r"drop|dropped|abandon\w*|forget|never ?mind|no longer|withdraw\w*|scrap\w*|wrap(ped)? up|"
+    r"instead|replace\w*|don't need|do not need|not needed)\b",
+    re.IGNORECASE,
+)
 
 
 def _status(line: str) -> str:
