@@ -15,7 +15,7 @@ from vibey_doubles import Harness, tool_step
 from avibe.agent.repeats import ANSWER_ONLY, MAX_SAME_CALLS, answer_of
 from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.entries import EntryQuery
-from avibe.record.messages import ModelReply
+from avibe.record.messages import CUT_ANSWER_MARK, ModelReply
 
 PLAN = "[ ] ticket 001\n[ ] ticket 002"
 ANSWER = "No: vendor/ belongs to another team, so I will not edit vendor/parser.txt."
@@ -91,6 +91,8 @@ def test_an_empty_answer_ends_the_turn_and_the_next_turn_goes_on(
         (CALL_AS_TEXT, ""),  # a tool call written as text is no answer
         ('["001"]', ""),
         ('{"answer": 1}', ""),
+        # cut at the output limit (the demo's 1.5B on "Which ticket is next?"): what it wrote, marked
+        ('{"answer": "002 is next, then 0', "002 is next, then 0" + CUT_ANSWER_MARK),
     ],
 )
 def test_the_answer_of_a_reply(raw: str, answer: str) -> None:

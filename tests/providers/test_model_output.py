@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from avibe.errors import BadResponse
 from avibe.providers.embedded import parse_tool_choice, prompt_schema, schema_instruction, tool_choice_schema
-from avibe.record.messages import ToolSpec
+from avibe.record.messages import CUT_ANSWER_MARK, ToolSpec, cut_answer
 
 READ = ToolSpec(
     "read",
@@ -106,3 +106,26 @@ def test_the_prompt_shows_the_schema_without_what_only_the_grammar_needs() -> No
     assert ", " not in instruction.split(": ", 1)[1] and '": ' not in instruction
     plain = "Reply with one JSON object that matches this JSON schema: " + before
     assert len(instruction) < 0.6 * len(plain)
+
+
+def test_an_answer_cut_at_the_output_limit_is_kept_as_written_and_marked() -> None:
+    """The demo's 1.5B answered "Which ticket is next?" past the output limit; the person got "the model's
+    reply is not valid JSON" instead of its words. Cut mid-escape, the half escape is dropped."""
+    raw = '{"answer": "Ticket 002 is next:\\nit asks for the port 80'
+    assert parse_tool_choice(raw, [READ], "length") == (
+        "Ticket 002 is next:\nit asks for the port 80" + CUT_ANSWER_MARK,
+        (),
+    )
+    assert parse_tool_choice('{"answer": "a \\u00', [READ], "length") == ("a" + CUT_ANSWER_MARK, ())
+    with pytest.raises(BadResponse):  # not at the limit: malformed output is still an error
+        parse_tool_choice(raw, [READ], "stop")
+
+
+@given(st.text(max_size=60), st.integers(0, 80))
+def test_any_cut_answer_keeps_a_prefix_of_what_was_written(text: str, cut: int) -> None:
+    """Whatever the model wrote and wherever it was cut, the kept text is a prefix of its answer."""
+    raw = json.dumps({"answer": text})[: len('{"answer": "') + cut]
+    kept = cut_answer(raw)
+    if kept is not None:
+        assert kept.endswith(CUT_ANSWER_MARK)
+        assert text.lstrip().startswith(kept[: -len(CUT_ANSWER_MARK)])

@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from avibe.record.entries import NON_HUMAN_INPUT_KINDS
-from avibe.record.messages import ChatMessage, ToolCall
+from avibe.record.messages import ChatMessage, ToolCall, cut_answer
 
 MAX_SAME_CALLS: Final = 4
 SAME_ERROR_RUNS: Final = 3  # the same tool, the same error, this many times in a row: the next is a loop
@@ -215,12 +215,14 @@ ANSWER_ONLY: Final = {
 
 
 def answer_of(raw: str) -> str:
-    """The answer in a reply to ANSWER_ONLY: its "answer" field; a provider that ignored the schema and
-    wrote plain text is taken as written; any other JSON (a tool call written as text) is no answer."""
+    """The answer in a reply to ANSWER_ONLY: its "answer" field (cut at the output limit: what it wrote,
+    marked as cut); a provider that ignored the schema and wrote plain text is taken as written; any other
+    JSON (a tool call written as text) is no answer."""
     try:
-        found = json.loads(raw)
+        found = json.loads(raw, strict=False)
     except ValueError:
-        return raw.strip()
+        cut = cut_answer(raw)
+        return raw.strip() if cut is None else cut
     answer = found.get("answer") if isinstance(found, dict) else None
     return answer.strip() if isinstance(answer, str) else ""
 

@@ -47,7 +47,7 @@ from typing import Any, Final
 
 from avibe.errors import BadResponse, ContextOverflow, ModelUnavailable
 from avibe.providers.modelfile import EMBEDDED_MODELS, check_gguf, verify_model_file
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage, cut_answer
 
 log = logging.getLogger(__name__)
 
@@ -346,7 +346,12 @@ def tool_choice_schema(tools: Sequence[ToolSpec], *, strict_arguments: bool = Tr
 
 
 def parse_tool_choice(raw: str, tools: Sequence[ToolSpec], finish: str) -> tuple[str, tuple[ToolCall, ...]]:
-    """Grammar output -> (answer text, tool calls); malformed output -> BadResponse with the raw text."""
+    """Grammar output -> (answer text, tool calls); an answer cut at the output limit -> its text so far,
+    marked as cut; other malformed output -> BadResponse with the raw text."""
+    cut = cut_answer(raw) if finish == "length" else None
+    if cut is not None and not _is_json(raw):
+        log.warning("the model's answer reached the output limit; kept what it wrote, marked as cut")
+        return cut, ()
     value = _load_json(raw, finish)
     names = {tool.name for tool in tools}
     if isinstance(value, dict) and isinstance(value.get("answer"), str):
@@ -360,6 +365,14 @@ def parse_tool_choice(raw: str, tools: Sequence[ToolSpec], finish: str) -> tuple
         "the turn can be retried",
         provider_text=raw,
     )
+
+
+def _is_json(raw: str) -> bool:
+    try:
+        json.loads(raw, strict=False)
+    except ValueError:
+        return False
+    return True
 
 
 def _load_json(raw: str, finish: str) -> Any:

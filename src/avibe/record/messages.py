@@ -6,6 +6,8 @@ record, which holds only inputs and replies (A3).
 
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -71,3 +73,26 @@ class ModelFacts:
     input_price: float | None = None  # USD per prompt token, when known
     output_price: float | None = None
     price_tier_at: int | None = None  # first context length where the price per token rises
+
+
+CUT_ANSWER_MARK = " [... cut here: the reply reached its output limit]"
+_ANSWER_START = re.compile(r'^\s*\{\s*"answer"\s*:\s*"')
+
+
+def cut_answer(raw: str) -> str | None:
+    """The text of a JSON answer (`{"answer": "...`) that stopped at the output limit mid-string, with a
+    mark saying so; None when `raw` is not such a start. The demo's 1.5B answered "Which ticket is next?"
+    past the limit and the person got "the model's reply is not valid JSON" instead of what it wrote."""
+    start = _ANSWER_START.match(raw)
+    if start is None:
+        return None
+    body = raw[start.end() :]
+    for end in range(len(body), max(-1, len(body) - 8), -1):  # drop a half-written escape at the cut
+        try:
+            text = json.loads(f'"{body[:end]}"', strict=False)
+        except ValueError:
+            continue
+        if text and "\ud800" <= text[-1] <= "\udbff":  # half of a character written as two escapes
+            text = text[:-1]
+        return text.strip() + CUT_ANSWER_MARK if text.strip() else None
+    return None
