@@ -706,7 +706,7 @@ def rules_kept(
 MIN_NEWEST_WORDS: Final = 3  # a shorter reply means nothing alone (N3): not kept for its recency
 
 
-def _subject(text: str) -> set[str]:
+def subject_words(text: str) -> set[str]:
     """What a message is about: its content words of four letters or more that are no rule wording."""
     return {w for w in _content_words(text) if len(w) >= 4 and not reads_as_rule(w)}
 
@@ -766,9 +766,9 @@ def newest_kept(
 
     def changes_a_rule(label: Label) -> bool:
         """A later message about the same thing as a kept rule: it stays as long as the rule does."""
-        about = _subject(_line_text(label, entries, previous))
+        about = subject_words(_line_text(label, entries, previous))
         return any(
-            _order(k)[0] < _order(label)[0] and about & _subject(_line_text(k, entries, previous))
+            _order(k)[0] < _order(label)[0] and about & subject_words(_line_text(k, entries, previous))
             for k in kept
             if k in by_label and is_rule(k)
         )
@@ -787,10 +787,10 @@ def newest_kept(
 
     def unshown_change(rule: Label) -> Label | None:
         """The first later user message about the same thing as `rule` that no memo line holds."""
-        about = _subject(_line_text(rule, entries, previous))
+        about = subject_words(_line_text(rule, entries, previous))
         later = [c.label for c in candidates if c.seq > _order(rule)[0] and (c.part == 0 or c.kept)]
         for label in sorted(set(later), key=_order):
-            if not held(label) and about & _subject(_line_text(label, entries, previous)):
+            if not held(label) and about & subject_words(_line_text(label, entries, previous)):
                 return label
         return None
 

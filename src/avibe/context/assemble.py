@@ -28,8 +28,10 @@ from collections.abc import Sequence
 from typing import Final, Literal
 
 from avibe.checkpoint.carry import PutBackSkill
-from avibe.checkpoint.memo import _subject as memo_subject  # the memo's "about the same thing" (N3)
-from avibe.checkpoint.memo import reads_as_rule
+from avibe.checkpoint.memo import (
+    reads_as_rule,
+    subject_words,  # the memo's "about the same thing" (N3)
+)
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.prompts import fill, render
 from avibe.record.messages import ChatMessage
@@ -180,7 +182,7 @@ def standing_rules(memo: Sequence[MemoItem]) -> tuple[MemoItem, ...]:
     subjects: set[str] = set()
     chosen: list[MemoItem] = []
     for item in memo:
-        words = memo_subject(item.text)
+        words = subject_words(item.text)
         if reads_as_rule(item.text):
             subjects |= words
             chosen.append(item)

@@ -107,7 +107,7 @@ class _Metered:
 
 
 @dataclass(frozen=True, slots=True)
-class _Carry:
+class ReplayCarry:
     """What one compaction hands to the next: the last checkpoint, V8's strikes, the live state's
     bookkeeping (its messages are the replay's context), the skills' loaded text (the replay's skill
     library), the replay's job table, and whether the last turn ended (a new user message starts one)."""
@@ -121,7 +121,7 @@ class _Carry:
     ended: bool = True
 
     @classmethod
-    def parse(cls, text: str) -> _Carry:
+    def parse(cls, text: str) -> ReplayCarry:
         if not text:
             return cls()
         d = json.loads(text)
@@ -216,7 +216,7 @@ def _jobs_after(jobs: dict[str, list[str]], call: ToolCall, output: str) -> dict
     return {**jobs, started.group(1): [command, log.group(1) if log else "", own[-1] if own else ""]}
 
 
-def replayed(carry: _Carry, conversation: Sequence[ChatMessage], record: Sequence[Entry]) -> _Carry:
+def replayed(carry: ReplayCarry, conversation: Sequence[ChatMessage], record: Sequence[Entry]) -> ReplayCarry:
     """The replay's new events since the last compaction, through Vibey's own steps: each input through
     `took_input` (a user message after the agent's step starts a new turn, as `run_turn` does) and each
     tool call through `track_tool` with what Avibe's tool would have reported. A transcript shows a
@@ -289,7 +289,7 @@ class AvibeCheckpoint:
 
 def _room(
     state: CompactState,
-    carry: _Carry,
+    carry: ReplayCarry,
     model: ModelClient,
     counter: TokenCounter,
     window: int,
@@ -316,7 +316,7 @@ def _compact(
     state: CompactState, model: ModelClient, counter: TokenCounter, window: int, mode: Mode
 ) -> Compacted:
     conversation = tuple(dropwhile(lambda m: m.role == "system", state.messages))
-    carry = replayed(_Carry.parse(state.carry), conversation, state.record)
+    carry = replayed(ReplayCarry.parse(state.carry), conversation, state.record)
     metered = _Metered(model, counter)
     with _work_dir() as tmp:
         clock = _FixedClock(state.record[-1].at)

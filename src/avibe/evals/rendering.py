@@ -24,7 +24,7 @@ from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.room import limits_for
 from avibe.context.assemble import DEFAULT_RENDERING, RENDERINGS, Rendering
 from avibe.evals.checkpoint import NAME as CHECKPOINT
-from avibe.evals.checkpoint import RECOLLECTION_KIND, AvibeCheckpoint, _Carry
+from avibe.evals.checkpoint import RECOLLECTION_KIND, AvibeCheckpoint, ReplayCarry
 from avibe.evals.strategy import Compacted, CompactState
 from avibe.ports import ModelClient, TokenCounter
 from avibe.record.messages import ChatMessage
@@ -76,7 +76,7 @@ def recollections(
     """The recollection of the checkpoint a compaction handed on, in each rendering: the view Vibey's
     viewer derives, over the same live state and skills, as `avibe.evals.checkpoint` builds it ({} while
     there is no checkpoint)."""
-    carry = _Carry.parse(carry_text)
+    carry = ReplayCarry.parse(carry_text)
     stored = carry.stored(state.session)
     if stored is None:
         return {}
