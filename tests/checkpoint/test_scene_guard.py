@@ -196,3 +196,37 @@ def test_S1_a_phrase_of_a_question_asked_is_an_echo_unless_the_answer_has_words_
     assert dropped is (len(own) <= ECHO_EXTRA_WORDS), (text, work.notes)
     if not dropped:
         assert not any("current_step" in n for n in _dropped(work)) and norm(text) in norm(work.scene)
+
+
+# ---- a scene completed from a user message still in the conversation (the 1.5B, real set) -------------
+
+
+def _scene_only(candidates: list[Candidate], said: dict[int, str], scene: dict[str, str]) -> Work:
+    work = Work.start(EMPTY_MIND, candidates, BUDGETS, CharCounter())
+    work.said, work.since = said, frozenset(said)
+    asked = ask(("scene",), work)
+    assert asked is not None
+    apply_group(asked, work, json.dumps(scene))
+    return work
+
+
+ONE_SENTENCE = "none, the user is still in the morning session. They are searching for COSMIC desktop applet"
+REPEATED = {
+    "current_step": ONE_SENTENCE,
+    "progress": ONE_SENTENCE,
+    "next_step": ONE_SENTENCE,
+    "pitfalls": "none",
+}
+
+
+def test_S4_a_scene_whose_repeats_were_dropped_quotes_the_latest_request_still_in_the_conversation() -> None:
+    """The 1.5B's first checkpoint of mclaude-journals: one sentence in every part (the repeats dropped),
+    no mind to complete from and no user message moving out - the scene failed V1 at 193 characters after
+    a repair. The newest user message since the last checkpoint, still in the conversation, is quoted as
+    the next step, as a message moving out is."""
+    for candidates, said, seq in (([Candidate(3, REQUEST)], {}, 3), ([], {3: "older words", 7: REQUEST}, 7)):
+        work = _scene_only(candidates, said, REPEATED)
+        assert f'the user\'s message #{seq}: "{REQUEST}"' in work.scene, work.scene
+        assert len(work.scene) >= 200 and any("next_step completed from the record" in n for n in work.notes)
+    nothing = _scene_only([], {}, REPEATED)  # nothing the user said to quote: nothing invented
+    assert "the user's message #" not in nothing.scene

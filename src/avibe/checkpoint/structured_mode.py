@@ -31,7 +31,7 @@ from avibe.checkpoint.turn_state import (
     moving,
     repair_text,
     texts_since,
-    user_seqs_since,
+    user_texts_since,
 )
 from avibe.prompts import render
 from avibe.record.messages import ChatMessage, ModelReply
@@ -96,7 +96,8 @@ def _intro(inputs: TurnInputs) -> str:
 def structured_turn(st: TurnState) -> Generator[Effect, EffectResult, TurnOutcome]:
     """Every question once; when the draft has problems, the questions concerned once more."""
     work = structured.Work.start(st.previous_mind, st.candidates, st.inputs.budgets, st.inputs.counter)
-    work.since = user_seqs_since(st.inputs)  # M4: the messages a new mission entry may cite
+    work.said = user_texts_since(st.inputs)
+    work.since = frozenset(work.said)  # M4: the messages a new mission entry may cite
     work.notes_due = structured.notes_due(st.inputs.previous is None, *texts_since(st.inputs))
     intro = _intro(st.inputs).strip()
     structured.remember_request(work, intro)

@@ -320,15 +320,12 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
     (issue 17)."""
     streams = [line.strip("-* ").strip() for line, _ in workstream_lines(work.mind).values()]
     missions = [line.strip("-* ").strip() for line in mission_lines(work.mind).values()]
-    newest = sorted(work.candidates, key=lambda c: c.seq, reverse=True)
-    latest = next((c for c in newest if len(c.text.strip()) >= MIN_ENTRY_CHARS), None) or next(
-        iter(newest), None
-    )
-    quote = one_line(latest.text, max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
+    latest = _latest_request(work)
+    quote = one_line(latest[1], max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
     additions = {
         "current_step": (FROM_MIND, "; ".join(streams[:1] or missions[:1])),
         "progress": (FROM_MIND, "; ".join(streams)),
-        "next_step": (FROM_RECORD, f'the user\'s message #{latest.seq}: "{quote}"' if latest else ""),
+        "next_step": (FROM_RECORD, f'the user\'s message #{latest[0]}: "{quote}"' if latest else ""),
     }
     completed = dict(values)
     for part, (origin, extra) in additions.items():
@@ -339,6 +336,20 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
             )
             work.notes.append(f"{SCENE_COMPLETED}: {part} completed {origin}")
     return completed
+
+
+def _latest_request(work: Work) -> tuple[int, str] | None:
+    """The user's latest request the scene may quote (S4): the newest message moving out (one with words,
+    if any), else the newest user message since the last checkpoint still in the conversation - on the
+    1.5B a real session's first checkpoint, its scene one sentence repeated (the repeats dropped) and no
+    user message moving out, failed V1 at 193 characters after a repair."""
+    newest = sorted(work.candidates, key=lambda c: c.seq, reverse=True)
+    moving = next((c for c in newest if len(c.text.strip()) >= MIN_ENTRY_CHARS), None) or next(
+        iter(newest), None
+    )
+    if moving is not None:
+        return moving.seq, moving.text
+    return max(work.said.items()) if work.said else None
 
 
 APPLY: Final[dict[str, Callable[[Work, Mapping[str, Any]], None]]] = {

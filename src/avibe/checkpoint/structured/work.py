@@ -164,6 +164,8 @@ class Work:
     pending: dict[str, list[str]] = field(default_factory=dict)  # new lines a full section left out
     mission_gate: bool | None = None  # the memo answer's GATE: None when not asked or not answered
     since: frozenset[int] = frozenset()  # M4: the user's messages since the last checkpoint (citable)
+    said: dict[int, str] = field(default_factory=dict)  # their texts: the scene's next step when nothing
+    # moving out is the user's (S4; see `answers._completed_scene`)
     tool_output: str = ""  # the live conversation's tool results, normalised: a scene part copied from
     # them is not a state of the work (see `answers._copied_or_repeated`)
     notes_due: bool = True  # whether the notes question is asked (see DECISION_OR_LESSON, `notes_due`)
