@@ -44,7 +44,7 @@ SCENE = (
     + "\n</checkpoint>"
 )
 MISSION = "- [M1] (active) Work through tickets/ oldest first, asking the user only when needed"
-MISSION_2 = "- [M2] (active) Say what each file the user names holds"
+MISSION_2 = "- [M2] (active) Also:"  # then the words of the user's message it cites (M4 checks them)
 
 
 def _checkpoint(request: ModelRequest) -> ModelReply:
@@ -64,8 +64,8 @@ def _checkpoint(request: ModelRequest) -> ModelReply:
         calls.append(ToolCall(f"mind-{next(_IDS)}", "edit_file", edit))
     elif MISSION_2 not in asked:  # the second checkpoint adds an entry: the diff shows it, the count grows
         # M4: a new entry cites the user's message since the last checkpoint that asked for it
-        cited = re.findall(r"^- \[ \] #(\d+)", asked, flags=re.M)[-1:]
-        line = MISSION_2 + "".join(f" (from #{n})" for n in cited)
+        cited = re.findall(r"^- \[ \] #(\d+) (.*)$", asked, flags=re.M)[-1:]
+        line = MISSION_2 + "".join(f" {said.strip()} (from #{n})" for n, said in cited)
         edit = {"path": "mind.md", "old": MISSION, "new": f"{MISSION}\n{line}"}
         calls.append(ToolCall(f"mind-{next(_IDS)}", "edit_file", edit))
     return reply(tool_calls=calls) if calls else reply(SCENE)
