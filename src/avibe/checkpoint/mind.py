@@ -464,7 +464,7 @@ def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> 
     before, now = mission_lines(previous), mission_lines(mind)
     if not before:  # the first mission is set, not changed: the user's purpose, as the model read it
         return mind, ()
-    numbers = ", ".join(f"#{n}" for n in sorted(allowed)) or "none"
+    numbers = _cites(allowed) or "none"
     notes: list[str] = []
     dropped: list[str] = []
     for mid, line in now.items():
@@ -525,76 +525,13 @@ def _cites(numbers: Collection[int]) -> str:
 
 
 # Words that say who asked or how, not what: a paraphrase ("The user wants ...") adds them freely.
-_FRAME_WORDS: Final = frozenset(
-    (
-        "a",
-        "an",
-        "as",
-        "at",
-        "be",
-        "by",
-        "do",
-        "if",
-        "in",
-        "is",
-        "it",
-        "of",
-        "on",
-        "or",
-        "so",
-        "to",
-        "up",
-        "we",
-        "the",
-        "and",
-        "then",
-        "with",
-        "for",
-        "from",
-        "that",
-        "this",
-        "these",
-        "those",
-        "into",
-        "onto",
-        "also",
-        "user",
-        "users",
-        "asked",
-        "asks",
-        "wants",
-        "want",
-        "wanted",
-        "please",
-        "should",
-        "must",
-        "will",
-        "would",
-        "can",
-        "could",
-        "our",
-        "your",
-        "their",
-        "you",
-        "his",
-        "her",
-        "its",
-        "has",
-        "have",
-        "had",
-        "was",
-        "were",
-        "are",
-        "now",
-        "next",
-        "new",
-        "all",
-        "any",
-        "each",
-        "per",
-        "via",
-    )
+_FRAME_TEXT: Final = (
+    "a an as at be by do if in is it of on or so to up we the and then with for from that this these "
+    "those into onto also user users asked asks wants want wanted please should must will would can "
+    "could our your their you his her its has have had was were are now next new all any each per "
+    "via"
 )
+_FRAME_WORDS: Final = frozenset(_FRAME_TEXT.split())
 _WORD = re.compile(r"[a-z0-9]+")
 _CITATION = re.compile(r"\((?:from|per) #\d+\)|\[\.\.\. cut[^\]]*\]")
 MOSTLY: Final = 0.6  # share of an entry's content words that must be the user's or the mission's

@@ -348,11 +348,14 @@ def tool_choice_schema(tools: Sequence[ToolSpec], *, strict_arguments: bool = Tr
 def parse_tool_choice(raw: str, tools: Sequence[ToolSpec], finish: str) -> tuple[str, tuple[ToolCall, ...]]:
     """Grammar output -> (answer text, tool calls); an answer cut at the output limit -> its text so far,
     marked as cut; other malformed output -> BadResponse with the raw text."""
-    cut = cut_answer(raw) if finish == "length" else None
-    if cut is not None and not _is_json(raw):
+    try:
+        value = _load_json(raw, finish)
+    except BadResponse:
+        cut = cut_answer(raw) if finish == "length" else None
+        if cut is None:
+            raise
         log.warning("the model's answer reached the output limit; kept what it wrote, marked as cut")
         return cut, ()
-    value = _load_json(raw, finish)
     names = {tool.name for tool in tools}
     if isinstance(value, dict) and isinstance(value.get("answer"), str):
         return value["answer"], ()
@@ -365,14 +368,6 @@ def parse_tool_choice(raw: str, tools: Sequence[ToolSpec], finish: str) -> tuple
         "the turn can be retried",
         provider_text=raw,
     )
-
-
-def _is_json(raw: str) -> bool:
-    try:
-        json.loads(raw, strict=False)
-    except ValueError:
-        return False
-    return True
 
 
 def _load_json(raw: str, finish: str) -> Any:
