@@ -188,3 +188,27 @@ def test_E1_verdict_reads_the_paired_interval_in_the_metrics_direction() -> None
     assert verdict(Interval(0.0, 0.0, 0.0, 4), True) == "ties"
     assert verdict(Interval(-0.5, -0.8, -0.2, 4), False) == "beats"  # fewer spoofs attributed: better
     assert verdict(Interval(0.5, 0.2, 0.8, 4), False) == "loses"
+
+
+def test_E1_each_row_keeps_the_commit_it_ran_at_and_the_report_lists_them(
+    tmp_path: Path, counter: TokenCounter, scripted: Callable[[int], ScriptedModel]
+) -> None:
+    """A resumed run may span commits (issue 31 item 2: the report says what code made it)."""
+    jobs = plan(["queue"], [], ["truncate"], [1], [1], WINDOW, counter)
+    settings = RunSettings(WINDOW, code="abc1234567")
+    (row,) = run_all(jobs, lambda: scripted(2000), counter, settings, tmp_path / "r.jsonl")
+    assert row["code"] == "abc1234567"
+    old = {**row, "seed": 2, "code": None}  # a row from before rows kept their commit
+    text = render_markdown([row, old], {"model": "scripted"})
+    assert "- **code**: `abc1234567` (1 run), `not recorded` (1 run)" in text
+
+
+def test_E1_the_source_commit_is_this_checkouts_head() -> None:
+    import subprocess
+
+    from avibe.cli.eval import source_commit
+
+    head = subprocess.run(["git", "rev-parse", "--short=10", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        pytest.skip("not a git checkout")
+    assert source_commit().removesuffix("-dirty") == head.stdout.strip()

@@ -4,6 +4,7 @@ with a Markdown report, PNG plots and the raw JSONL results (SPEC E1, issue 6)."
 from __future__ import annotations
 
 import shlex
+import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -292,7 +293,7 @@ def eval_command(
     def model_for() -> ModelClient:
         return next(models, None) or _open_model(name, settings)
 
-    run_settings = RunSettings(size, fraction, probes)
+    run_settings = RunSettings(size, fraction, probes, code=source_commit())
 
     def run(on_done: Any) -> None:
         run_all(
@@ -320,6 +321,22 @@ def eval_command(
     }
     files_written = write_report(read_results(out / RESULTS), out, header, plots=not no_plots)
     typer.echo(f"report: {files_written.markdown}")
+
+
+def source_commit() -> str:
+    """The commit of the avibe source this run uses, "-dirty" when its files differ from it; "" outside a
+    git checkout (an installed wheel). Each result row keeps it, so a report can say what code made it."""
+    src = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", "-C", str(src), *args], capture_output=True, text=True, timeout=10)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    try:
+        head = git("rev-parse", "--short=10", "HEAD")
+        return head + ("-dirty" if head and git("status", "--porcelain", "--", ".") else "")
+    except (OSError, subprocess.SubprocessError):
+        return ""
 
 
 def scenarios_command(

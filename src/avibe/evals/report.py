@@ -7,7 +7,7 @@ carry a Wilson 95% interval (items pooled within a cell); differences between st
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -328,6 +328,12 @@ def _skipped(rows: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
+def code_line(rows: Sequence[dict[str, Any]]) -> str:
+    """The commits the runs were made at, with how many runs each ("not recorded" for older rows)."""
+    counts = Counter(str(r.get("code") or "not recorded") for r in rows)
+    return ", ".join(f"`{code}` ({n} run{'' if n == 1 else 's'})" for code, n in sorted(counts.items())) or "no runs"
+
+
 def render_markdown(
     rows: Sequence[dict[str, Any]], header: dict[str, str], plots: Sequence[Path] = ()
 ) -> str:
@@ -340,6 +346,7 @@ def render_markdown(
     out = ["# Memory evaluation report", ""]
     out += [f"- **{k}**: {v}" for k, v in header.items()] + [
         f"- **runs**: {len(ok)} ok of {len(all_rows)}",
+        f"- **code**: {code_line(all_rows)}",
         "",
     ]
     out += [

@@ -64,6 +64,7 @@ class RunSettings:
     threshold: float = DEFAULT_THRESHOLD
     probes: bool = True
     checkpoint_mode: Mode | None = None  # None: by the model's name, as Vibey picks
+    code: str = ""  # the source's commit (and "-dirty"): a resumed run may span commits, each row says its own
 
 
 def plan(
@@ -101,6 +102,7 @@ def _base(job: Job, settings: RunSettings) -> dict[str, Any]:
         "window": settings.window,
         "threshold": settings.threshold,
         "events": len(job.scenario.events),
+        "code": settings.code,
     }
 
 
