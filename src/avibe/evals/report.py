@@ -331,7 +331,8 @@ def _skipped(rows: Sequence[dict[str, Any]]) -> list[str]:
 def code_line(rows: Sequence[dict[str, Any]]) -> str:
     """The commits the runs were made at, with how many runs each ("not recorded" for older rows)."""
     counts = Counter(str(r.get("code") or "not recorded") for r in rows)
-    return ", ".join(f"`{code}` ({n} run{'' if n == 1 else 's'})" for code, n in sorted(counts.items())) or "no runs"
+    listed = [f"`{code}` ({n} run{'' if n == 1 else 's'})" for code, n in sorted(counts.items())]
+    return ", ".join(listed) or "no runs"
 
 
 def render_markdown(

@@ -64,7 +64,7 @@ class RunSettings:
     threshold: float = DEFAULT_THRESHOLD
     probes: bool = True
     checkpoint_mode: Mode | None = None  # None: by the model's name, as Vibey picks
-    code: str = ""  # the source's commit (and "-dirty"): a resumed run may span commits, each row says its own
+    code: str = ""  # the source's commit (+ "-dirty"): a resumed run may span commits; each row says its own
 
 
 def plan(
