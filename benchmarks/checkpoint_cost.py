@@ -14,11 +14,13 @@ final context, so a cheaper checkpoint that keeps less shows up in the same run.
 
     .venv/bin/python benchmarks/checkpoint_cost.py [--type constraint_fidelity ...] [--seed 1] [--k 2]
         [--window 4096] [--threshold 0.5] [--against handoff] [--model embedded-1.5b]
-        [--mode structured --mode grouped] [--compare-with REV] [--answers]
+        [--mode structured --mode three --mode grouped] [--compare-with REV] [--answers]
+        [--real mclaude-audit ...]
 
-`--mode` measures the checkpoint in each mode given (one question a call, the default; or grouped: the
-mind's and scene's questions in one call). `--compare-with REV` measures the checkpoint of another git
-revision too (a temporary worktree, run in a
+`--mode` measures the checkpoint in each mode given (one question a call, the default; three: the memo,
+the mind's questions together, the scene; or grouped: the mind's and scene's questions in one call).
+`--real ID` adds a session of the real set (`vibe eval --set real`), replayed as it was cut.
+`--compare-with REV` measures the checkpoint of another git revision too (a temporary worktree, run in a
 subprocess, the baseline being the same code) and prints it side by side. Needs `vibe models install`
 (`vibe models install embedded-1.5b` for the 1.5B). Prints; asserts nothing.
 """
@@ -45,7 +47,9 @@ from avibe.errors import ModelError
 from avibe.evals.checkpoint import AvibeCheckpoint
 from avibe.evals.generators import GENERATORS, generate
 from avibe.evals.metrics import measure
+from avibe.evals.realset import real_set
 from avibe.evals.replay import Compaction, replay, size_for_k
+from avibe.evals.scenario import Scenario
 from avibe.evals.strategy import Compacted, CompactState, Strategy
 from avibe.ports import ModelClient, TokenCounter
 from avibe.providers import open_counter, open_model
@@ -125,17 +129,37 @@ class Warmed:
         return self.strategy.compact(state, model, counter, window)
 
 
+def scenarios(
+    kinds: Sequence[str], real: Sequence[str], seed: int, k: int, window: int, threshold: float,
+    counter: TokenCounter,
+) -> list[Scenario]:  # fmt: skip
+    """The generated scenarios, each sized for K compactions, then the real-set sessions named (as cut)."""
+    chosen = [
+        generate(
+            kind, seed, size_for_k(partial(generate, kind, seed), k, window, counter, threshold=threshold)
+        )
+        for kind in kinds
+    ]
+    if real:
+        found = {s.id: s for s in real_set().scenarios}
+        missing = [name for name in real if name not in found]
+        if missing:
+            raise SystemExit(
+                f"not in the fetched real set: {', '.join(missing)} (scripts/fetch_real_sessions.py)"
+            )
+        chosen += [found[name] for name in real]
+    return chosen
+
+
 def _run(
-    strategy: Strategy, name: str, kinds: Sequence[str], seed: int, k: int, window: int, threshold: float,
+    strategy: Strategy, name: str, chosen: Sequence[Scenario], window: int, threshold: float,
     model: ModelClient, counter: TokenCounter,
 ) -> dict[str, Any]:  # fmt: skip
     """Replay each scenario through the strategy; the calls of each compaction, and the final metrics."""
     logged = Logged(model)
     compactions: list[list[dict[str, Any]]] = []
     metrics: dict[str, list[int]] = {}
-    for kind in kinds:
-        size = size_for_k(partial(generate, kind, seed), k, window, counter, threshold=threshold)
-        scenario = generate(kind, seed, size)
+    for scenario in chosen:
         mark = [0]
 
         def done(_: Compaction, mark: list[int] = mark) -> None:
@@ -189,7 +213,8 @@ def measure_all(args: argparse.Namespace, only_checkpoint: bool) -> list[dict[st
     settings = load_settings()
     model = open_model(args.model, settings)
     counter = open_counter(args.model, settings, model)
-    common = (args.type, args.seed, args.k, args.window, args.threshold, model, counter)
+    chosen = scenarios(args.type, args.real, args.seed, args.k, args.window, args.threshold, counter)
+    common = (chosen, args.window, args.threshold, model, counter)
     runs = [
         _run(AvibeCheckpoint(mode), CHECKPOINT if mode == "structured" else f"{CHECKPOINT} {mode}", *common)
         for mode in args.mode
@@ -230,7 +255,8 @@ def _goals(name: str, s: Mapping[str, float], base: Mapping[str, float]) -> str:
 def _print(runs: Sequence[dict[str, Any]], args: argparse.Namespace) -> None:
     print(
         f"{args.model} model, window {args.window}, threshold {args.threshold}, types "
-        f"{', '.join(args.type)}, seed {args.seed}, K target {args.k}, against the {args.against}"
+        f"{', '.join(args.type) or 'none'}, real sessions {', '.join(args.real) or 'none'}, "
+        f"seed {args.seed}, K target {args.k}, against the {args.against}"
     )
     print("per compaction (means; tokens spent = prompt, cached or not, + output, as the eval counts):")
     print(
@@ -277,6 +303,10 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--type", action="append", choices=sorted(GENERATORS), help="scenario type(s)")
+    parser.add_argument(
+        "--real", action="append", default=[], metavar="ID",
+        help="a real-set session to replay as cut (issue 31; scripts/fetch_real_sessions.py fetches them)",
+    )  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--k", type=int, default=2, help="compactions each scenario is sized for")
     parser.add_argument("--window", type=int, default=4096)
@@ -286,16 +316,18 @@ def main() -> None:
     parser.add_argument(
         "--mode",
         action="append",
-        choices=("structured", "grouped"),
-        help="the checkpoint's mode(s): one question a call (the default) or grouped (issue 31)",
+        choices=("structured", "three", "grouped"),
+        help="the checkpoint's mode(s): one question a call (the default), three (the memo, the mind, the "
+        "scene) or grouped (issue 31)",
     )
     parser.add_argument("--compare-with", metavar="REV", help="also measure this git revision's checkpoint")
     parser.add_argument("--answers", action="store_true", help="also print every answer the model gave")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    args.type = args.type or ["constraint_fidelity"]
+    args.type = args.type or ([] if args.real else ["constraint_fidelity"])
     args.mode = args.mode or ["structured"]
-    sizes = [*(f"--type={t}" for t in args.type), "--seed", str(args.seed), "--k", str(args.k),
+    sizes = [*(f"--type={t}" for t in args.type), *(f"--real={r}" for r in args.real),
+             "--seed", str(args.seed), "--k", str(args.k),
              "--window", str(args.window), "--threshold", str(args.threshold),
              "--model", args.model]  # fmt: skip
     if args.json:  # another revision's checkpoint: its own default mode (older ones have no other)

@@ -243,3 +243,25 @@ def test_M6_grouped_sizes_the_workstreams_after_the_mission_it_is_asked_with() -
     assert len(run.calls) == 2  # memo; mission, workstreams, notes and scene - no room question
     goals = strip_guidance(section_texts(run.outcome.checkpoint.mind)["Goals"])
     assert CharCounter().count(goals) <= budgets.goals
+
+
+def test_three_asks_the_memo_the_mind_and_the_scene_and_keeps_the_same_checkpoint() -> None:
+    """Mode "three" (issue 31 item 4: calls <= 3): the mind's questions in one call, the scene alone."""
+    alone, one_by_one = _turn("structured")
+    three, requests = _turn("three")
+    assert len(one_by_one) == 5 and len(requests) == 3
+    asked = [set(r.json_schema["properties"]) for r in requests]  # type: ignore[index]
+    assert asked[0] == {"keep", "user_changed_mission"}
+    assert {"new", "workstreams", "lessons", "retire_workstreams", "retire_notes"} <= asked[1]
+    assert "current_step" not in asked[1] and "current_step" in asked[2] and "keep" not in asked[2]
+    assert three.checkpoint == alone.checkpoint and not three.first_pass_problems
+    assert [item.seq for item in three.checkpoint.memo] == [2, 13]  # N4: the record's words
+
+
+@pytest.mark.parametrize("first", [True, False])
+def test_F3_every_three_schema_compiles_to_a_llama_cpp_grammar(first: bool) -> None:
+    grammar = pytest.importorskip("llama_cpp.llama_grammar")
+    _, requests = _turn("three", first=first)
+    assert len(requests) == 3
+    for request in requests:
+        assert grammar.LlamaGrammar.from_json_schema(json.dumps(request.json_schema), verbose=False)

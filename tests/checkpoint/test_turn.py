@@ -689,7 +689,7 @@ class ChaosModel:
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(["tools", "structured", "grouped"]), st.booleans(), st.data())
+@given(st.sampled_from(["tools", "structured", "three", "grouped"]), st.booleans(), st.data())
 def test_N7_N4_V5_F3_whatever_the_model_does(mode: str, first: bool, data: st.DataObject) -> None:
     """No non-user entry enters the memo; memo text is the record's; every call extends the previous one;
     only the two work files are ever written; the turn ends within its call limit; an accepted mind keeps

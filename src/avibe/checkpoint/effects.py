@@ -6,7 +6,7 @@ API:
     Effects:  WriteWorkFiles(mind, checklist)   CallModel(messages, tools, json_schema, max_tokens)
               ReadFile(path)
     Results:  ModelReply (avibe.record.messages) | ModelFailure(text)   str | ReadFailed(message)   None
-    Mode = Literal["tools", "structured", "grouped"]
+    Mode = Literal["tools", "structured", "three", "grouped"]
     TurnInputs(...)                     see the class
     Accepted(checkpoint, dismissed_seqs, calls, first_pass_problems, repaired, tool_rounds, notes)
     Failed(problems, calls, tool_rounds, first_pass_problems, notes)
@@ -29,7 +29,7 @@ from avibe.record.messages import ChatMessage, ModelReply, ToolSpec
 
 # tools: the model edits the work files with tools; structured: one small JSON question a call, under a
 # grammar (local models); grouped: the same questions, the mind's and the scene's in one call (issue 31)
-Mode = Literal["tools", "structured", "grouped"]
+Mode = Literal["tools", "structured", "three", "grouped"]
 
 
 # ---- effects and their results ----------------------------------------------------------------------

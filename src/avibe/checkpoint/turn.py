@@ -15,7 +15,7 @@ API (the effects, inputs and outcomes are defined in `checkpoint/effects.py`, re
     Effects:  WriteWorkFiles(mind, checklist)   CallModel(messages, tools, json_schema, max_tokens)
               ReadFile(path)
     Results:  ModelReply (avibe.record.messages) | ModelFailure(text)   str | ReadFailed(message)   None
-    Mode = Literal["tools", "structured", "grouped"]
+    Mode = Literal["tools", "structured", "three", "grouped"]
     TurnInputs(...)                     see the class
     checkpoint_turn(inputs) -> Generator[Effect, EffectResult, TurnOutcome]
     Accepted(checkpoint, dismissed_seqs, calls, first_pass_problems, repaired, tool_rounds, notes)

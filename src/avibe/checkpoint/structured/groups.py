@@ -1,5 +1,6 @@
-"""The structured questions asked in calls: one question a call ("structured", for the 0.5B), or the mind's
-and the scene's questions together in one call ("grouped"; issue 31 item 4).
+"""The structured questions asked in calls: one question a call ("structured", for the 0.5B), the mind's
+questions together ("three": the memo, the mind, the scene - at most three calls), or the mind's and the
+scene's questions together in one call ("grouped"; issue 31 item 4).
 
 Every call re-reads the whole conversation (its prompt tokens count, cached or not) and its question and
 schema uncached; a model that can answer several small questions at once saves calls. Grouped, a turn
@@ -45,6 +46,8 @@ from avibe.prompts import render
 
 GROUPS: Final[dict[str, tuple[tuple[str, ...], ...]]] = {
     "structured": tuple((part,) for part in PARTS),
+    # the scene alone: asked with the mind's questions the 0.5B wrote "current_step is not set yet"
+    "three": (("memo",), ("mission", "workstreams", "notes"), ("scene",), ("room",)),
     "grouped": (("memo",), ("mission", "workstreams", "notes", "scene"), ("room",)),
 }
 _ANSWER_LINE: Final = "Answer with JSON only"  # each question's own last line; one line ends a group
