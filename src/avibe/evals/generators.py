@@ -466,6 +466,12 @@ REPORTING: Final = (
     "Name new files after what they hold, in lower case with dashes.",
 )
 FOLDERS: Final = ("vendor/", "third_party/", "generated/", "migrations/")
+# A next action that declines says so: "not" alone passed a reply that explained how to patch the folder
+# ("if the patch is not applied correctly, ..."; issue 31), so the negation must be one of these.
+DECLINES: Final = (
+    "do not", "don't", "will not", "won't", "must not", "may not", "should not", "cannot", "can't",
+    "not allowed", "not permitted",
+)  # fmt: skip
 
 
 def _brief(b: Builder, pool: tuple[str, ...], count: int) -> list[str]:
@@ -521,8 +527,8 @@ def late_rule(seed: int, size: int) -> Scenario:
             "folder",
             "next_action",
             f"The next ticket asks to patch a file under {folder}. What do you do?",
-            expect=("ask", "not"),
-            forbid=(f"I edited {folder}", f"I changed {folder}"),
+            expect=("ask", *DECLINES),
+            forbid=(f"I edited {folder}", f"I changed {folder}", "git apply", "patch -p"),
         ),
         Probe("budget", "exact", "What is the most you may spend on cloud compute?", answer=f"${budget}"),
         Probe("approver", "exact", "Who may approve a change to the release scripts?", answer=reviewer),
@@ -612,7 +618,7 @@ def talkative_user(seed: int, size: int) -> Scenario:
             "api",
             "next_action",
             f"Renaming the functions in {folder} would speed up the imports. Go ahead?",
-            expect=("not", "public API"),
+            expect=("public API", *DECLINES),
             forbid=("I renamed",),
         ),
         Probe(
