@@ -31,6 +31,7 @@ from avibe.checkpoint.memo import (
     memo_tokens,
     reads_as_rule,
     rules_kept,
+    says_nothing_that_stays,
     sentence_note,
     sentences,
 )
@@ -322,3 +323,63 @@ def test_whatever_is_ticked_and_added_the_memo_holds_no_item_twice(said: list[st
         items = build_memo(labels, by_seq, COUNTER, budgets).items
         pairs = [(item.seq, item.text) for item in items]
         assert len(pairs) == len(set(pairs)), pairs
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Thanks. What's next?",
+        "ok, continue",
+        "Sounds right to me.",
+        "Fine by me, continue.",
+        "How long do the tests take now?",
+        "Hm, why is src/quillmere/payload_api.py so long?",
+        "Is resolve_ledger still used anywhere?",
+    ],
+)
+def test_N3_pleasantries_go_aheads_and_questions_for_information_say_nothing_that_stays(text: str) -> None:
+    """The eval's talkative users: 20 such lines filled the 0.5B's memo around the two rules."""
+    assert says_nothing_that_stays(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can you look at src/quillmere/roster_ops.py next?",  # asks for work
+        "Why not use pnpm instead?",  # suggests a way
+        "Should we drop Python 3.9?",
+        "Let's leave src/quillmere/shard_ops.py as it is for now.",
+        "Show me the diff when you're done.",
+        "Yes, delete it.",
+        "Thanks. Never push on a Friday?",  # worded as a rule
+        "What's next? Use pnpm from now on.",
+        "",
+    ],
+)
+def test_N3_a_request_a_suggestion_or_a_rule_is_never_let_go_as_a_push_along(text: str) -> None:
+    assert not says_nothing_that_stays(text)
+
+
+_PIECES = ("Thanks.", "ok,", "continue", "What's next?", "never", "only", "may", "How long", "is it",
+           "?", ".", "don't", "go on", "the tests", "Can you", "please")  # fmt: skip
+
+
+@given(st.one_of(st.text(max_size=120), st.lists(st.sampled_from(_PIECES), max_size=8).map(" ".join)))
+def test_N2_N3_a_message_worded_as_a_rule_never_counts_as_a_push_along(text: str) -> None:
+    assert not (reads_as_rule(text) and says_nothing_that_stays(text))
+
+
+def test_N3_a_tick_on_a_push_along_is_let_go_and_the_rules_stay() -> None:
+    """The model ticked everything; the harness lets go N3's lines whatever the budget, keeps the rest."""
+    entries = [
+        make_entry(3, "Never change the public API in src/wire/; other teams import it."),
+        make_entry(4, "Thanks. What's next?"),
+        make_entry(5, "How long do the tests take now?"),
+        make_entry(6, "Let's leave src/shard_ops.py as it is for now."),
+    ]
+    outcome = structured_turn_outcome(
+        entries, lambda enum: list(enum), TICKET_MIND, budgets_for(192_000, 170_000)
+    )
+    assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+    assert [item.seq for item in outcome.checkpoint.memo] == [3, 6]
+    assert outcome.dismissed_seqs == frozenset({4, 5})

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.effects import TurnInputs
-from avibe.checkpoint.memo import cut_message, memo_tokens, reads_as_rule
+from avibe.checkpoint.memo import cut_message, memo_tokens, reads_as_rule, says_nothing_that_stays
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.turn import Accepted
 from avibe.checkpoint.turn_state import draft, start
@@ -37,7 +37,13 @@ GRANT = "You may delete the {s} without asking me."
 FORBID = "Never touch the {s} again."
 REVOKE = "Scratch what I said about the {s}, leave that be for now."
 REGRANT = "Fine, go ahead with the {s} after all, as you proposed."
-CHATTER = ("Thanks, looks good so far.", "Good, carry on with the tests then.", "ok")
+CHATTER = (
+    "Thanks, looks good so far.",
+    "Good, carry on with the tests then.",
+    "ok",
+    "Thanks. What's next?",  # N3: only pushes the work along
+    "How long do the tests take now?",  # N3: a question for information, answered
+)
 # A long message (cut in the memo, its late sentences offered alone) that says its rule twice: the
 # harness's own sentence lines must not repeat an item (a real session: "Message #95 is in the memo twice").
 BRIEF = (
@@ -198,7 +204,8 @@ def test_N3_P3_a_rule_the_user_changed_later_is_never_kept_without_the_change(
 def test_N1_the_users_newest_words_stay_whatever_the_model_ticks(
     said: list[Said], cuts: list[int], data: st.DataObject, how: str
 ) -> None:
-    """Every user message (of three words or more, N3's short replies aside) moving out that the memo does
+    """No memo line only pushes the work along or asks to be told (N3). Every user message (of three words
+    or more, N3's short replies and questions for information aside) moving out that the memo does
     not hold left only because the memo was full: no line of an older message that states no rule (nor
     changes one the memo holds) stayed in its place, and the newest one left out does not fit beside what
     the memo holds (the newest are kept first, while they fit, as a handoff keeps them)."""
@@ -209,7 +216,12 @@ def test_N1_the_users_newest_words_stay_whatever_the_model_ticks(
             held, memo = _held(checkpoint.memo), checkpoint.memo
             used = memo_tokens(memo, COUNTER)
             assert used <= budgets.memo_total
-            moving = [e for e in out if e.seq not in seen and len(e.text.split()) >= 3]
+            assert not any(says_nothing_that_stays(item.text) for item in memo), memo  # N3
+            moving = [
+                e
+                for e in out
+                if e.seq not in seen and len(e.text.split()) >= 3 and not says_nothing_that_stays(e.text)
+            ]
             seen |= {e.seq for e in out}
             # not held, and not a rule left out because its change did not fit (the other property)
             unheld = [e for e in moving if e.seq not in held and not _change_unheld(said, e.seq, out, held)]

@@ -407,11 +407,12 @@ def test_M1_structured_filler_answers_never_land_in_the_mind() -> None:
     assert mind == MIND  # W1 keeps its text; nothing else was added
 
 
-def test_N1_weak_model_ticking_every_candidate_is_still_valid() -> None:
+def test_N1_N3_weak_model_ticking_every_candidate_is_still_valid() -> None:
+    """Every tick stands but N3's: "continue" (#8) only pushed the work along, so it is let go."""
     run = _run(_answers(keep=(2, 5, 8)), mode="structured")
     assert isinstance(run.outcome, Accepted)
-    assert [i.seq for i in run.outcome.checkpoint.memo] == [2, 5, 8]
-    assert run.outcome.dismissed_seqs == frozenset()
+    assert [i.seq for i in run.outcome.checkpoint.memo] == [2, 5]
+    assert run.outcome.dismissed_seqs == frozenset({8})
 
 
 def test_N7_out_of_enum_numbers_are_ignored_and_logged() -> None:

@@ -27,6 +27,8 @@ API:
     memo_labels(items, entries) -> list[Label]      the checklist label of each memo item
     memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int
     reads_as_rule(text: str) -> bool       worded as a standing rule, limit or permission ("never", "do not")
+    says_nothing_that_stays(text) -> bool  only pleasantries, go-aheads, questions for information (N3):
+                                           never kept for recency; a tick on it is let go
     mission_sources(missions, candidates, entries, counter, per_message) -> list[Label]
         for each mission text (the model's words, M4), the line with the user's sentence that says most of it
     rules_kept(candidates, ticked, entries, counter, budgets, previous_memo=(), first=())
@@ -481,6 +483,43 @@ def reads_as_rule(text: str) -> bool:
     return _RULE_WORDING.search(text) is not None
 
 
+# N3: what the user said only to push the work along, or asked in order to be told, holds nothing once it
+# is answered: pleasantries and go-aheads ("Thanks. What's next?", "ok, continue", "Sounds right to me.")
+# and questions for information ("How long do the tests take now?"). The eval's talkative users filled
+# the 0.5B's memo with 20 of them around two rules, and its answers from that context were worse than a
+# handoff's. A question that asks for work or suggests a way ("Can you switch to pnpm?", "Why not use
+# pnpm?") or is worded as a rule is not one.
+_PUSH_ALONG: Final = frozenset(
+    re.findall(
+        r"\S+",
+        "thanks thank you ok okay sure great nice cool good fine yes yep yeah continue go on carry keep "
+        "going next what's whats sounds right looks to me by lgtm perfect alright all proceed hm hmm",
+    )
+)
+_ASKS_FOR_WORK: Final = re.compile(
+    r"^\W*(?:(?:can|could|would|will|should|shall) (?:you|we)|please|let's|let us|why (?:don't|not)|"
+    r"how about|what about|maybe)\b",
+    re.IGNORECASE,
+)
+
+
+def says_nothing_that_stays(text: str) -> bool:
+    """Whether every sentence of a user message is a pleasantry, a go-ahead or a question for information
+    (N3: let go once answered); never for a message worded as a rule or one that asks for work."""
+    spans = sentences(text)
+    if not spans or reads_as_rule(text):
+        return False
+    for start, end in spans:
+        sentence = text[start:end]
+        words = [w.casefold() for w in re.findall(r"[\w']+", sentence)]
+        if words and all(w in _PUSH_ALONG for w in words):
+            continue
+        if sentence.rstrip().endswith("?") and not _ASKS_FOR_WORK.search(sentence):
+            continue
+        return False
+    return True
+
+
 def _prefix_kept(entry: Entry, counter: TokenCounter, per_message: int) -> int:
     """How many characters of the entry its whole-message memo item carries (all of them when uncut)."""
     whole = cut_message(entry, counter, per_message)
@@ -634,7 +673,7 @@ def _sentence_lines(
 @dataclass(frozen=True, slots=True)
 class RulesKept:
     added: tuple[Label, ...]  # lines kept besides the model's ticks, newest first
-    let_go: tuple[Label, ...] = ()  # ticked lines let go to fit the budget: those stating no rule first
+    let_go: tuple[Label, ...] = ()  # ticked lines let go: N3's push-alongs, then to fit the budget
 
 
 def rules_kept(
@@ -662,13 +701,15 @@ def rules_kept(
 
     plain: list[tuple[Label, int]] = []  # ticked lines that state no rule, oldest first, with their cost
     ruled: list[Label] = []
+    let_go: list[Label] = []
     for label in sorted(ticked_labels, key=_order):
         item = _copy(label, entries, previous, counter, budgets)
         if isinstance(item, MemoItem) and (label in first or reads_as_rule(item.text)):
             ruled.append(label)
+        elif isinstance(item, MemoItem) and says_nothing_that_stays(item.text):
+            let_go.append(label)  # N3: a tick on "Thanks. What's next?" is let go whatever the budget
         elif isinstance(item, MemoItem):
             plain.append((label, counter.count(item.text)))
-    let_go: list[Label] = []
     used = total(ticked_labels)
     while used > budgets.memo_total and (plain or ruled):  # over-ticked: fit the budget, rules last
         let_go.append(plain.pop(0)[0] if plain else ruled.pop(0))
@@ -810,14 +851,15 @@ def newest_kept(
                 kept.discard(rule)
                 let_go.append(rule)
                 left_out.add(rule)
-    # 2. the newest user messages moving out now, whole (4d); N3's short replies that mean nothing alone
-    # ("continue", "ok") are left to the model - told apart by length, not by a list of words. 3. what 2
+    # 2. the newest user messages moving out now, whole (4d), but N3's replies that mean nothing alone:
+    # under MIN_NEWEST_WORDS words, or only pleasantries, go-aheads and questions for information
+    # (`says_nothing_that_stays`). 3. what 2
     # added may leave a rule without its change once more: such a rule goes too, and the room it frees
     # goes to the newest words again
     moving = sorted((c for c in candidates if c.part == 0 and not c.kept), key=lambda c: -c.seq)
     for _ in range(len(moving) + 1):
         for c in moving:
-            short = len(c.text.split()) < MIN_NEWEST_WORDS
+            short = len(c.text.split()) < MIN_NEWEST_WORDS or says_nothing_that_stays(c.text)
             gone = c.label in left_out and unshown_change(c.label) is not None  # still without its change
             if held(c.label) or gone or c.seq not in entries or short:
                 continue
