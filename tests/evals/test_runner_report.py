@@ -212,3 +212,29 @@ def test_E1_the_source_commit_is_this_checkouts_head() -> None:
     if head.returncode != 0:
         pytest.skip("not a git checkout")
     assert source_commit().removesuffix("-dirty") == head.stdout.strip()
+
+
+def test_E1_claims_pool_every_pair_and_read_probes_and_cost_in_their_direction() -> None:
+    """Issue 31 item 2: the README may claim only what paired intervals support - over every (scenario,
+    seed, K) both strategies ran, on the headline metrics, the probes and the cost."""
+
+    def row(strategy: str, seed: int, exact: bool, tokens: int, kept: int) -> dict[str, Any]:
+        probes = [{"kind": "exact", "passed": exact}, {"kind": "next_action", "passed": None}]
+        return {"scenario": "late_rule", "seed": seed, "strategy": strategy, "k_target": 1,
+                "type": "late_rule", "status": "ok", "k": 1, "tokens_spent": tokens, "calls": 1,
+                "compactions": [{"seconds": tokens / 1000}], "values": {"context_tokens": 100.0},
+                "counts": {"items_exact": [kept, 3]}, "probes": probes}  # fmt: skip
+
+    rows = [row("avibe-checkpoint", s, True, 9000, 3) for s in range(1, 11)]
+    rows += [row("handoff", s, s > 8, 3000, 1) for s in range(1, 11)]
+    rows += [row("rewrite", s, True, 9000, 3) for s in range(1, 4)]
+    text = render_markdown(rows, {"model": "scripted"})
+    section = text[text.index("## Claims") : text.index("## Per strategy and K")]
+    lines = {tuple(c.strip() for c in line.split("|")[1:4]) for line in section.splitlines()}
+    assert ("handoff", "constraints byte-identical", "beats") in lines
+    assert ("handoff", "probes: exact answer", "beats") in lines
+    assert ("handoff", "tokens spent a run", "loses") in lines  # lower is better
+    assert ("handoff", "compaction seconds a run", "loses") in lines
+    assert ("rewrite", "probes: exact answer", "ties") in lines
+    assert not any(line[1:2] == ("probes: next action",) for line in lines)  # judged nowhere: no claim
+    assert "| handoff | probes: exact answer | beats | +80% [+50%, +100%] | 10 |" in section

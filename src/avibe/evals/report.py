@@ -8,8 +8,9 @@ carry a Wilson 95% interval (items pooled within a cell); differences between st
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -226,6 +227,72 @@ def verdict(difference: Any, higher_is_better: bool) -> str:
     return "beats" if low > 0 else "loses" if high < 0 else "ties"
 
 
+# what users feel besides the metrics on the context: the probes answered from it, and what it cost
+PROBE_CLAIMS: Final = (("exact", "probes: exact answer"), ("next_action", "probes: next action"))
+COST_CLAIMS: Final = (("tokens_spent", "tokens spent a run"), ("seconds", "compaction seconds a run"))
+
+
+def _probe_score(row: dict[str, Any], kind: str) -> float | None:
+    judged = [p for p in row.get("probes", []) if p.get("kind") == kind and p.get("passed") is not None]
+    return sum(bool(p["passed"]) for p in judged) / len(judged) if judged else None
+
+
+def _cost_score(row: dict[str, Any], field: str) -> float | None:
+    if field == "seconds":
+        return sum(float(c.get("seconds") or 0) for c in row.get("compactions", []))
+    value = row.get(field)
+    return float(value) if isinstance(value, int | float) else None
+
+
+Score = Callable[[dict[str, Any]], float | None]
+
+
+def _pairs(
+    rows: Sequence[dict[str, Any]], reference: str, other: str, score: Score
+) -> tuple[list[float], list[float]]:
+    """The reference's and the peer's scores on the same (scenario, seed, K), where both have one."""
+    index = {(r["scenario"], r["seed"], r["k_target"], r["strategy"]): r for r in rows}
+    a: list[float] = []
+    b: list[float] = []
+    for (scenario, seed, k, strategy), row in index.items():
+        mate = index.get((scenario, seed, k, other))
+        if strategy != reference or mate is None:
+            continue
+        x, y = score(row), score(mate)
+        if x is not None and y is not None:
+            a.append(x)
+            b.append(y)
+    return a, b
+
+
+def claims(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]) -> list[str]:
+    """Per peer, pooled over every (scenario, seed, K) both ran: does the reference beat, tie or lose on
+    the headline metrics, the probes and the cost, by the paired bootstrap interval (issue 31 item 2:
+    what a README may claim is what these intervals support)."""
+    present = _metrics_present(rows)
+    measures: list[tuple[str, bool, Score, bool]] = [  # label, higher is better, score, a rate
+        (RATES[m][0], RATES[m][1], partial(_score, metric=m), True)
+        for m in (*HEADLINE, "mission_exact")
+        if m in present
+    ]
+    measures += [(label, True, partial(_probe_score, kind=kind), True) for kind, label in PROBE_CLAIMS]
+    measures += [(label, False, partial(_cost_score, field=f), False) for f, label in COST_CLAIMS]
+    body = []
+    for other in (s for s in strategies if s != reference):
+        for label, higher, score, rate in measures:
+            a, b = _pairs(rows, reference, other, score)
+            if not a:
+                continue
+            diff = paired_bootstrap(a, b)
+            shown = (
+                f"{diff.estimate:+.0%} [{diff.low:+.0%}, {diff.high:+.0%}]"
+                if rate
+                else f"{diff.estimate:+,.0f} [{diff.low:+,.0f}, {diff.high:+,.0f}]"
+            )
+            body.append([other, label, verdict(diff, higher), shown, str(len(a))])
+    return _table(["peer", "measure", reference, "difference [95% CI]", "pairs"], body) if body else []
+
+
 def _paired_by_type(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]) -> list[str]:
     """Per scenario type, per peer and metric: does the reference beat, tie or lose, by the paired
     bootstrap interval of (reference - peer) over the same (scenario, seed, K)."""
@@ -360,6 +427,18 @@ def render_markdown(
         *headline(ok, strategies),
         "",
     ]
+    claimed = claims(ok, reference, strategies)
+    if claimed:
+        out += [
+            f"## Claims: where {reference} beats, ties or loses, all types and K pooled",
+            "",
+            f"The paired difference ({reference} - peer) over every (scenario, seed, K) both ran, bootstrap "
+            "95% interval: beats or loses only when the interval lies wholly on one side of 0 (for tokens "
+            "and seconds, lower beats). Probes: the share of a run's probes of that kind passed.",
+            "",
+            *claimed,
+            "",
+        ]
     swept, note = _swept(ok)
     out += ["## Per strategy and K", "", *note]
     for metric in _metrics_present(swept):
