@@ -195,19 +195,10 @@ def _score(row: dict[str, Any], metric: str) -> float | None:
 
 
 def _paired(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]) -> list[str]:
-    index = {(r["scenario"], r["seed"], r["k_target"], r["strategy"]): r for r in rows}
     body = []
     for other in (s for s in strategies if s != reference):
         for metric in _metrics_present(rows):
-            a, b = [], []
-            for (scenario, seed, k, strategy), row in index.items():
-                mate = index.get((scenario, seed, k, other))
-                if strategy != reference or mate is None:
-                    continue
-                x, y = _score(row, metric), _score(mate, metric)
-                if x is not None and y is not None:
-                    a.append(x)
-                    b.append(y)
+            a, b = _pairs(rows, reference, other, partial(_score, metric=metric))
             if a:
                 body.append(
                     [
@@ -296,22 +287,13 @@ def claims(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]
 def _paired_by_type(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]) -> list[str]:
     """Per scenario type, per peer and metric: does the reference beat, tie or lose, by the paired
     bootstrap interval of (reference - peer) over the same (scenario, seed, K)."""
-    index = {(r["scenario"], r["seed"], r["k_target"], r["strategy"]): r for r in rows}
     out: list[str] = []
     for kind in _order(r["type"] for r in rows):
         typed = [r for r in rows if r["type"] == kind]
         body = []
         for other in (s for s in strategies if s != reference):
             for metric in _metrics_present(typed):
-                a, b = [], []
-                for row in typed:
-                    mate = index.get((row["scenario"], row["seed"], row["k_target"], other))
-                    if row["strategy"] != reference or mate is None:
-                        continue
-                    x, y = _score(row, metric), _score(mate, metric)
-                    if x is not None and y is not None:
-                        a.append(x)
-                        b.append(y)
+                a, b = _pairs(typed, reference, other, partial(_score, metric=metric))
                 if a:
                     diff = paired_bootstrap(a, b)
                     label, higher = RATES[metric]
@@ -402,6 +384,11 @@ def code_line(rows: Sequence[dict[str, Any]]) -> str:
     return ", ".join(listed) or "no runs"
 
 
+def _section(title: str, intro: str, body: list[str]) -> list[str]:
+    """A titled section with its intro, or nothing when it has no body."""
+    return [f"## {title}", "", intro, "", *body, ""] if body else []
+
+
 def render_markdown(
     rows: Sequence[dict[str, Any]], header: dict[str, str], plots: Sequence[Path] = ()
 ) -> str:
@@ -427,18 +414,13 @@ def render_markdown(
         *headline(ok, strategies),
         "",
     ]
-    claimed = claims(ok, reference, strategies)
-    if claimed:
-        out += [
-            f"## Claims: where {reference} beats, ties or loses, all types and K pooled",
-            "",
-            f"The paired difference ({reference} - peer) over every (scenario, seed, K) both ran, bootstrap "
-            "95% interval: beats or loses only when the interval lies wholly on one side of 0 (for tokens "
-            "and seconds, lower beats). Probes: the share of a run's probes of that kind passed.",
-            "",
-            *claimed,
-            "",
-        ]
+    out += _section(
+        f"Claims: where {reference} beats, ties or loses, all types and K pooled",
+        f"The paired difference ({reference} - peer) over every (scenario, seed, K) both ran, bootstrap "
+        "95% interval: beats or loses only when the interval lies wholly on one side of 0 (for tokens "
+        "and seconds, lower beats). Probes: the share of a run's probes of that kind passed.",
+        claims(ok, reference, strategies),
+    )
     swept, note = _swept(ok)
     out += ["## Per strategy and K", "", *note]
     for metric in _metrics_present(swept):
@@ -446,17 +428,13 @@ def render_markdown(
     out += ["## Per scenario type", "", *_by_type(ok, strategies)]
     out += ["## Cost", "", *_cost(ok, strategies), ""]
     out += [f"## Paired differences against {reference}", "", *_paired(ok, reference, strategies), ""]
-    by_type = _paired_by_type(ok, reference, strategies)
-    if by_type:
-        out += [
-            f"## Per scenario type: where {reference} beats, ties or loses",
-            "",
-            f"The paired difference ({reference} - peer) on the same (scenario, seed, K), bootstrap 95% "
-            "interval: beats or loses when the interval lies wholly on the metric's good or bad side of 0 "
-            "(for a lower-is-better metric, a negative difference beats); ties otherwise.",
-            "",
-            *by_type,
-        ]
+    out += _section(
+        f"Per scenario type: where {reference} beats, ties or loses",
+        f"The paired difference ({reference} - peer) on the same (scenario, seed, K), bootstrap 95% "
+        "interval: beats or loses when the interval lies wholly on the metric's good or bad side of 0 "
+        "(for a lower-is-better metric, a negative difference beats); ties otherwise.",
+        _paired_by_type(ok, reference, strategies),
+    )
     if any(r.get("probes") for r in ok):
         out += [
             "## Probes (answered by the model from the compacted context)",
