@@ -124,8 +124,14 @@ class Warmed:
         self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
     ) -> Compacted:
         inner = model.model if isinstance(model, Logged) else model
+        # what a session's step before sent: for the checkpoint, its recollection as rendered now
+        shown = (
+            self.strategy.view_now(state, inner, counter, window)
+            if isinstance(self.strategy, AvibeCheckpoint)
+            else state.messages
+        )
         with contextlib.suppress(ModelError):  # a context the model cannot take: the strategy meets it
-            inner.complete(state.messages, max_tokens=1)
+            inner.complete(shown, max_tokens=1)
         return self.strategy.compact(state, model, counter, window)
 
 

@@ -200,3 +200,36 @@ def test_V1_a_scene_whose_parts_the_harness_dropped_is_not_first_pass_valid(coun
     assert metas and not any(m["scene_completed"] or m["repaired"] or m["fallback"] for m in metas)
     assert all("scene part dropped (repeats progress): pitfalls" in m["harness_notes"] for m in metas)
     assert not any(m["first_pass_valid"] for m in metas)
+
+
+def test_F5_the_checkpoints_calls_start_with_the_context_as_vibey_shows_it_now(counter: TokenCounter) -> None:
+    """Vibey renders its recollection at every step; once the interrupted request's turn ended it holds
+    that request no more. The replay's context kept the text of the compaction that made it, so the
+    benchmark warmed the prompt cache with a stale text and the next checkpoint re-read the whole
+    conversation (2,182 uncached tokens, 22 s on the 0.5B). `view_now` is what the calls start with."""
+    from avibe.evals.checkpoint import AvibeCheckpoint
+    from avibe.evals.strategy import Compacted, CompactState
+    from avibe.ports import ModelClient
+
+    strategy = AvibeCheckpoint("structured")
+    seen: list[tuple[bool, bool]] = []  # (view_now is the first call's prefix, the context was stale)
+
+    class Watched:
+        name = strategy.name
+
+        def compact(self, state: CompactState, model: ModelClient, c: TokenCounter, window: int) -> Compacted:
+            shown = strategy.view_now(state, model, c, window)
+            assert isinstance(model, ScriptedModel)
+            before = len(model.requests)
+            done = strategy.compact(state, model, c, window)
+            sent = model.requests[before].messages
+            same = [(m.role, m.content) for m in sent[: len(shown)]] == [(m.role, m.content) for m in shown]
+            seen.append((same, shown != state.messages))
+            return done
+
+    scenario = generate("constraint_fidelity", 1, 60)
+    replay(
+        scenario, Watched(), ScriptedModel([checkpoint_answer] * 400), counter, WINDOW, threshold=THRESHOLD
+    )
+    assert len(seen) >= 2 and all(prefix for prefix, _ in seen), seen
+    assert any(stale for _, stale in seen[1:])  # the case it is for happened

@@ -39,6 +39,7 @@ from avibe.checkpoint.room import limits_for
 from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
+from avibe.context.assemble import DEFAULT_RENDERING, Rendering
 from avibe.errors import ModelError, ToolError
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.host.agent import render_input
@@ -286,6 +287,44 @@ class AvibeCheckpoint:
     ) -> Compacted:
         return _compact(state, model, counter, window, self.mode or mode_for(model.facts.name))
 
+    def view_now(
+        self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
+    ) -> tuple[ChatMessage, ...]:
+        """The context as Vibey shows it at this step, which is what the checkpoint's calls start with: it
+        renders its recollection again at every step, and once the interrupted request's turn has ended
+        the recollection no longer holds that request (F5). The replay's context keeps the text of the
+        compaction that made it, so a prompt cache warmed with it (benchmarks/checkpoint_cost.py) would
+        miss where a session's step had already read the new text."""
+        conversation = tuple(dropwhile(lambda m: m.role == "system", state.messages))
+        carry = ReplayCarry.parse(state.carry)
+        stored = carry.stored(state.session)
+        at = next((i for i, m in enumerate(state.messages) if m.kind == RECOLLECTION_KIND), None)
+        if stored is None or at is None:
+            return state.messages
+        now = replayed(carry, conversation, state.record)
+        viewer = replay_viewer(state, carry, model, counter, window)
+        text = viewer.recollection(replace(LiveState.from_dict(now.live), messages=conversation), stored)
+        shown = replace(state.messages[at], content=text)
+        return (*state.messages[:at], shown, *state.messages[at + 1 :])
+
+
+def replay_viewer(
+    state: CompactState,
+    carry: ReplayCarry,
+    model: ModelClient,
+    counter: TokenCounter,
+    window: int,
+    rendering: Rendering = DEFAULT_RENDERING,
+) -> Viewer:
+    """Vibey's viewer on the replay, with the budgets of its clamped window and the replay's threshold."""
+    facts = live.clamp_window(replace(model.facts, window=window), window)
+    limits = replace(limits_for(facts), threshold=int(window * state.threshold))
+    budgets = budgets_for(window, limits.threshold)
+    system = state.messages[0].content
+    return Viewer(
+        counter, state.session, system, 0, budgets, skill_text=carry.skills.get, rendering=rendering
+    )
+
 
 def _room(
     state: CompactState,
@@ -299,9 +338,7 @@ def _room(
     facts = live.clamp_window(replace(model.facts, window=window), window)  # the eval's window, as given
     limits = replace(limits_for(facts), threshold=int(window * state.threshold))
     budgets = budgets_for(window, limits.threshold)
-    viewer = Viewer(
-        counter, state.session, state.messages[0].content, 0, budgets, skill_text=carry.skills.get
-    )
+    viewer = replay_viewer(state, carry, model, counter, window)
 
     def trigger(tokens: int) -> TriggerDecision:  # the replay calls `compact` only when its trigger fired
         return TriggerDecision(True, limits.threshold, "the replay's trigger", tokens)

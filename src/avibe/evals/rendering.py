@@ -17,14 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from avibe.agent import live
 from avibe.agent.state import LiveState
-from avibe.agent.view import Viewer
-from avibe.checkpoint.budgets import budgets_for
-from avibe.checkpoint.room import limits_for
 from avibe.context.assemble import DEFAULT_RENDERING, RENDERINGS, Rendering
 from avibe.evals.checkpoint import NAME as CHECKPOINT
-from avibe.evals.checkpoint import RECOLLECTION_KIND, AvibeCheckpoint, ReplayCarry
+from avibe.evals.checkpoint import RECOLLECTION_KIND, AvibeCheckpoint, ReplayCarry, replay_viewer
 from avibe.evals.strategy import Compacted, CompactState
 from avibe.ports import ModelClient, TokenCounter
 from avibe.record.messages import ChatMessage
@@ -80,15 +76,10 @@ def recollections(
     stored = carry.stored(state.session)
     if stored is None:
         return {}
-    facts = live.clamp_window(replace(model.facts, window=window), window)
-    limits = replace(limits_for(facts), threshold=int(window * state.threshold))
-    budgets = budgets_for(window, limits.threshold)
     bookkeeping = LiveState.from_dict(carry.live)
-    system = state.messages[0].content
     texts: dict[str, str] = {}
     for rendering in renderings:
-        viewer = Viewer(counter, state.session, system, 0, budgets, skill_text=carry.skills.get,
-                        rendering=rendering)  # fmt: skip
+        viewer = replay_viewer(state, carry, model, counter, window, rendering)
         texts[rendering] = viewer.recollection(bookkeeping, stored)
     return texts
 
