@@ -163,3 +163,43 @@ def test_vibe_eval_runs_a_rendering_by_name(
     assert f"-s {PLAIN}" in (out / "report.md").read_text(encoding="utf-8")
     refused = CliRunner().invoke(app, ["eval", "-s", "avibe-checkpoint:fancy"], env=env)
     assert refused.exit_code == 2 and "avibe-checkpoint:rules-last" in refused.output
+
+
+def test_F5_once_the_turn_ends_the_context_shows_the_recollection_without_it_in_every_rendering(
+    counter: TokenCounter,
+) -> None:
+    """Vibey renders its recollection at every step; when a new turn starts, the interrupted request
+    (F5) is no longer shown. The replay does the same, so the probes read what an agent would, and each
+    rendering is recorded both ways, so it is still swapped in."""
+    from avibe.evals.rendering import META_ENDED, META_KEY
+
+    scenario = generate("talkative_user", 1, 60)
+    strategy = make_strategy(PLAIN, checkpoint_mode="structured")
+    shown: list[str] = []
+
+    class Watched:
+        name = strategy.name
+
+        def compact(self, state: Any, model: Any, c: TokenCounter, window: int) -> Any:
+            if any(m.kind == RECOLLECTION_KIND for m in state.messages):  # none at the first
+                shown.append(_recollection(state.messages))
+            return strategy.compact(state, model, c, window)
+
+        def view_now(self, state: Any, model: Any, c: TokenCounter, window: int) -> Any:
+            return strategy.view_now(state, model, c, window)
+
+    result = replay(
+        scenario, Watched(), ScriptedModel([respond] * 3000), counter, WINDOW, threshold=THRESHOLD
+    )
+    metas = [c.meta for c in result.compactions]
+    assert result.k >= 2
+    ended = [m[META_ENDED]["sections"] for m in metas]
+    running = [m[META_KEY]["sections"] for m in metas]
+    assert all("The current request" not in text for text in ended)
+    # a later compaction found the earlier one's recollection as shown once its turn had ended
+    assert any(text in ended and text not in running for text in shown), shown
+    assert all(text in ended or text in running for text in shown)
+    swapped, applied = at_rendering(result.context, metas, "plain")
+    assert applied and _recollection(swapped) in {m[META_ENDED]["plain"] for m in metas} | {
+        m[META_KEY]["plain"] for m in metas
+    }

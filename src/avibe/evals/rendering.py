@@ -27,6 +27,9 @@ from avibe.record.messages import ChatMessage
 
 SEPARATOR: Final = ":"
 META_KEY: Final = "recollections"  # Compacted.meta: rendering -> the recollection so rendered
+# ... and so rendered once the interrupted request's turn ended (F5: Vibey shows it no more, and the replay
+# renders the context's recollection again then - `AvibeCheckpoint.view_now`)
+META_ENDED: Final = "recollections_after_the_turn"
 RENDERED_NAMES: Final[tuple[str, ...]] = tuple(
     f"{CHECKPOINT}{SEPARATOR}{r}" for r in RENDERINGS if r != DEFAULT_RENDERING
 )
@@ -58,7 +61,13 @@ class Rendered:
         done = self.base.compact(state, model, counter, window)
         wanted = tuple(dict.fromkeys((DEFAULT_RENDERING, *self.renderings)))
         texts = recollections(done.carry, state, model, counter, window, wanted)
-        return replace(done, meta={**done.meta, META_KEY: texts})
+        ended = recollections(done.carry, state, model, counter, window, wanted, turn_ended=True)
+        return replace(done, meta={**done.meta, META_KEY: texts, META_ENDED: ended})
+
+    def view_now(
+        self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
+    ) -> tuple[ChatMessage, ...]:
+        return self.base.view_now(state, model, counter, window)
 
 
 def recollections(
@@ -68,15 +77,19 @@ def recollections(
     counter: TokenCounter,
     window: int,
     renderings: Sequence[Rendering],
+    *,
+    turn_ended: bool = False,
 ) -> dict[str, str]:
     """The recollection of the checkpoint a compaction handed on, in each rendering: the view Vibey's
     viewer derives, over the same live state and skills, as `avibe.evals.checkpoint` builds it ({} while
-    there is no checkpoint)."""
+    there is no checkpoint); `turn_ended`: as shown once the turn it came in has ended."""
     carry = ReplayCarry.parse(carry_text)
     stored = carry.stored(state.session)
     if stored is None:
         return {}
     bookkeeping = LiveState.from_dict(carry.live)
+    if turn_ended:
+        bookkeeping = replace(bookkeeping, turn_user_seqs=())
     texts: dict[str, str] = {}
     for rendering in renderings:
         viewer = replay_viewer(state, carry, model, counter, window, rendering)
@@ -95,8 +108,9 @@ def at_rendering(
         return tuple(context), False
     shown = context[at].content
     for meta in reversed(metas):
-        texts = meta.get(META_KEY) or {}
-        if texts.get(DEFAULT_RENDERING) == shown and rendering in texts:
-            swapped = replace(context[at], content=texts[rendering])
-            return (*context[:at], swapped, *context[at + 1 :]), True
+        for key in (META_KEY, META_ENDED):
+            texts = meta.get(key) or {}
+            if texts.get(DEFAULT_RENDERING) == shown and rendering in texts:
+                swapped = replace(context[at], content=texts[rendering])
+                return (*context[:at], swapped, *context[at + 1 :]), True
     return tuple(context), False

@@ -147,9 +147,15 @@ def replay(
     record: list[Entry] = []
     compactions: list[Compaction] = []
     carry, peak = "", context.tokens
+    view_now = getattr(strategy, "view_now", None)  # the checkpoint's context as Vibey shows it now
     for step in to_steps(scenario):
         record.append(step.entry)
         context.extend(step.messages)
+        if view_now is not None and carry and step.entry.is_user:  # a new turn may end the one shown
+            now = CompactState(
+                tuple(context.messages), tuple(record), scenario.id, scenario.user, carry, threshold=threshold
+            )
+            context.reset(view_now(now, model, counter, window))
         peak = max(peak, context.tokens)
         if context.tokens <= threshold * window:
             continue
