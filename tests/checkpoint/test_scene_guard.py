@@ -230,3 +230,16 @@ def test_S4_a_scene_whose_repeats_were_dropped_quotes_the_latest_request_still_i
         assert len(work.scene) >= 200 and any("next_step completed from the record" in n for n in work.notes)
     nothing = _scene_only([], {}, REPEATED)  # nothing the user said to quote: nothing invented
     assert "the user's message #" not in nothing.scene
+
+
+def test_S4_the_scene_quotes_the_users_newest_words_not_an_older_request_they_corrected() -> None:
+    """The eval's self_correction on the 0.5B: the request moving out ("set it to 48") was quoted as the
+    next step while the user's correction ("I meant 16, not 48") was still in the conversation, and the
+    model answered 48. The newest user message that says something is quoted; a later "Thanks. What's
+    next?" (N3) is not it."""
+    asked = "Set the max_connections of the pool to 48."
+    corrected = "Correction: I meant the max_connections of the pool must be 16, not 48."
+    said = {2: asked, 4: corrected, 6: "Thanks. What's next?"}
+    work = _scene_only([Candidate(2, asked)], said, REPEATED)
+    assert f'the user\'s message #4: "{corrected}"' in work.scene, work.scene
+    assert "#2:" not in work.scene and "#6:" not in work.scene

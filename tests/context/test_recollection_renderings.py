@@ -193,7 +193,7 @@ HARNESS_MEMO_LINES = {
     "## The user's words still in force",
     "## The user's words still in force: the standing rules again",
     "The user's words still in force, copied word for word from the record with their message numbers. "
-    "What they ask, forbid or allow still holds.",
+    "What they ask, forbid or allow still holds, unless the user says otherwise later.",
 }
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 from avibe.checkpoint.facts import HARNESS_MARK
+from avibe.checkpoint.memo import says_nothing_that_stays
 from avibe.checkpoint.mind import MISSION_HEADING, WORKSTREAMS_HEADING, mission_lines
 from avibe.checkpoint.scene import SCENE_LABELS, SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
 from avibe.checkpoint.structured.edits import append_under, edit, merge_entries
@@ -339,17 +340,19 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
 
 
 def _latest_request(work: Work) -> tuple[int, str] | None:
-    """The user's latest request the scene may quote (S4): the newest message moving out (one with words,
-    if any), else the newest user message since the last checkpoint still in the conversation - on the
-    1.5B a real session's first checkpoint, its scene one sentence repeated (the repeats dropped) and no
-    user message moving out, failed V1 at 193 characters after a repair."""
-    newest = sorted(work.candidates, key=lambda c: c.seq, reverse=True)
-    moving = next((c for c in newest if len(c.text.strip()) >= MIN_ENTRY_CHARS), None) or next(
-        iter(newest), None
-    )
-    if moving is not None:
-        return moving.seq, moving.text
-    return max(work.said.items()) if work.said else None
+    """The user's latest request the scene may quote (S4): the newest user message, moving out now or
+    still in the conversation, that says something that stays (words, and not only "Thanks. What's
+    next?", N3); else the newest at all. The newest moving out was quoted even when a later message
+    still in the conversation had corrected it: the eval's self_correction scene said "set it to 48"
+    under the user's "I meant 16, not 48", and the 0.5B answered 48. And on the 1.5B a real session's
+    first checkpoint, no user message moving out, failed V1 at 193 characters after a repair."""
+    said = {c.seq: c.text for c in work.candidates} | dict(work.said)
+    telling = {
+        seq: text
+        for seq, text in said.items()
+        if len(text.strip()) >= MIN_ENTRY_CHARS and not says_nothing_that_stays(text)
+    }
+    return max((telling or said).items()) if said else None
 
 
 APPLY: Final[dict[str, Callable[[Work, Mapping[str, Any]], None]]] = {
