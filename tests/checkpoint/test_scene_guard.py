@@ -243,3 +243,11 @@ def test_S4_the_scene_quotes_the_users_newest_words_not_an_older_request_they_co
     work = _scene_only([Candidate(2, asked)], said, REPEATED)
     assert f'the user\'s message #4: "{corrected}"' in work.scene, work.scene
     assert "#2:" not in work.scene and "#6:" not in work.scene
+
+
+def test_S4_a_long_request_is_quoted_cut_at_a_word_never_inside_a_number() -> None:
+    long = "Correction: I meant the max_connections of the marrowgate-indexer pool must be 16, not 48. " * 20
+    work = _scene_only([Candidate(2, long)], {2: long}, REPEATED)
+    quoted = work.scene.split("the user's message #2: \"", 1)[1].split('"', 1)[0]
+    assert quoted.endswith("...") and long.startswith(quoted.removesuffix("..."))
+    assert long[len(quoted.removesuffix("...")) : len(quoted) - 2].startswith(" ")  # cut at a space

@@ -322,7 +322,7 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
     streams = [line.strip("-* ").strip() for line, _ in workstream_lines(work.mind).values()]
     missions = [line.strip("-* ").strip() for line in mission_lines(work.mind).values()]
     latest = _latest_request(work)
-    quote = one_line(latest[1], max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
+    quote = _quote(latest[1], max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
     additions = {
         "current_step": (FROM_MIND, "; ".join(streams[:1] or missions[:1])),
         "progress": (FROM_MIND, "; ".join(streams)),
@@ -337,6 +337,17 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
             )
             work.notes.append(f"{SCENE_COMPLETED}: {part} completed {origin}")
     return completed
+
+
+def _quote(text: str, limit: int) -> str:
+    """The user's words on one line within `limit`; a longer text is cut at a word and ends in "...", never
+    inside a word or number (the eval's correction "must be 16, not 48" was shown as "must be 1")."""
+    whole = one_line(text, len(text) + 1)
+    if len(whole) <= limit:
+        return whole
+    cut = whole[: max(limit - 3, 1)]
+    at = cut.rfind(" ")
+    return (cut[:at] if at > 0 else cut).rstrip(" ,;:") + "..."
 
 
 def _latest_request(work: Work) -> tuple[int, str] | None:
