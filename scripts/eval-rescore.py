@@ -20,7 +20,7 @@ from avibe.evals.report import write_report
 from avibe.evals.runner import read_results, rescored
 
 _HEADER_LINE = re.compile(r"^- \*\*(?P<key>[^*]+)\*\*: (?P<value>.*)$")
-_NOT_KEPT = ("runs", "rescored")  # the report counts the runs; this script stamps "rescored"
+_NOT_KEPT = ("runs", "rescored", "code")  # the report writes these itself; this script stamps "rescored"
 
 
 def header_of(report: str) -> dict[str, str]:

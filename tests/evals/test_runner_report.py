@@ -235,6 +235,18 @@ def test_E1_claims_pool_every_pair_and_read_probes_and_cost_in_their_direction()
     assert ("handoff", "probes: exact answer", "beats") in lines
     assert ("handoff", "tokens spent a run", "loses") in lines  # lower is better
     assert ("handoff", "compaction seconds a run", "loses") in lines
-    assert ("rewrite", "probes: exact answer", "ties") in lines
+    assert ("rewrite", "probes: exact answer", "too few pairs") in lines  # 3 pairs: no claim
     assert not any(line[1:2] == ("probes: next action",) for line in lines)  # judged nowhere: no claim
     assert "| handoff | probes: exact answer | beats | +80% [+50%, +100%] | 10 |" in section
+
+
+def test_E1_no_claim_rests_on_fewer_than_five_pairs() -> None:
+    def row(strategy: str, seed: int, exact: bool) -> dict[str, Any]:
+        return {"scenario": "late_rule", "seed": seed, "strategy": strategy, "k_target": 1,
+                "type": "late_rule", "status": "ok", "k": 1, "tokens_spent": 10, "calls": 1,
+                "compactions": [], "values": {"context_tokens": 100.0}, "counts": {},
+                "probes": [{"kind": "exact", "passed": exact}]}  # fmt: skip
+
+    rows = [row("avibe-checkpoint", 1, True), row("handoff", 1, False)]
+    text = render_markdown(rows, {"model": "scripted"})
+    assert "| handoff | probes: exact answer | too few pairs | +100% [+100%, +100%] | 1 |" in text

@@ -221,6 +221,8 @@ def verdict(difference: Any, higher_is_better: bool) -> str:
 # what users feel besides the metrics on the context: the probes answered from it, and what it cost
 PROBE_CLAIMS: Final = (("exact", "probes: exact answer"), ("next_action", "probes: next action"))
 COST_CLAIMS: Final = (("tokens_spent", "tokens spent a run"), ("seconds", "compaction seconds a run"))
+# below this many pairs a bootstrap interval is a few points, not an interval: no verdict is claimed
+MIN_PAIRS: Final = 5
 
 
 def _probe_score(row: dict[str, Any], kind: str) -> float | None:
@@ -280,7 +282,8 @@ def claims(rows: Sequence[dict[str, Any]], reference: str, strategies: list[str]
                 if rate
                 else f"{diff.estimate:+,.0f} [{diff.low:+,.0f}, {diff.high:+,.0f}]"
             )
-            body.append([other, label, verdict(diff, higher), shown, str(len(a))])
+            said = verdict(diff, higher) if len(a) >= MIN_PAIRS else "too few pairs"
+            body.append([other, label, said, shown, str(len(a))])
     return _table(["peer", "measure", reference, "difference [95% CI]", "pairs"], body) if body else []
 
 
@@ -418,7 +421,8 @@ def render_markdown(
         f"Claims: where {reference} beats, ties or loses, all types and K pooled",
         f"The paired difference ({reference} - peer) over every (scenario, seed, K) both ran, bootstrap "
         "95% interval: beats or loses only when the interval lies wholly on one side of 0 (for tokens "
-        "and seconds, lower beats). Probes: the share of a run's probes of that kind passed.",
+        f"and seconds, lower beats); no verdict under {MIN_PAIRS} pairs. Probes: the share of a run's "
+        "probes of that kind passed.",
         claims(ok, reference, strategies),
     )
     swept, note = _swept(ok)
