@@ -33,9 +33,9 @@ from avibe.agent.driver import mode_for as driver_mode_for
 from avibe.agent.live import LiveRoom
 from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer
-from avibe.checkpoint.budgets import budgets_for
+from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.plan import CheckpointRunState
-from avibe.checkpoint.room import limits_for
+from avibe.checkpoint.room import RoomLimits, limits_for
 from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
@@ -308,6 +308,15 @@ class AvibeCheckpoint:
         return (*state.messages[:at], shown, *state.messages[at + 1 :])
 
 
+def _replay_limits(
+    state: CompactState, model: ModelClient, window: int
+) -> tuple[ModelFacts, RoomLimits, Budgets]:
+    """Vibey's facts, room limits and budgets on the replay: its clamped window, the replay's threshold."""
+    facts = live.clamp_window(replace(model.facts, window=window), window)  # the eval's window, as given
+    limits = replace(limits_for(facts), threshold=int(window * state.threshold))
+    return facts, limits, budgets_for(window, limits.threshold)
+
+
 def replay_viewer(
     state: CompactState,
     carry: ReplayCarry,
@@ -317,9 +326,7 @@ def replay_viewer(
     rendering: Rendering = DEFAULT_RENDERING,
 ) -> Viewer:
     """Vibey's viewer on the replay, with the budgets of its clamped window and the replay's threshold."""
-    facts = live.clamp_window(replace(model.facts, window=window), window)
-    limits = replace(limits_for(facts), threshold=int(window * state.threshold))
-    budgets = budgets_for(window, limits.threshold)
+    _, _, budgets = _replay_limits(state, model, window)
     system = state.messages[0].content
     return Viewer(
         counter, state.session, system, 0, budgets, skill_text=carry.skills.get, rendering=rendering
@@ -335,9 +342,7 @@ def _room(
     driver: CheckpointDriver,
 ) -> LiveRoom:
     """Vibey's room ops on the replay: its clamped window, the replay's threshold, no tools."""
-    facts = live.clamp_window(replace(model.facts, window=window), window)  # the eval's window, as given
-    limits = replace(limits_for(facts), threshold=int(window * state.threshold))
-    budgets = budgets_for(window, limits.threshold)
+    facts, limits, budgets = _replay_limits(state, model, window)
     viewer = replay_viewer(state, carry, model, counter, window)
 
     def trigger(tokens: int) -> TriggerDecision:  # the replay calls `compact` only when its trigger fired

@@ -155,7 +155,9 @@ def replay(
             now = CompactState(
                 tuple(context.messages), tuple(record), scenario.id, scenario.user, carry, threshold=threshold
             )
-            context.reset(view_now(now, model, counter, window))
+            shown = tuple(view_now(now, model, counter, window))
+            if shown != now.messages:  # recounted only when the recollection changed
+                context.reset(shown)
         peak = max(peak, context.tokens)
         if context.tokens <= threshold * window:
             continue
