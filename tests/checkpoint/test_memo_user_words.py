@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.effects import TurnInputs
-from avibe.checkpoint.memo import cut_message, memo_tokens, reads_as_rule, says_nothing_that_stays
+from avibe.checkpoint.memo import (
+    changes_beside,
+    cut_message,
+    memo_tokens,
+    reads_as_rule,
+    says_nothing_that_stays,
+)
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.turn import Accepted
 from avibe.checkpoint.turn_state import draft, start
@@ -91,6 +97,7 @@ def _inputs(
     seen: Sequence[Entry],
     budgets: Budgets,
     gone: frozenset[int],
+    live: Sequence[Entry] = (),
 ) -> TurnInputs:
     return TurnInputs(
         mode="structured",
@@ -98,6 +105,7 @@ def _inputs(
         previous=previous,
         moved_entries=tuple(moved),
         memo_entries=tuple(e for e in seen if e.seq in {i.seq for i in previous.memo}),
+        live_entries=tuple(live),
         budgets=budgets,
         counter=COUNTER,
         at=AT,
@@ -107,11 +115,16 @@ def _inputs(
 
 
 def _run(
-    said: Sequence[Said], cuts: Sequence[int], ticks: st.DataObject | str, budgets: Budgets
+    said: Sequence[Said],
+    cuts: Sequence[int],
+    ticks: st.DataObject | str,
+    budgets: Budgets,
+    live: bool = True,
 ) -> list[tuple[Checkpoint, list[Entry], list[str]]]:
-    """Checkpoints in a row, each moving the next chunk out (oldest first); the model ticks at random
-    (`ticks` a hypothesis data object) or misbehaves: "rules" ticks the rules only and lets every change
-    of mind go, "none" ticks nothing."""
+    """Checkpoints in a row, each moving the next chunk out (oldest first), the messages after it still in
+    the conversation (`live`; none when False); the model ticks at random (`ticks` a hypothesis data
+    object) or misbehaves: "rules" ticks the rules only and lets every change of mind go, "none" ticks
+    nothing."""
     entries = [make_entry(seq, s.text) for seq, s in enumerate(said, 1)]
     bounds = sorted({0, *(c % (len(entries) + 1) for c in cuts), len(entries)})
     previous = Checkpoint(mind=TICKET_MIND, memo=(), scene=TICKET_SCENE)
@@ -120,7 +133,8 @@ def _run(
     for lo, hi in itertools.pairwise(bounds):
         if lo == hi:
             continue
-        state = start(_inputs(entries[lo:hi], previous, entries[:lo], budgets, gone))
+        after = entries[hi:] if live else []
+        state = start(_inputs(entries[lo:hi], previous, entries[:lo], budgets, gone, after))
         labels = [c.label for c in state.candidates]
         if ticks == "rules":
             ticked = frozenset(c.label for c in state.candidates if reads_as_rule(c.text))
@@ -265,3 +279,58 @@ def test_N3_a_revocation_without_a_rule_word_stays_beside_the_rule_it_changes() 
     )
     assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
     assert [i.text for i in outcome.checkpoint.memo if i.seq in (1, 2)] == [grant, revoke]
+
+
+@given(
+    said=messages,
+    cuts=st.lists(st.integers(0, 20), max_size=3),
+    how=st.sampled_from(["rules", "none"]),
+)
+@settings(max_examples=120, deadline=None)
+def test_N3_a_later_message_still_in_the_conversation_is_copied_beside_a_line_and_takes_no_place(
+    said: list[Said], cuts: list[int], how: str
+) -> None:
+    """What the memo holds with the conversation's messages in view is what it holds without them, plus
+    copies of messages still in the conversation, each later than a line it holds about the same thing:
+    a copy lets nothing go, and every memo stays within its budget and valid (V3)."""
+    for budgets in (SMALL, LARGE):
+        seen = _run(said, cuts, how, budgets, live=False)
+        shown = _run(said, cuts, how, budgets)
+        for (alone, out, _), (beside, _, problems) in zip(seen, shown, strict=True):
+            assert not problems, problems
+            moved = {e.seq for e in out}
+            assert memo_tokens(beside.memo, COUNTER) <= budgets.memo_total
+            assert {i for i in beside.memo if i.seq in moved} == set(alone.memo), (alone.memo, beside.memo)
+            for item in beside.memo:
+                if item.seq not in moved:  # a copy: later than a line about the same thing
+                    text = said[item.seq - 1].text  # the whole message (the memo may hold it cut)
+                    assert not says_nothing_that_stays(text)
+                    assert any(
+                        i.seq < item.seq and changes_beside(said[i.seq - 1].text, text) for i in alone.memo
+                    )
+
+
+def test_N3_a_correction_still_in_the_conversation_is_copied_beside_the_request_it_corrects() -> None:
+    """The eval's self_correction on the 0.5B: the memo held "Set ... to 48" while the user's correction
+    stayed in the conversation (it began the current turn), and the model answered 48; with the correction
+    copied beside the request it answered 16. Chatter and an unrelated request stay where they are."""
+    asked = "Set the max_connections of the indexer pool to 48."
+    corrected = "Correction: I meant the max_connections of the indexer pool must be 16, not 48."
+    moved = [make_entry(1, "Our goal: stop the indexer connection errors."), make_entry(2, asked)]
+    live = [
+        make_entry(3, "Thanks, go on."),
+        make_entry(4, corrected),
+        make_entry(5, "Now rename the CLI flags."),
+    ]
+    previous = Checkpoint(mind=TICKET_MIND, memo=(), scene=TICKET_SCENE)
+    for ticks in (frozenset(), frozenset({2})):
+        state = start(_inputs(moved, previous, [], LARGE, frozenset(), live))
+        proposed, problems = draft(state, ticks, TICKET_SCENE)
+        assert not problems, problems
+        assert [i.text for i in proposed.memo if i.seq >= 2] == [asked, corrected]
+        assert state.newest.beside == (4,)
+        # the copy is not offered as kept before while its message is still in the conversation (N6)
+        again = start(
+            _inputs([make_entry(3, "Thanks, go on.")], proposed, moved, LARGE, frozenset(), live[1:])
+        )
+        assert 4 not in {c.seq for c in again.candidates}

@@ -20,12 +20,14 @@ from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.memo import Candidate
 from avibe.checkpoint.mind import EMPTY_MIND, mission_lines
 from avibe.checkpoint.structured import Work, apply_group, ask, remember_request
+from avibe.checkpoint.structured.answers import quote_user_words
 from avibe.checkpoint.structured.work import (
     ECHO_EXTRA_WORDS,
     ECHO_LONG_RUN,
     ECHO_MIN_WORDS,
     is_filler,
     norm,
+    one_line,
     workstream_lines,
 )
 
@@ -245,9 +247,30 @@ def test_S4_the_scene_quotes_the_users_newest_words_not_an_older_request_they_co
     assert "#2:" not in work.scene and "#6:" not in work.scene
 
 
-def test_S4_a_long_request_is_quoted_cut_at_a_word_never_inside_a_number() -> None:
-    long = "Correction: I meant the max_connections of the marrowgate-indexer pool must be 16, not 48. " * 20
+def test_S4_a_long_request_is_quoted_with_its_opening_and_its_end_cut_at_words() -> None:
+    """A correction's value is at its end: the quote keeps both ends, each cut at a space, never inside
+    a word or number ("must be 1" and "pool must..." had hidden the corrected 16)."""
+    said = "Correction: I meant the max_connections of the marrowgate-indexer pool must be 16, not 48."
+    long = " ".join([said] * 20)
     work = _scene_only([Candidate(2, long)], {2: long}, REPEATED)
     quoted = work.scene.split("the user's message #2: \"", 1)[1].split('"', 1)[0]
-    assert quoted.endswith("...") and long.startswith(quoted.removesuffix("..."))
-    assert long[len(quoted.removesuffix("...")) : len(quoted) - 2].startswith(" ")  # cut at a space
+    head, tail = quoted.split(" ... ")
+    assert long.startswith(head) and long[len(head)] == " "  # the opening, cut at a space
+    assert long.endswith(tail) and long[-len(tail) - 1] == " " and tail.endswith("must be 16, not 48.")
+    assert len(quoted) < len(long)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    words=st.lists(st.text("abcdefgh0123456789,.", min_size=1, max_size=12), min_size=1, max_size=60),
+    limit=st.integers(min_value=20, max_value=160),
+)
+def test_S4_a_quote_fits_its_room_and_is_the_users_words_at_both_ends(words: list[str], limit: int) -> None:
+    text = one_line(" ".join(words), 10_000)  # the words on one line ("" when they are only filler)
+    quoted = quote_user_words(text, limit)
+    assert len(quoted) <= limit
+    if len(text) <= limit:
+        assert quoted == text
+    else:
+        head, tail = quoted.split(" ... ", 1)
+        assert text.startswith(head) and text.endswith(tail)

@@ -189,6 +189,7 @@ class CheckpointDriver:
             mind_path=str(self.session_dir / MIND_FILE),
             checklist_path=str(self.session_dir / MEMO_FILE),
             memo_entries=self._entries(memo_seqs),
+            live_entries=self._entries([m.seq for m in plan.kept if m.kind == "user" and m.seq is not None]),
             dismissed=dismissed,
             upto_seq=plan.upto_seq,
             max_tokens=min(CHECKPOINT_REPLY_TOKENS, turn_overhead(budgets.window)),

@@ -86,6 +86,8 @@ class TurnInputs:
                     candidates, N7).
     memo_entries:   record entries behind the previous memo's items, so V3's byte-for-byte check covers
                     them too (without them only the cut-note form of those items is checked).
+    live_entries:   record entries of the user's messages that stay in the conversation: one that changes
+                    a kept memo line is copied beside it (memo.newest_kept, N3).
     dismissed:      seqs unticked at earlier checkpoints, never listed again (N6).
     upto_seq:       the last record number that moves out (named in the request).
     cache_tools:    structured mode: the live conversation's tool specs, offered unchanged so the prompt
@@ -105,6 +107,7 @@ class TurnInputs:
     mind_path: str = "mind.md"
     checklist_path: str = "memo.md"
     memo_entries: tuple[Entry, ...] = ()
+    live_entries: tuple[Entry, ...] = ()
     dismissed: frozenset[int] = frozenset()
     upto_seq: int | None = None
     max_tokens: int = 2048

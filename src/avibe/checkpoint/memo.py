@@ -36,9 +36,11 @@ API:
         the lines the harness keeps besides the model's ticks: every rule-worded sentence of a message moving
         out now, or memo item kept before, that the ticks leave out; newest first, within the memo budget,
         letting go ticked lines that state no rule (oldest first) to make room, and fitting over-ticking
-    newest_kept(candidates, chosen, entries, counter, budgets, previous_memo=(), first=()) -> NewestKept
+    newest_kept(candidates, chosen, entries, counter, budgets, previous_memo=(), first=(), live=())
+        -> NewestKept
         the user's newest words besides the ticks and rules: a later message about a kept rule stays
-        with it (or the rule goes), and each message moving out now is kept whole, newest first
+        with it (or the rule goes), each message moving out now is kept whole, newest first, and a message
+        still in the conversation that changes a kept line is copied beside it where it fits
 
 Candidates are chosen by the stored kind ("user") only, never by text (N7). build_memo copies the text
 from the entries given, never from model output (N4), and re-checks the kind; a ticked seq that is not a
@@ -767,6 +769,7 @@ class NewestKept:
     added: tuple[Label, ...]  # lines kept besides what was chosen before: newest first
     let_go: tuple[Label, ...] = ()  # lines chosen before that gave way to newer words of the user's
     labels: frozenset[Label] = frozenset()  # the memo's lines after this step
+    beside: tuple[Label, ...] = ()  # of `labels`: messages still in the conversation copied beside a line
 
 
 def newest_kept(
@@ -777,6 +780,7 @@ def newest_kept(
     budgets: Budgets,
     previous_memo: Sequence[MemoItem] = (),
     first: Collection[Label] = (),
+    live: Collection[int] = (),
 ) -> NewestKept:
     """The memo's lines after the user's newest words are settled around `chosen` (the ticks as rules_kept
     left them), within the budget:
@@ -784,7 +788,10 @@ def newest_kept(
     1. every later user message about the same thing as a kept rule (its revocation or re-grant, in any
        order) is kept with it; when it cannot fit, the rule it may revoke is let go instead (left out);
     2. every user message moving out now that no line holds is kept whole, newest first; room is made by
-       letting go ticked lines that state no rule and are older (oldest first).
+       letting go ticked lines that state no rule and are older (oldest first);
+    3. a user message still in the conversation (`live`: record numbers of user entries in `entries`)
+       that is later than a kept line other than the mission's source and about the same thing
+       (`changes_beside`) is copied beside it, where it fits without letting anything go.
     `first` (the mission's source) is never let go. Pure; candidates are user entries by stored kind (N7)."""
     previous = dict(zip(memo_labels(previous_memo, entries), previous_memo, strict=True))
     kept = set(clean_labels(chosen)) | set(clean_labels(first))
@@ -873,13 +880,42 @@ def newest_kept(
         kept.difference_update(stale)
         let_go.extend(stale)
         left_out.update(stale)
+    # 4. the user's later words on a kept line, still in the conversation, copied beside it (N3, P3)
+    beside: list[Label] = []
+    lines = sorted((k for k in kept if k not in protected), key=_order)
+    for seq in sorted(set(live) - {_order(k)[0] for k in kept}):
+        text = _line_text(seq, entries, previous)
+        if len(text.split()) < MIN_NEWEST_WORDS or says_nothing_that_stays(text):
+            continue
+        if (
+            any(_order(k)[0] < seq and changes_beside(_line_text(k, entries, previous), text) for k in lines)
+            and total(kept | {seq}) <= budgets.memo_total
+        ):
+            kept.add(seq)
+            beside.append(seq)
     # a line let go and added back is neither
     back = set(added) & set(let_go)
     return NewestKept(
         tuple(a for a in added if a not in back),
         tuple(g for g in let_go if g not in back),
         frozenset(kept),
+        tuple(beside),
     )
+
+
+BESIDE_SHARED_WORDS: Final = 2  # content words a later message must share with a line to be copied beside it
+
+
+def changes_beside(line: str, later: str) -> bool:
+    """Whether the user's `later` message, still in the conversation, is about the same thing as a memo
+    `line` closely enough to be copied beside it: it shares two of the line's subject words (all of them
+    when the line has fewer). Stricter than a rule's change (one word): the message is in the
+    conversation anyway, so a copy only puts it where a small model reads it with the line - the eval's
+    0.5B answered the memo's "Set ... to 48" under the live "I meant ... 16, not 48", and 16 with the
+    correction copied beside it."""
+    about = subject_words(line)
+    shared = about & subject_words(later)
+    return bool(shared) and len(shared) >= min(BESIDE_SHARED_WORDS, len(about))
 
 
 def over_budget_problem(total: int, budget: int) -> Problem:

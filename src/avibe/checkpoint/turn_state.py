@@ -80,16 +80,29 @@ class TurnState:
 
     @property
     def entries(self) -> dict[int, Entry]:
-        return {e.seq: e for e in (*self.inputs.memo_entries, *self.inputs.moved_entries)}
+        return {
+            e.seq: e
+            for e in (*self.inputs.live_entries, *self.inputs.memo_entries, *self.inputs.moved_entries)
+        }
+
+    @property
+    def live_user_seqs(self) -> frozenset[int]:
+        """The user's messages staying in the conversation, by stored kind (N7)."""
+        return frozenset(e.seq for e in self.inputs.live_entries if e.is_user)
 
 
 def start(inputs: TurnInputs) -> TurnState:
     previous_mind = inputs.previous.mind if inputs.previous else EMPTY_MIND
     memo = inputs.previous.memo if inputs.previous else ()
     entries = {e.seq: e for e in (*inputs.memo_entries, *inputs.moved_entries)}
+    # a line copied beside another while its message was still in the conversation (`newest_kept`) is
+    # not offered as kept before: while it still is, `newest_kept` decides it again, and an untick must not
+    # dismiss it (N6) before it moves out - a rule moving out with it would stay without its change (N3);
+    # once it moves out, it is offered as any message moving out now (the newest are kept, N1)
+    copies = {e.seq for e in (*inputs.live_entries, *inputs.moved_entries) if e.is_user}
     candidates = memo_candidates(
         inputs.moved_entries,
-        memo,
+        tuple(item for item in memo if item.seq not in copies),
         inputs.dismissed,
         counter=inputs.counter,
         per_message=inputs.budgets.memo_per_message,
@@ -186,7 +199,14 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
     ticked = (clean_labels(ticked) - frozenset(st.rules.let_go)) | frozenset(st.rules.added)
     # the user's newest words, and what changed a kept rule, kept too (issue 32 item 4: N3, P3, no word list)
     st.newest = newest_kept(
-        st.candidates, ticked, st.entries, inputs.counter, inputs.budgets, st.previous_memo, first=sources
+        st.candidates,
+        ticked,
+        st.entries,
+        inputs.counter,
+        inputs.budgets,
+        st.previous_memo,
+        first=sources,
+        live=st.live_user_seqs,
     )
     memo = build_memo(st.newest.labels, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
@@ -226,6 +246,11 @@ def _rules_note(st: TurnState) -> tuple[str, ...]:
     if st.rules.let_go:
         notes.append(
             f"memo: let go {numbers(st.rules.let_go)}, ticked, to fit the budget (plain lines first)"
+        )
+    if st.newest.beside:
+        notes.append(
+            f"memo: kept {numbers(st.newest.beside)} beside the lines they change (the user's later words,"
+            " still in the conversation)"
         )
     if st.newest.added:
         notes.append(

@@ -322,7 +322,7 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
     streams = [line.strip("-* ").strip() for line, _ in workstream_lines(work.mind).values()]
     missions = [line.strip("-* ").strip() for line in mission_lines(work.mind).values()]
     latest = _latest_request(work)
-    quote = _quote(latest[1], max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
+    quote = quote_user_words(latest[1], max(limits["next_step"] - 60, MIN_ENTRY_CHARS)) if latest else ""
     additions = {
         "current_step": (FROM_MIND, "; ".join(streams[:1] or missions[:1])),
         "progress": (FROM_MIND, "; ".join(streams)),
@@ -339,15 +339,24 @@ def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, in
     return completed
 
 
-def _quote(text: str, limit: int) -> str:
-    """The user's words on one line within `limit`; a longer text is cut at a word and ends in "...", never
-    inside a word or number (the eval's correction "must be 16, not 48" was shown as "must be 1")."""
+QUOTE_HEAD_SHARE: Final = 0.4  # of a cut quote's room: its opening; the rest keeps its end
+
+
+def quote_user_words(text: str, limit: int) -> str:
+    """The user's words on one line within `limit`. A longer text keeps its opening and its end, cut at
+    words and joined by " ... " (inside a word only where one word outgrows the room): a correction's value
+    is at its end (the
+    eval's "I meant the max_connections of the marrowgate-indexer pool must be 16, not 48" had shown as
+    "... pool must...", and before that as "must be 1")."""
     whole = one_line(text, len(text) + 1)
     if len(whole) <= limit:
         return whole
-    cut = whole[: max(limit - 3, 1)]
-    at = cut.rfind(" ")
-    return (cut[:at] if at > 0 else cut).rstrip(" ,;:") + "..."
+    room = max(limit - len(" ... "), 2)
+    head = whole[: max(int(room * QUOTE_HEAD_SHARE), 1) + 1]
+    head = head[: head.rfind(" ")] if " " in head.strip() else head[:-1]
+    tail = whole[len(whole) - (room - len(head)) - 1 :]
+    tail = tail[tail.find(" ") + 1 :] if " " in tail.strip() else tail[1:]
+    return f"{head.rstrip(' ,;:')} ... {tail.lstrip()}"
 
 
 def _latest_request(work: Work) -> tuple[int, str] | None:
