@@ -240,6 +240,26 @@ def test_E1_claims_pool_every_pair_and_read_probes_and_cost_in_their_direction()
     assert "| handoff | probes: exact answer | beats | +80% [+50%, +100%] | 10 |" in section
 
 
+def test_E1_each_rendering_of_the_checkpoint_gets_its_own_claims_against_the_peers() -> None:
+    """Issue 31 item 3: Vibey shows local models another rendering than the default, so what a README may
+    claim for it comes from its own intervals against the peers (not against the default rendering)."""
+
+    def row(strategy: str, seed: int, exact: bool) -> dict[str, Any]:
+        return {"scenario": "late_rule", "seed": seed, "strategy": strategy, "k_target": 1,
+                "type": "late_rule", "status": "ok", "k": 1, "tokens_spent": 10, "calls": 1,
+                "compactions": [], "values": {"context_tokens": 100.0}, "counts": {},
+                "probes": [{"kind": "exact", "passed": exact}]}  # fmt: skip
+
+    rows = [row("avibe-checkpoint", s, s > 5) for s in range(1, 11)]
+    rows += [row("avibe-checkpoint:plain", s, True) for s in range(1, 11)]
+    rows += [row("handoff", s, s > 8) for s in range(1, 11)]
+    text = render_markdown(rows, {"model": "scripted"})
+    start = text.index("## Claims: where avibe-checkpoint:plain beats, ties or loses")
+    section = text[start : text.index("## Per strategy and K")]
+    assert "| handoff | probes: exact answer | beats | +80% [+50%, +100%] | 10 |" in section
+    assert "| avibe-checkpoint |" not in section  # against the peers only
+
+
 def test_E1_no_claim_rests_on_fewer_than_five_pairs() -> None:
     def row(strategy: str, seed: int, exact: bool) -> dict[str, Any]:
         return {"scenario": "late_rule", "seed": seed, "strategy": strategy, "k_target": 1,

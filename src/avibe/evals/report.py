@@ -425,6 +425,14 @@ def render_markdown(
         "probes of that kind passed.",
         claims(ok, reference, strategies),
     )
+    peers = [s for s in strategies if s != reference and not s.startswith(f"{reference}:")]
+    for shown in (s for s in strategies if s.startswith(f"{reference}:")):  # its renderings (issue 31)
+        out += _section(
+            f"Claims: where {shown} beats, ties or loses",
+            f"The same checkpoints as {reference}'s, shown to the model in another rendering, against the "
+            "peers, as above.",
+            claims(ok, shown, peers),
+        )
     swept, note = _swept(ok)
     out += ["## Per strategy and K", "", *note]
     for metric in _metrics_present(swept):
