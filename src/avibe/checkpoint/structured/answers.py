@@ -345,9 +345,8 @@ QUOTE_HEAD_SHARE: Final = 0.4  # of a cut quote's room: its opening; the rest ke
 def quote_user_words(text: str, limit: int) -> str:
     """The user's words on one line within `limit`. A longer text keeps its opening and its end, cut at
     words and joined by " ... " (inside a word only where one word outgrows the room): a correction's value
-    is at its end (the
-    eval's "I meant the max_connections of the marrowgate-indexer pool must be 16, not 48" had shown as
-    "... pool must...", and before that as "must be 1")."""
+    is at its end (the eval's "I meant the max_connections of the marrowgate-indexer pool must be 16, not
+    48" had shown as "... pool must...", and before that as "must be 1")."""
     whole = one_line(text, len(text) + 1)
     if len(whole) <= limit:
         return whole
