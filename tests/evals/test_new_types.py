@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from eval_scripts import checkpoint_answer, respond
 
-from avibe.evals.generators import SCENARIO_TYPES, generate
+from avibe.evals.generators import CHATTER, CHATTER_REPLIES, SCENARIO_TYPES, generate
 from avibe.evals.metrics import measure
 from avibe.evals.replay import replay, size_for_k, trigger_fraction
-from avibe.evals.scenario import UserMessage, scenario_from_dict, scenario_to_dict
+from avibe.evals.scenario import AssistantTurn, UserMessage, scenario_from_dict, scenario_to_dict
 from avibe.evals.strategies import make_strategy
 from avibe.evals.strategy import recent_budget
 from avibe.ports import TokenCounter
@@ -89,6 +89,34 @@ def test_P3_revoked_long_ago_grants_revokes_then_many_messages() -> None:
     assert len(texts) - texts.index(revoke.text) - 1 >= 30  # many messages after the revocation
     [probe] = [p for p in scenario.truth.probes if p.kind == "exact"]
     assert probe.answer == "no"
+
+
+@pytest.mark.parametrize("kind", ("talkative_user", "revoked_long_ago"))
+def test_E1_chatter_is_answered_in_varied_words_about_each_message(kind: str) -> None:
+    """One reply to every chatter message ("Sure.") was copied by small models into the probes' answers."""
+    events = generate(kind, 2, 6).events
+    answered = [
+        (_fill(CHATTER, said.text), answer.text)
+        for said, answer in zip(events, events[1:], strict=False)
+        if isinstance(said, UserMessage) and isinstance(answer, AssistantTurn) and _fill(CHATTER, said.text)
+    ]
+    assert len(answered) >= 30
+    assert len({answer for _, answer in answered}) >= 8
+    for (at, names), answer in answered:  # each answer is the one for its message, naming what it names
+        assert _fill((CHATTER_REPLIES[at],), answer) == (0, {k: names[k] for k in _slots(CHATTER_REPLIES[at])})
+
+
+def _slots(template: str) -> list[str]:
+    return re.findall(r"\{(\w+)\}", template)
+
+
+def _fill(templates: tuple[str, ...], text: str) -> tuple[int, dict[str, str]] | None:
+    """Which template `text` fills, and with what; None when it fills none."""
+    for at, template in enumerate(templates):
+        pattern = re.sub(r"\\\{(\w+)\\\}", r"(?P<\1>[\\w./]+)", re.escape(template))
+        if match := re.fullmatch(pattern, text):
+            return at, match.groupdict()
+    return None
 
 
 def test_P3_self_correction_corrects_the_number_and_the_probe_wants_the_new_one() -> None:

@@ -555,15 +555,36 @@ CHATTER: Final = (
     "How long do the tests take now?",
     "Sounds right to me.",
 )
+# The assistant's answer to each CHATTER message, in the same order, again without a number or a planted word.
+# Varied and about the message, as an agent would answer it: one reply to all ("Sure.") gave the conversation's
+# tail a pattern that small models copied into any answer ("Sure." to a yes-or-no probe, from every context
+# holding it), so those probes measured the imitation rather than what the context kept.
+CHATTER_REPLIES: Final = (
+    "Yes - I'll open {path} after this step.",
+    "{func} returns an empty list on empty input; I checked the early return.",
+    "A few failures left, all in the same fixture; fixing that next.",
+    "Glad it helps; the rest of the module follows the same shape.",
+    "Only the tests still call {func}.",
+    "It grew one helper at a time; most of it is argument parsing.",
+    "Continuing with the next file.",
+    "Next is the slow import at start-up; I'll profile it first.",
+    "{func} is tested on the happy path only; I'll add an edge case.",
+    "Will do - I'll paste the diff once the tests pass.",
+    "Thanks, that one would have bitten us later.",
+    "Leaving {path} untouched.",
+    "A bit faster than before; the integration tests are the slow part.",
+    "Good - moving on.",
+)
 
 
 def _chatter(b: Builder, count: int, turns: int) -> None:
     """`count` short user messages, each answered, with `turns` filler turns spread evenly among them."""
     base, extra = divmod(turns, count)
     for i in range(count):
-        template = b.rng.choice(CHATTER)
-        b.say(template.format(path=b.filler._path(), func=b.filler._func()))
-        b.reply("Sure.")
+        at = b.rng.randrange(len(CHATTER))
+        path, func = b.filler._path(), b.filler._func()
+        b.say(CHATTER[at].format(path=path, func=func))
+        b.reply(CHATTER_REPLIES[at].format(path=path, func=func))
         for _ in range(base + (1 if i < extra else 0)):
             b.events.append(b.filler.turn())
 
