@@ -4,6 +4,7 @@ correcting a number. Deterministic per seed, ground truth consistent with the co
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from typing import Any
@@ -96,14 +97,16 @@ def test_E1_chatter_is_answered_in_varied_words_about_each_message(kind: str) ->
     """One reply to every chatter message ("Sure.") was copied by small models into the probes' answers."""
     events = generate(kind, 2, 6).events
     answered = [
-        (_fill(CHATTER, said.text), answer.text)
-        for said, answer in zip(events, events[1:], strict=False)
-        if isinstance(said, UserMessage) and isinstance(answer, AssistantTurn) and _fill(CHATTER, said.text)
+        (filled, answer.text)
+        for said, answer in itertools.pairwise(events)
+        if isinstance(said, UserMessage) and isinstance(answer, AssistantTurn)
+        if (filled := _fill(CHATTER, said.text)) is not None
     ]
     assert len(answered) >= 30
     assert len({answer for _, answer in answered}) >= 8
     for (at, names), answer in answered:  # each answer is the one for its message, naming what it names
-        assert _fill((CHATTER_REPLIES[at],), answer) == (0, {k: names[k] for k in _slots(CHATTER_REPLIES[at])})
+        reply = CHATTER_REPLIES[at]
+        assert _fill((reply,), answer) == (0, {k: names[k] for k in _slots(reply)})
 
 
 def _slots(template: str) -> list[str]:

@@ -555,10 +555,10 @@ CHATTER: Final = (
     "How long do the tests take now?",
     "Sounds right to me.",
 )
-# The assistant's answer to each CHATTER message, in the same order, again without a number or a planted word.
-# Varied and about the message, as an agent would answer it: one reply to all ("Sure.") gave the conversation's
-# tail a pattern that small models copied into any answer ("Sure." to a yes-or-no probe, from every context
-# holding it), so those probes measured the imitation rather than what the context kept.
+# The assistant's answer to each CHATTER message, in the same order, again without a number or a planted
+# word. Varied and about the message, as an agent would answer it: one reply to all ("Sure.") gave the
+# conversation's tail a pattern small models copied into any answer ("Sure." to a yes-or-no probe, from
+# every context holding it), so those probes measured the imitation rather than what the context kept.
 CHATTER_REPLIES: Final = (
     "Yes - I'll open {path} after this step.",
     "{func} returns an empty list on empty input; I checked the early return.",
