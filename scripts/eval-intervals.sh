@@ -14,6 +14,7 @@
 #   stage 6  1.5B, the real set                          (~8 hours)
 #
 # Usage: bash scripts/eval-intervals.sh [STAGE...]   (default: 1)   Results under eval-intervals/ (gitignored).
+# REAL_SOURCE=DIR fetches the real sessions from a folder of git mirrors (OWNER+NAME/) instead of GitHub.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -32,7 +33,7 @@ types_at() {  # model, folder, K, stage list for the origin line
 }
 
 real_set() {  # model, folder, stage list
-  .venv/bin/python scripts/fetch_real_sessions.py
+  .venv/bin/python scripts/fetch_real_sessions.py ${REAL_SOURCE:+--source "$REAL_SOURCE"}
   .venv/bin/vibe eval --set real $(flags -s "${STRATEGIES[@]}") --model "$1" "${common[@]}" --out "$OUT/$2" \
     --origin "bash scripts/eval-intervals.sh $3"
 }
