@@ -239,3 +239,22 @@ def test_recorded_usage_corpus_still_matches_llama_cpp(embedded_model: EmbeddedM
     for item in data["items"]:
         messages = [ChatMessage(m["role"], m["content"]) for m in item["messages"]]
         assert embedded_model.counter.count_messages(messages) == item["prompt_tokens"]
+
+
+def test_structured_calls_in_a_row_read_only_their_question(embedded_model: EmbeddedModel) -> None:
+    """Issue 31 item 4: the checkpoint's questions come one after another; the next reads its question
+    and its own format line, not the last one's format line and reply again (`FormatThread`)."""
+    keep = {"type": "object", "properties": {"keep": {"type": "array", "items": {"enum": [1, 3]}}}}
+    scene = {"type": "object", "properties": {"doing": {"type": "string", "maxLength": 80}}}
+    convo = [SYSTEM, ChatMessage("user", "Never push to main. Then fix the parser.")]
+    asked = [*convo, ChatMessage("user", "Which messages should the memo keep? 1 or 3?")]
+    first = embedded_model.complete(asked, json_schema=keep, max_tokens=20)
+    asked += [ChatMessage("assistant", first.text), ChatMessage("user", "What are you doing now?")]
+    second = embedded_model.complete(asked, json_schema=scene, max_tokens=30)
+    # everything the first call read and wrote came from the cache (the reply's last token at most again)
+    assert second.usage.cached_tokens >= first.usage.prompt_tokens + first.usage.completion_tokens - 2
+    assert second.usage.prompt_tokens > embedded_model.counter.count_request(asked, [], scene)  # line kept
+    # a call that is not structured ends the thread: shown as sent
+    embedded_model.complete([SYSTEM, ChatMessage("user", "Say hi.")], max_tokens=2)
+    third = embedded_model.complete(asked, json_schema=scene, max_tokens=30)
+    assert third.usage.prompt_tokens == embedded_model.counter.count_request(asked, [], scene)

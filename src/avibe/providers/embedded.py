@@ -15,7 +15,9 @@ a final-answer branch `{"answer": "..."}`. The tool list goes at the end of the 
 it is part of the stable prefix: each agent call then evaluates only its new messages (with the list at
 the end of the prompt, every call re-evaluated it - ~1,100 of ~1,200 tokens, 12 s a call on 2 cores). A
 `json_schema` request (the structured checkpoint turn, which passes the live tool list unchanged) adds
-its format instruction as a short system message at the end, after the cached conversation. Earlier
+its format instruction as a short system message at the end, after the cached conversation; a structured
+call that goes on from the one before keeps that one's instruction where it was read (`FormatThread`), so
+the cache holds everything up to the new question. Earlier
 tool-call turns are rendered as that same JSON, tool results by the template's `tool` role.
 
 At temperature 0 a grammar-bound completion asks the grammar about the best token first and checks the
@@ -45,7 +47,7 @@ import re
 import threading
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -393,6 +395,7 @@ class EmbeddedModel:
         self._renderer = PromptRenderer(self._llama)
         self._lock = threading.Lock()
         self._grammars: dict[str, Any] = {}
+        self._exchange: FormatThread | None = None  # the structured calls in a row so far
         n = int(self._llama.n_ctx())
         self._facts = ModelFacts(name=name, window=n, max_output=min(MAX_OUTPUT, n // 4))
 
@@ -419,7 +422,7 @@ class EmbeddedModel:
         temperature: float = 0.0,
         on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
-        tokens = self._renderer.request_tokens(messages, tools, json_schema)
+        shown, tokens = self._prompt(messages, tools, json_schema, max_tokens)
         limit = self._output_limit(tokens, max_tokens)
         grammar = self._grammar_for(tools, json_schema)
         feed = None
@@ -438,11 +441,31 @@ class EmbeddedModel:
             cached_tokens=cached,
         )
         text, calls = _interpret(raw, tools, json_schema, finish)
+        tail = schema_tail(json_schema)
+        self._exchange = None if json_schema is None else answered(messages, shown, tail, text)
         if feed is not None:
             feed.show(text)  # what was held back to the end
         return ModelReply(
             text=text, tool_calls=calls, usage=usage, finish_reason=finish, model=self._facts.name
         )
+
+    def _prompt(
+        self,
+        messages: Sequence[ChatMessage],
+        tools: Sequence[ToolSpec],
+        json_schema: Mapping[str, Any] | None,
+        max_tokens: int | None,
+    ) -> tuple[list[ChatMessage], list[int]]:
+        """The messages as the model is shown them, and the prompt's tokens. A structured call that goes on
+        from the one before keeps the earlier calls' format lines where they were read (`FormatThread`),
+        where that fits the window with the reply's room; any other call is shown `messages` as they are."""
+        kept = continued(self._exchange, messages) if json_schema is not None else None
+        if kept is not None:
+            tokens = self._renderer.request_tokens(kept, tools, json_schema)
+            wanted = max_tokens if max_tokens is not None else self._facts.max_output
+            if self._renderer.prompt_count(tokens) + wanted <= self._facts.window:
+                return kept, tokens
+        return list(messages), self._renderer.request_tokens(messages, tools, json_schema)
 
     def _output_limit(self, tokens: Sequence[int], max_tokens: int | None) -> int:
         prompt = self._renderer.prompt_count(tokens)
@@ -537,6 +560,40 @@ class EmbeddedModel:
                     provider_text=key,
                 ) from exc
         return self._grammars[key]
+
+
+@dataclass(frozen=True, slots=True)
+class FormatThread:
+    """Structured calls in a row (the checkpoint's questions): what the caller sent, its reply appended
+    (`asked`), and what the model was shown - the same with each call's format line (the JSON-schema
+    instruction, a system message) kept before its reply (`shown`).
+
+    The format line ends a structured call's prompt. Dropped from the next call, it broke the KV cache's
+    prefix there, and the model read the line and its own reply again at every question (~150-250 tokens,
+    2-3 s on the 0.5B); kept, the next call reads only its question and its own format line."""
+
+    asked: tuple[ChatMessage, ...]
+    shown: tuple[ChatMessage, ...]
+
+
+def continued(thread: FormatThread | None, messages: Sequence[ChatMessage]) -> list[ChatMessage] | None:
+    """`messages` as shown with the format lines of the structured calls they go on from; None when they
+    go on from none (they do not begin with those calls' messages and replies)."""
+    if thread is None or len(messages) <= len(thread.asked):
+        return None
+    if tuple(messages[: len(thread.asked)]) != thread.asked:
+        return None
+    return [*thread.shown, *messages[len(thread.asked) :]]
+
+
+def answered(
+    messages: Sequence[ChatMessage], shown: Sequence[ChatMessage], tail: str | None, reply: str
+) -> FormatThread:
+    """The thread after a structured call: its messages, the model's view of them with the format line it
+    read (`tail`), and the reply, as the caller appends it to its messages."""
+    answer = ChatMessage(role="assistant", content=reply)
+    line = () if tail is None else (ChatMessage(role="system", content=tail),)
+    return FormatThread((*messages, answer), (*shown, *line, answer))
 
 
 def _interpret(
