@@ -53,6 +53,22 @@ def _reference(model: EmbeddedModel, tokens: list[int], grammar: Any, penalty: f
     return str(out["choices"][0]["text"])
 
 
+def _greedy(
+    model: EmbeddedModel, tokens: list[int], grammar: Any, penalty: float, max_tokens: int
+) -> tuple[Any, GreedyGrammar]:
+    """The completion with `GreedyGrammar` as its logits processor, the prompt read from scratch (a
+    replayed cache's logits differ slightly from a fresh read's, so both paths start alike)."""
+    model.llama.reset()
+    greedy = GreedyGrammar(model.llama, grammar, len(tokens), penalty)
+    try:
+        out = model.llama.create_completion(
+            tokens, max_tokens=max_tokens, temperature=0.0, logits_processor=LogitsProcessorList([greedy])
+        )
+    finally:
+        greedy.close()
+    return out, greedy
+
+
 @pytest.mark.parametrize(("ask", "tools", "schema"), ASKS)
 def test_the_same_tokens_as_llama_cpps_grammar_sampler(
     embedded_model: EmbeddedModel, ask: str, tools: Sequence[ToolSpec], schema: Mapping[str, Any] | None
@@ -61,14 +77,7 @@ def test_the_same_tokens_as_llama_cpps_grammar_sampler(
     tokens = embedded_model._renderer.request_tokens(messages, tools, schema)
     grammar = embedded_model._grammar_for(tools, schema)
     penalty = STRUCTURED_FREQUENCY_PENALTY if schema is not None else 0.0
-    embedded_model.llama.reset()  # both paths read the prompt from scratch: a replayed cache's logits differ
-    greedy = GreedyGrammar(embedded_model.llama, grammar, len(tokens), penalty)
-    try:
-        out = embedded_model.llama.create_completion(
-            tokens, max_tokens=80, temperature=0.0, logits_processor=LogitsProcessorList([greedy])
-        )
-    finally:
-        greedy.close()
+    out, greedy = _greedy(embedded_model, tokens, grammar, penalty, 80)
     greedy.raise_if_failed()
     text = str(out["choices"][0]["text"])
     assert text == _reference(embedded_model, tokens, grammar, penalty)
@@ -91,14 +100,7 @@ def test_a_refused_best_token_falls_back_to_the_whole_vocabulary(embedded_model:
         special=True,
     )
     grammar = embedded_model._grammar_for((), SCENE)
-    embedded_model.llama.reset()
-    greedy = GreedyGrammar(embedded_model.llama, grammar, len(tokens), STRUCTURED_FREQUENCY_PENALTY)
-    try:
-        out = embedded_model.llama.create_completion(
-            tokens, max_tokens=60, temperature=0.0, logits_processor=LogitsProcessorList([greedy])
-        )
-    finally:
-        greedy.close()
+    out, greedy = _greedy(embedded_model, tokens, grammar, STRUCTURED_FREQUENCY_PENALTY, 60)
     assert greedy.full_checks >= 1
     expected = _reference(embedded_model, tokens, grammar, STRUCTURED_FREQUENCY_PENALTY)
     assert out["choices"][0]["text"] == expected
