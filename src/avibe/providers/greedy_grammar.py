@@ -28,7 +28,6 @@ import numpy.typing as npt
 
 from avibe.errors import BadResponse
 
-PENALTY_LAST_N: Final = 64  # llama-cpp-python's `last_n_tokens_size`, the penalty window its chain uses
 _TOKEN_DATA: Final = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
 
@@ -46,6 +45,7 @@ class GreedyGrammar:
             raise BadResponse("llama.cpp could not build the output grammar", provider_text=grammar._grammar)
         self._eos = int(llama.token_eos())
         self._prompt, self._penalty = prompt_tokens, frequency_penalty
+        self._last_n = int(llama.last_n_tokens_size)  # the penalty window llama-cpp-python's chain uses
         self._one = (llama_cpp.llama_token_data * 1)()
         self.full_checks = 0  # steps where the best token was refused and the whole vocabulary was checked
         self.steps = 0
@@ -63,7 +63,7 @@ class GreedyGrammar:
     def _choose(self, input_ids: npt.NDArray[np.intc], scores: npt.NDArray[np.single]) -> int:
         self.steps += 1
         logits = np.array(scores, dtype=np.single)
-        recent = np.asarray(input_ids[self._prompt :])[-PENALTY_LAST_N:]
+        recent = np.asarray(input_ids[self._prompt :])[-self._last_n :]
         if self._penalty and len(recent):
             ids, counts = np.unique(recent, return_counts=True)
             logits[ids] -= counts.astype(np.single) * np.single(self._penalty)  # in float32, as llama.cpp
