@@ -30,8 +30,9 @@ def test_M6_N5_stated_caps_at_and_above_192k(window: int) -> None:
     [
         (96_000, (500, 1_000, 750, 750), (150, 1_500)),
         (128_000, (666, 1_333, 1_000, 1_000), (200, 2_000)),
-        (32_000, (166, 333, 250, 250), (60, 500)),  # memo per message at its floor
-        (8_000, (100, 100, 100, 100), (60, 240)),  # every floor
+        (64_000, (333, 666, 500, 500), (150, 1_000)),  # memo per message at its floor
+        (32_000, (166, 333, 250, 250), (150, 500)),
+        (8_000, (100, 100, 100, 100), (150, 450)),  # every floor
     ],
 )
 def test_M6_N5_caps_scale_in_proportion_below_192k(
@@ -102,3 +103,12 @@ def test_M6_budgets_never_shrink_as_the_window_grows(w1: int, w2: int) -> None:
     small, large = budgets_for(min(w1, w2), 4_000), budgets_for(max(w1, w2), 4_000)
     assert all(s <= g for s, g in zip(_mind(small), _mind(large), strict=True))
     assert small.memo_total <= large.memo_total and small.skills_total <= large.skills_total
+
+
+@pytest.mark.parametrize("share", [0.9, 0.7])
+def test_N5_a_small_window_keeps_a_users_message_of_a_hundred_tokens_whole(share: float) -> None:
+    """At 4,096 tokens budgets of 60 a message cut a real user's first message, a list of four rules in
+    110 tokens, after its first rule; the floors keep such a message whole, and three of them."""
+    budgets = budgets_for(4_096, int(4_096 * share))
+    assert budgets.memo_per_message >= 150
+    assert budgets.memo_total >= 3 * budgets.memo_per_message

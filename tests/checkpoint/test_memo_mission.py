@@ -11,6 +11,7 @@ model that ticks nothing, or lets it go at the next checkpoint, cannot lose it.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -37,7 +38,9 @@ from avibe.evals.generators import BRIEF, CHATTER
 from avibe.record.entries import Entry
 
 COUNTER = CharCounter()
-SMALL = budgets_for(8_192, 6_000)  # 60 tokens a message, 240 in all
+SMALL = replace(
+    budgets_for(8_192, 6_000), memo_per_message=60, memo_total=240
+)  # 60 tokens a message, 240 in all
 GOAL = "Our goal for this whole session: work through the 9 tickets in tickets/ for Oakhaven, oldest first."
 PARAPHRASE = "Work through the nine Oakhaven tickets in tickets/, oldest first"
 MIND = (

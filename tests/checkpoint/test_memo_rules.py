@@ -10,6 +10,7 @@ junk, cannot lose it. Candidates are still chosen by stored kind (N7): a watch's
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -41,7 +42,9 @@ from avibe.evals.generators import BRIEF, CHATTER, REPORTING
 from avibe.record.entries import Entry
 
 COUNTER = CharCounter()
-SMALL = budgets_for(8_192, 6_000)  # 60 tokens a message, 240 in all: long messages are cut
+SMALL = replace(
+    budgets_for(8_192, 6_000), memo_per_message=60, memo_total=240
+)  # 60 tokens a message, 240 in all: long messages are cut
 LARGE = budgets_for(192_000, 170_000)  # 300 a message, 3,000 in all
 
 RULES = (

@@ -6,6 +6,7 @@ its pointer "(from #N)", so a rule at the end of a long message survives - and t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
@@ -34,7 +35,9 @@ from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage
 
 COUNTER = CharCounter()
-BUDGETS = budgets_for(8_192, 6_000)  # 60 tokens a message at this window: a long message is cut
+BUDGETS = replace(
+    budgets_for(8_192, 6_000), memo_per_message=60, memo_total=240
+)  # 60 tokens a message: a long message is cut
 RULE = "Never modify anything under vendor/."
 LONG = (
     "Work through the ticket queue in tickets/, oldest first. For each ticket, read it, make the change it "

@@ -36,7 +36,7 @@ from avibe.evals.realset import (
     sha256_of,
     truth_file,
 )
-from avibe.evals.scenario import UserMessage
+from avibe.evals.scenario import AssistantTurn, UserMessage
 from avibe.ports import ModelClient, TokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.messages import ChatMessage
@@ -91,6 +91,25 @@ def test_a_session_matches_its_manifest_hash_imports_and_its_truth_is_the_users_
         assert any(item.text in text for text in said), item.id
     kinds = {p.kind for p in truth.probes}
     assert {"exact", "next_action"} <= kinds and 2 <= len(truth.probes) <= 3
+
+
+def test_caps_cut_outputs_and_replies_with_a_note_and_leave_the_users_words() -> None:
+    """mclaude-audit's agent wrote a 16,000-character report: one step larger than a 4,096 window, which
+    nothing could move out. Its reply cap cuts such a reply; the user's messages are never cut."""
+    session = next(s for s in SESSIONS if s.id == "mclaude-audit")
+    assert session.kept and session.reply_cap is not None and session.output_cap is not None
+    scenario = build_scenario(session, local_file(session))
+    whole = build_scenario(dataclasses.replace(session, reply_cap=None), local_file(session))
+    replies = [e.text for e in scenario.events if isinstance(e, AssistantTurn)]
+    longest = max((e.text for e in whole.events if isinstance(e, AssistantTurn)), key=len)
+    assert len(longest) > 10_000
+    assert max(len(r) for r in replies) < session.reply_cap + 100
+    cut_reply = (
+        longest[: session.reply_cap] + f"\n[... {len(longest) - session.reply_cap} more characters cut"
+    )
+    assert any(r.startswith(cut_reply) for r in replies)
+    said = [e.text for e in scenario.events if isinstance(e, UserMessage)]
+    assert said == [e.text for e in whole.events if isinstance(e, UserMessage)]
 
 
 @pytest.mark.parametrize("session", KEPT, ids=lambda s: s.id)

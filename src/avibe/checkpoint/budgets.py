@@ -14,8 +14,14 @@ API:
 
 Scaling: every mind and memo budget is `stated * window // 192_000` below 192k, never above the stated
 cap, and never below a floor (MIN_SECTION, MIN_MEMO_MESSAGE, MIN_MEMO_TOTAL). The floors keep tiny windows
-usable: 100 tokens is a few lines per mind section, 60 tokens one or two sentences of a user's message
-(enough for the cut note plus real words). At 8k the floors add up to ~700 tokens, a tenth of the window.
+usable: 100 tokens is a few lines per mind section, 150 tokens a paragraph of a user's message. At 8k the
+floors add up to ~850 tokens, a tenth of the window.
+
+The memo's floors are a paragraph a message and three such in all. They were 60 and 240, and at 4,096
+tokens (every budget at its floor) a real user's first message - four rules as a hand-wrapped list in 110
+tokens - was cut after its first rule, where a handoff, which copies the newest user messages into a
+quarter of the threshold, kept it whole. The seed scales the budgets in proportion to the window; the
+floors only decide below that, under about 96k tokens a message and 29k in all.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ RECENT_MESSAGES: Final = 20_000
 
 # Floors for small windows (see the module docstring).
 MIN_SECTION: Final = 100
-MIN_MEMO_MESSAGE: Final = 60
-MIN_MEMO_TOTAL: Final = 240
+MIN_MEMO_MESSAGE: Final = 150
+MIN_MEMO_TOTAL: Final = 450
 
 
 @dataclass(frozen=True, slots=True)

@@ -89,7 +89,8 @@ SENTENCE_CUT: Final = " ..."  # a sentence itself over the per-message budget is
 _RULE_WORDING: Final = re.compile(
     r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
     r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|under no circumstances|"
-    r"at most|at least|no more than|instead of)\b",
+    r"at most|at least|no more than|instead of|should|shouldn't|should not|has to|have to|needs to|avoid)\b"
+    r"|,\s*not\b",  # a contrast that forbids: "Pinned base image versions, not :latest."
     re.IGNORECASE,
 )
 
@@ -146,12 +147,24 @@ class MemoOutcome:
     problems: list[Problem]
 
 
+def _hard_wrap(text: str, boundary: re.Match[str]) -> bool:
+    """A single line break inside a sentence: text wrapped by hand ("Non-root \nuser in the runtime
+    stage."), where the line does not end a sentence and the next one goes on in lower case. A real
+    user's wrapped rule was split in two there, and neither half was kept as a rule."""
+    if boundary.group().count("\n") != 1 or boundary.end() >= len(text):
+        return False
+    before = text[: boundary.start()].rstrip()
+    return bool(before) and before[-1] not in ".!?:;" and text[boundary.end()].islower()
+
+
 def sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `text`: split after . ! ? followed by a space, and at line breaks;
-    stripped of surrounding white space, so text[start:end] is the sentence verbatim."""
+    """(start, end) of each sentence of `text`: split after . ! ? followed by a space, and at line breaks
+    (not where a hand-wrapped sentence goes on, see _hard_wrap); stripped of surrounding white space, so
+    text[start:end] is the sentence verbatim."""
     spans: list[tuple[int, int]] = []
     start = 0
-    for boundary in [*_SENTENCE_END.finditer(text), None]:
+    ends = [b for b in _SENTENCE_END.finditer(text) if "\n" not in b.group() or not _hard_wrap(text, b)]
+    for boundary in [*ends, None]:
         end = boundary.start() if boundary else len(text)
         piece = text[start:end]
         if piece.strip():
@@ -361,7 +374,7 @@ def _word_boundary(text: str, k: int) -> int:
 def cut_message(entry: Entry, counter: TokenCounter, per_message: int) -> MemoItem:
     """The entry's text verbatim, or its longest prefix that fits with a note pointing at the record (N5).
 
-    Budgets from budgets_for are at least MIN_MEMO_MESSAGE (60) tokens, room for the note and some words;
+    Budgets from budgets_for are at least MIN_MEMO_MESSAGE (150) tokens, room for the note and a paragraph;
     below the note's own size the item is the note alone (and validate reports it over its cap)."""
     if _fits(entry.text, counter, per_message):
         return MemoItem(seq=entry.seq, text=entry.text, cut=False)

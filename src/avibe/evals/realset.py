@@ -86,6 +86,7 @@ class _SegmentFile(FileModel):
     first_line: int = Field(ge=1)
     last_line: int = Field(ge=1)
     output_cap: int | None = Field(default=None, ge=200)
+    reply_cap: int | None = Field(default=None, ge=200)
     sha256: NonEmpty
 
     @model_validator(mode="after")
@@ -139,6 +140,7 @@ class RealSession:
     output_cap: int | None  # each tool output and text argument cut to this many characters in the replay
     segment_sha256: str  # of the segment once cut and scrubbed
     scrub_names: tuple[str, ...] = ()
+    reply_cap: int | None = None  # each assistant reply's text cut to this many characters in the replay
 
     @property
     def url(self) -> str:
@@ -184,6 +186,7 @@ def _session(s: _SessionFile) -> RealSession:
         s.segment.output_cap,
         s.segment.sha256,
         tuple(s.scrub_names),
+        s.segment.reply_cap,
     )
 
 
@@ -359,21 +362,24 @@ def truth_file(session: RealSession) -> Path:
     return TRUTH_DIR / f"{session.id}.yaml"
 
 
-def _capped(events: Iterable[Event], cap: int | None) -> tuple[Event, ...]:
-    """Each tool output, and each text argument of a call (a file's content written, a patch), cut to
-    `cap` characters, with a note saying how much was cut."""
-    if cap is None:
-        return tuple(events)
+def _short(text: str, cap: int | None) -> str:
+    return text if cap is None or len(text) <= cap else text[:cap] + CUT_NOTE.format(n=len(text) - cap)
 
-    def short(text: str) -> str:
-        return text if len(text) <= cap else text[:cap] + CUT_NOTE.format(n=len(text) - cap)
+
+def _capped(events: Iterable[Event], cap: int | None, reply_cap: int | None = None) -> tuple[Event, ...]:
+    """Each tool output, and each text argument of a call (a file's content written, a patch), cut to
+    `cap` characters; each assistant reply's text to `reply_cap` (a report of 16,000 characters is more
+    than a small window's model could have written, and a step larger than the window can never move
+    out); each with a note saying how much was cut."""
 
     def one(use: ToolUse) -> ToolUse:
-        arguments = {k: short(v) if isinstance(v, str) else v for k, v in use.arguments.items()}
-        return replace(use, arguments=arguments, output=short(use.output))
+        arguments = {k: _short(v, cap) if isinstance(v, str) else v for k, v in use.arguments.items()}
+        return replace(use, arguments=arguments, output=_short(use.output, cap))
 
     return tuple(
-        replace(e, tool_uses=tuple(one(u) for u in e.tool_uses)) if isinstance(e, AssistantTurn) else e
+        replace(e, text=_short(e.text, reply_cap), tool_uses=tuple(one(u) for u in e.tool_uses))
+        if isinstance(e, AssistantTurn)
+        else e
         for e in events
     )
 
@@ -395,7 +401,7 @@ def build_scenario(session: RealSession, file: Path) -> Scenario:
         SCENARIO_TYPE,
         None,
         session.user,
-        _capped(imported.scenario.events, session.output_cap),
+        _capped(imported.scenario.events, session.output_cap, session.reply_cap),
         GroundTruth(),
         imported.scenario.start,
         session.description,
