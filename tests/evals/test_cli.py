@@ -68,6 +68,22 @@ def test_E1_vibe_eval_refuses_unknown_choices(env: dict[str, str]) -> None:
     assert result.exit_code == 2 and "unknown strategy 'magic'" in result.output
 
 
+def test_E1_vibe_eval_checkpoint_mode_is_checked_recorded_and_in_the_command(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    bad = CliRunner().invoke(app, ["eval", "--checkpoint-mode", "two"], env=env)
+    assert bad.exit_code == 2 and "unknown --checkpoint-mode 'two'" in bad.output
+    out = tmp_path / "out"
+    args = ["eval", "-t", "queue", "-s", "handoff", "--k", "1", "--window", "3000", "--out", str(out),
+            "--checkpoint-mode", "three", "--no-plots"]  # fmt: skip
+    result = CliRunner().invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    [row] = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert row["checkpoint_mode"] == "three"
+    report = (out / "report.md").read_text(encoding="utf-8")
+    assert "- **checkpoint mode**: three" in report and "--checkpoint-mode three`" in report
+
+
 def test_E1_vibe_import_then_eval_replays_the_imported_session(tmp_path: Path, env: dict[str, str]) -> None:
     runner = CliRunner()
     imported = runner.invoke(app, ["import", str(FIXTURES / "claude_session.jsonl")], env=env)

@@ -7,10 +7,11 @@ import shlex
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast, get_args
 
 import typer
 
+from avibe.checkpoint.effects import Mode
 from avibe.cli.options import MAX_SQL_INT, BadArgument, check_model, check_session_id, log_to_file, shown
 from avibe.config import MAX_WINDOW, MIN_WINDOW, Settings, load_settings
 from avibe.evals.generators import SCENARIO_TYPES
@@ -22,6 +23,7 @@ from avibe.evals.scenario import Scenario, ScenarioError, load_scenario, save_sc
 from avibe.evals.strategies import STRATEGY_NAMES, available_strategies
 from avibe.ports import ModelClient, TokenCounter
 
+MODES: tuple[str, ...] = get_args(Mode)
 SETS = ("real",)  # named scenario sets: the real-session set (issue 31, avibe.evals.realset)
 DEFAULT_WINDOW_CAP = 8192  # small windows keep the default run affordable on the embedded model
 RESULTS = "results.jsonl"
@@ -167,6 +169,7 @@ def _command_line(
     out: Path,
     probes: bool = True,
     sets: list[str] | None = None,
+    checkpoint_mode: str | None = None,
 ) -> str:
     """The command that reproduces this report, with every default spelled out."""
     words = ["vibe", "eval"] + [w for name in sets or [] for w in ("--set", name)]
@@ -180,6 +183,7 @@ def _command_line(
     ]
     words += ["--window", str(window), "--threshold", f"{threshold:.4g}", "--out", str(out)]
     words += [] if probes else ["--no-probes"]
+    words += ["--checkpoint-mode", checkpoint_mode] if checkpoint_mode else []
     return shlex.join(words)
 
 
@@ -252,6 +256,15 @@ def eval_command(
         Path, typer.Option("--out", "-o", help="Results folder; rerunning with it resumes.")
     ] = Path("eval-results"),
     no_plots: Annotated[bool, typer.Option("--no-plots", help="Skip the PNG plots.")] = False,
+    checkpoint_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--checkpoint-mode",
+            help="How the checkpoint turn asks: tools, structured (one question a call), three (a call "
+            "each for the memo, the mind and the scene) or grouped; default Vibey's pick for the model. "
+            "Use a new --out for each mode.",
+        ),
+    ] = None,
     origin: Annotated[
         str | None,
         typer.Option(
@@ -268,6 +281,9 @@ def eval_command(
     _check_numbers(list(seed or []), list(k or []), window, jobs)
     if threshold is not None and not 0 < threshold <= 1:  # NaN is refused here too
         raise BadArgument(f"--threshold {threshold} is out of range; a fraction of the window in (0, 1]")
+    if checkpoint_mode is not None and checkpoint_mode not in MODES:
+        choices = ", ".join(MODES)
+        raise BadArgument(f"unknown --checkpoint-mode {shown(checkpoint_mode)}; choose from {choices}")
     if origin is not None and not origin.isprintable():
         raise BadArgument("--origin must be printable text")
     _check_folder("--out", out)
@@ -293,7 +309,8 @@ def eval_command(
     def model_for() -> ModelClient:
         return next(models, None) or _open_model(name, settings)
 
-    run_settings = RunSettings(size, fraction, probes, code=source_commit())
+    mode = cast("Mode | None", checkpoint_mode)
+    run_settings = RunSettings(size, fraction, probes, checkpoint_mode=mode, code=source_commit())
 
     def run(on_done: Any) -> None:
         run_all(
@@ -309,13 +326,15 @@ def eval_command(
 
     _run_with_progress(matrix, run, out)
     command = _command_line(
-        types, scenario, session, strategies, name, judge, seed, k, size, fraction, out, probes, scenario_set
-    )
+        types, scenario, session, strategies, name, judge, seed, k, size, fraction, out, probes, scenario_set,
+        checkpoint_mode,
+    )  # fmt: skip
     header = {
         "model": name,
         "judge": judge or name,
         "window": f"{size:,} tokens",
         "threshold": f"{fraction:.0%} of the window ({int(fraction * size):,} tokens)",
+        **({"checkpoint mode": checkpoint_mode} if checkpoint_mode else {}),
         "command": f"`{origin or command}`",
         "written": datetime.now(UTC).isoformat(timespec="seconds"),
     }

@@ -103,6 +103,7 @@ def _base(job: Job, settings: RunSettings) -> dict[str, Any]:
         "threshold": settings.threshold,
         "events": len(job.scenario.events),
         "code": settings.code,
+        **({"checkpoint_mode": settings.checkpoint_mode} if settings.checkpoint_mode else {}),
     }
 
 
