@@ -1,9 +1,12 @@
-"""Check an eval folder's stored probe replies again with the current checks, without the model.
+"""Check an eval folder's stored probe replies and item fates again with the current checks, without the
+model.
 
 When a probe check is mended (issue 17: "ask" was found inside "asks", "$40" inside "$400"), the stored
 replies are enough to score the runs again; hours of model time need not be spent twice. Rubric verdicts
-are the judge model's and stay as they were. The report is written again with its header kept and a
-"rescored" line added.
+are the judge model's and stay as they were. A constraint the strategy's own stored text quotes exactly
+(a rule wrapped over two lines, quoted line by line) is made exact. Real-session rows are rescored
+where their segment is here (scripts/fetch_real_sessions.py). The report is written again with its
+header kept and a "rescored" line added.
 
 Usage: .venv/bin/python scripts/eval-rescore.py FOLDER [FOLDER ...]   (each holds results.jsonl, report.md)
 """
@@ -44,7 +47,7 @@ def rescore_folder(folder: Path) -> int:
     partial.replace(results)
     header = header_of(report.read_text(encoding="utf-8")) if report.exists() else {}
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    header["rescored"] = f"{stamp}, probe replies checked again by scripts/eval-rescore.py"
+    header["rescored"] = f"{stamp}, probe replies and item fates checked again by scripts/eval-rescore.py"
     write_report(rows, folder, header, plots=any(folder.glob("*.png")))
     return changed
 

@@ -54,6 +54,17 @@ def test_N4_any_single_character_change_breaks_byte_identity(position: int, char
     assert (fate == "exact") == (edited == NEVER.text)
 
 
+WRAPPED = PlantedItem("w", "constraint", "Non-root \nuser in the runtime stage.", "Non-root")
+
+
+def test_N4_a_rule_wrapped_over_two_lines_and_quoted_line_by_line_is_exact() -> None:
+    """The memo quotes a message line by line ("> "); a rule the user wrapped by hand spans two lines."""
+    memo = "Message #1:\n> Pinned base images. Non-root \n> user in the runtime stage.\n"
+    assert item_fate(WRAPPED, view_of(_summary(memo))) == "exact"
+    assert item_fate(WRAPPED, view_of(_summary(memo.replace("runtime", "build")))) == "kept"
+    assert item_fate(NEVER, view_of(_summary(f"> {NEVER.text[:20]}\n> {NEVER.text[20:]}"))) != "exact"
+
+
 def _spoofed() -> Scenario:
     return generate("spoofed_user", 4, 2)
 

@@ -46,6 +46,18 @@ def test_P3_stored_replies_are_checked_again_with_the_word_checks() -> None:
     assert [p["passed"] for p in rows[1]["probes"]] == [True, True]
 
 
+def test_P3_item_fates_are_upgraded_from_the_strategys_stored_text_and_counted_again() -> None:
+    items = generate("late_rule", 1, 3).truth.items
+    first, rest = items[0], items[1:]
+    details = {f"item:{i.id}": "lost" for i in items}
+    counts = {"items_exact": [0, len(items)], "items_kept": [0, len(items)], "mission_kept": [1, 1]}
+    row = _row({}, details=details, counts=counts, carried=[f"Message #4:\n> {first.text}"])
+    [out], changed = rescored([row])
+    assert changed == 1 and out["details"][f"item:{first.id}"] == "exact"
+    assert all(out["details"][f"item:{i.id}"] == "lost" for i in rest)
+    assert out["counts"]["items_exact"] == [1, len(items)] and out["counts"]["mission_kept"] == [1, 1]
+
+
 def test_P3_rows_that_cannot_be_rebuilt_stay_as_they_were() -> None:
     from_file = _row({"folder": "asks"}, scenario_id="my-session", type="imported")
     failed = _row({"folder": "asks"}, status="error")

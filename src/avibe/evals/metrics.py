@@ -9,7 +9,7 @@ the user, or lines that say "the user asked/said/...", are presented as the user
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Literal
 
@@ -132,9 +132,11 @@ def _numbers(text: str) -> set[str]:
 
 
 def item_fate(item: PlantedItem, view: ContextView) -> ItemFate:
-    """exact: byte-identical; kept: restated with its numbers and negation; loosened: restated with a
-    number changed, the negation lost, or a known loosened variant; lost: not restated at all."""
-    if item.text in view.text:
+    """exact: byte-identical (quote markers at line starts aside, as for the user's words: a rule the
+    user wrapped over two lines is quoted as two "> " lines); kept: restated with its numbers and
+    negation; loosened: restated with a number changed, the negation lost, or a known loosened variant;
+    lost: not restated at all."""
+    if quoted_exactly(item.text, view.text):
         return "exact"
     variants = [normalise(v) for v in item.loosened]
     restated = [s for s in _sentences(view.text) if item.anchor.casefold() in s.casefold()]
@@ -169,6 +171,47 @@ def _unquoted(text: str) -> str:
     """Strategy text with quote markers ("> ", "> user: ") taken off each line, so a message quoted line
     by line reads as the contiguous text it was."""
     return _QUOTE_MARK.sub("", text)
+
+
+def quoted_exactly(words: str, text: str) -> bool:
+    """`words` byte for byte in `text`, or in it once the quote markers at line starts are taken off."""
+    return words in text or ("\n" in words and words in _unquoted(text))
+
+
+def upgraded_fates(
+    items: Sequence[PlantedItem], details: Mapping[str, str], derived: Sequence[str]
+) -> dict[str, str]:
+    """A stored run's item fates with those its strategy's own text quotes exactly (`quoted_exactly`)
+    made "exact": runs measured before quote markers were set aside, rescored without the model."""
+    text = "\n".join(derived)
+    return {
+        **details,
+        **{
+            f"item:{i.id}": "exact"
+            for i in items
+            if f"item:{i.id}" in details and quoted_exactly(i.text, text)
+        },
+    }
+
+
+def item_counts(items: Sequence[PlantedItem], fates: Mapping[str, str]) -> dict[str, tuple[int, int]]:
+    """The items' counts by fate (a kept count includes the exact ones) and the stale ones shown without
+    their replacement; `fates` by item id."""
+    counts: dict[str, tuple[int, int]] = {}
+    active = [i for i in items if i.status == "active"]
+    if active:
+        for fate in ("exact", "kept", "loosened", "lost"):
+            hits = sum(fates[i.id] == fate or (fate == "kept" and fates[i.id] == "exact") for i in active)
+            counts[f"items_{fate}"] = (hits, len(active))
+    stale = [i for i in items if i.status != "active"]
+    if stale:
+        by_id = {i.id: i for i in items}
+        shown_alone = sum(
+            fates[i.id] in {"exact", "kept"} and fates[by_id[i.replaced_by].id] in {"lost", "loosened"}
+            for i in stale
+        )
+        counts["stale_without_replacement"] = (shown_alone, len(stale))
+    return counts
 
 
 def _verbatim_in(message: str, text: str) -> bool:
@@ -289,21 +332,9 @@ def measure(scenario: Scenario, context: Sequence[ChatMessage], counter: TokenCo
 
 def _measure_items(scenario: Scenario, view: ContextView, m: Measured) -> None:
     items = scenario.truth.items
-    active = [i for i in items if i.status == "active"]
     fates = {i.id: item_fate(i, view) for i in items}
     m.details.update({f"item:{k}": v for k, v in fates.items()})
-    if active:
-        for fate in ("exact", "kept", "loosened", "lost"):
-            hits = sum(fates[i.id] == fate or (fate == "kept" and fates[i.id] == "exact") for i in active)
-            m.counts[f"items_{fate}"] = (hits, len(active))
-    stale = [i for i in items if i.status != "active"]
-    if stale:
-        by_id = {i.id: i for i in items}
-        shown_alone = sum(
-            fates[i.id] in {"exact", "kept"} and fates[by_id[i.replaced_by].id] in {"lost", "loosened"}
-            for i in stale
-        )
-        m.counts["stale_without_replacement"] = (shown_alone, len(stale))
+    m.counts.update(item_counts(items, fates))
 
 
 def _measure_spoofs(

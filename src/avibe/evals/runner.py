@@ -23,8 +23,9 @@ from avibe.checkpoint.turn import Mode
 from avibe.errors import AvibeError
 from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.generators import generate
-from avibe.evals.metrics import measure
+from avibe.evals.metrics import item_counts, measure, upgraded_fates
 from avibe.evals.probes import ask_all, recheck
+from avibe.evals.realset import RealSessionError, build_scenario, load_manifest, local_file
 from avibe.evals.rendering import at_rendering, rendering_of
 from avibe.evals.replay import DEFAULT_THRESHOLD, SYSTEM_PROMPT, ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario
@@ -254,14 +255,15 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 
 def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
-    """The rows with every generated run's probes checked again from the stored replies (`recheck`), and
-    how many verdicts changed: when a check is mended, hours of model time need not be spent again. A
-    generated scenario is rebuilt from its id ("<type>-s<seed>-n<size>"); a scenario file's rows, whose
-    probes are not in the row, stay as they were."""
+    """The rows with every run's probes checked again from the stored replies (`recheck`) and its item
+    fates from the strategy's stored text (`upgraded_fates`), and how many verdicts changed: when a check
+    is mended, hours of model time need not be spent again. A generated scenario is rebuilt from its id
+    ("<type>-s<seed>-n<size>"), a real session's from the real set where it is here; a scenario file's
+    rows, whose truth is not in the row, stay as they were."""
     out: list[dict[str, Any]] = []
     changed = 0
     for row in rows:
-        scenario = _generated(row)
+        scenario = _generated(row) or _real(row)
         if scenario is None or row.get("status") != "ok":
             out.append(row)
             continue
@@ -269,8 +271,31 @@ def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]
         stored = row.get("probes", [])
         probes = [recheck(by_id[p["id"]], p) if p.get("id") in by_id else p for p in stored]
         changed += sum(a.get("passed") != b.get("passed") for a, b in zip(probes, stored, strict=True))
-        out.append({**row, "probes": probes})
+        details = row.get("details", {})
+        fates = upgraded_fates(scenario.truth.items, details, row.get("carried", []))
+        changed += sum(fates[key] != details[key] for key in details)
+        counts = dict(row.get("counts", {}))
+        by_item = {i.id: fates[f"item:{i.id}"] for i in scenario.truth.items if f"item:{i.id}" in fates}
+        if len(by_item) == len(scenario.truth.items):
+            counts.update(
+                {name: list(pair) for name, pair in item_counts(scenario.truth.items, by_item).items()}
+            )
+        out.append({**row, "probes": probes, "details": fates, "counts": counts})
     return out, changed
+
+
+def _real(row: dict[str, Any]) -> Scenario | None:
+    """The real session behind a row, where its segment is here (kept, or fetched); else None."""
+    scenario_id = str(row.get("scenario_id", ""))
+    if row.get("type") != "real" or not scenario_id.startswith("real-"):
+        return None
+    try:
+        session = next((s for s in load_manifest() if s.scenario_id == scenario_id), None)
+        if session is None or not local_file(session).is_file():
+            return None
+        return build_scenario(session, local_file(session))
+    except RealSessionError:
+        return None
 
 
 def _generated(row: dict[str, Any]) -> Scenario | None:
