@@ -225,6 +225,26 @@ def test_V9_oversized_latest_tool_output_is_cut_with_a_note(make_harness: Any) -
     assert h.vibey.counter.count_messages(last) <= h.vibey.hard_limit
 
 
+def test_V9_a_step_of_many_calls_whose_outputs_only_fit_one_by_one_is_cut_and_goes_on(
+    make_harness: Any,
+) -> None:
+    """A step that read six files at once: each output fits the window, together they do not, and the
+    step never moves out apart from its calls - so its outputs are cut, the largest first, and the turn
+    goes on instead of stopping (U3)."""
+    calls = [ToolCall(f"many-{n}", "read_file", {"path": f"part{n}.txt"}) for n in range(6)]
+    h = make_harness([reply(tool_calls=calls), reply("all read")], window=6_000)
+    for n in range(6):
+        write_lines(h.workdir, f"part{n}.txt", 90 + 10 * n)
+    result = h.send("Read the six parts.")
+    assert not result.stopped and result.reply == "all read"
+    h.model.assert_consumed()
+    last = h.model.requests[-1].messages
+    outputs = [m for m in last if m.role == "tool"]
+    assert [m.tool_call_id for m in outputs] == [c.id for c in calls]
+    assert "[Avibe: this tool output was cut" in outputs[-1].content
+    assert h.vibey.counter.count_messages(last) <= h.vibey.hard_limit
+
+
 def test_U3_too_long_to_continue_stops_with_the_clear_message(make_harness: Any) -> None:
     h = make_harness([], window=6_000)  # the model is never called
     result = h.send("please summarise: " + "word " * 6_000)

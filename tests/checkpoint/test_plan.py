@@ -12,14 +12,17 @@ from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.memo import cut_note, memo_text_matches
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.plan import (
+    MIN_OUTPUT_CAP,
     U3_MESSAGE,
     CheckpointRunState,
     MovePlan,
+    cut_step_outputs,
     cut_tool_output,
     may_try_checkpoint,
     model_free_move_out,
     movable_tokens,
     movable_units,
+    output_caps,
     partial_plan,
     plan_move_out,
     record_attempt,
@@ -253,6 +256,40 @@ def test_V9_oversized_tool_output_is_cut_with_a_note(content: str, limit: int) -
     assert content.startswith(head)
     if limit >= 60:
         assert "this tool output was cut" in cut.content
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3_000), min_size=1, max_size=25), st.integers(0, 20_000))
+def test_V9_a_steps_outputs_share_the_room_the_largest_cut_first(sizes: list[int], budget: int) -> None:
+    caps = output_caps(sizes, budget)
+    assert all(0 <= cap <= size for cap, size in zip(caps, sizes, strict=True))
+    if sum(sizes) <= budget:
+        assert caps == sizes
+        return
+    cut = {cap for cap, size in zip(caps, sizes, strict=True) if cap < size}
+    assert len(cut) <= 1  # one common cap; every output under it stays whole
+    cap = next(iter(cut), MIN_OUTPUT_CAP)  # nothing cut: every output is under the floor
+    assert cap >= MIN_OUTPUT_CAP and all(c == s for c, s in zip(caps, sizes, strict=True) if s <= cap)
+    if sum(caps) > budget:
+        assert cap == MIN_OUTPUT_CAP  # only the floor keeps more than the room
+    else:
+        assert budget < sum(min(size, cap + 1) for size in sizes)  # the largest cap that fits
+
+
+def test_V9_a_step_of_twenty_outputs_is_cut_to_fit_together_each_with_its_note() -> None:
+    outputs = [
+        ChatMessage(role="tool", content=f"line of output {n}\n" * (40 + 10 * n), tool_call_id=f"c{n}")
+        for n in range(20)
+    ]
+    small = ChatMessage(role="tool", content="ok", tool_call_id="c20")
+    total = sum(COUNTER.count(m.content) for m in outputs)
+    cut = cut_step_outputs([*outputs, small], COUNTER, total // 3)
+    assert sum(COUNTER.count(m.content) for m in cut) <= total // 3
+    noted = [n for n, m in enumerate(cut[:-1]) if "[Avibe: " in m.content]
+    assert cut[-1] is small and noted == list(range(noted[0], 20))  # the largest ones, each with a note
+    assert all(cut[n] is outputs[n] for n in range(noted[0]))
+    assert [m.tool_call_id for m in cut] == [*(m.tool_call_id for m in outputs), "c20"]
+    assert cut_step_outputs(outputs, COUNTER, total) == tuple(outputs)
 
 
 def test_U3_stops_only_when_nothing_is_left_to_move_out() -> None:

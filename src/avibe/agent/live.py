@@ -25,7 +25,7 @@ from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure
 from avibe.checkpoint.plan import (
     CheckpointRunState,
     StopDecision,
-    cut_tool_output,
+    cut_step_outputs,
     request_parts,
     too_long_to_continue,
 )
@@ -337,18 +337,27 @@ class LiveRoom:
         return state
 
     def cut_latest_tool_output(self, state: LiveState) -> LiveState:
-        """V9: when the latest tool output alone does not fit - not even with everything before it moved
-        out - cut it, with a note saying so."""
-        if not state.messages or state.messages[-1].role != "tool":
+        """V9: when the newest step's tool outputs do not fit - not even with everything before the step
+        moved out - cut them, the largest first, each with a note saying so (one output, or the many
+        outputs of a step that made many calls)."""
+        messages = state.messages
+        first = len(messages)
+        while first > 0 and messages[first - 1].role == "tool":
+            first -= 1
+        if first == len(messages):
             return state
-        alone = self.viewer.view(replace(state, messages=()), self.port.latest())
-        limit = max(self.limits.hard_limit - self.viewer.tokens(alone) - CUT_MARGIN, CUT_MARGIN)
-        latest = state.messages[-1]
-        cut = cut_tool_output(latest, self.viewer.counter, limit)
-        if cut is latest:
+        outputs = messages[first:]
+        calls = messages[first - 1 : first] if first > 0 and messages[first - 1].tool_calls else ()
+        alone = self.viewer.view(replace(state, messages=tuple(calls)), self.port.latest())
+        framing = self.viewer.counter.count_messages(outputs) - sum(
+            self.viewer.counter.count(m.content) for m in outputs
+        )  # each output's message header, which a cut does not shrink
+        room = self.limits.hard_limit - self.viewer.tokens(alone) - framing - CUT_MARGIN
+        cut = cut_step_outputs(outputs, self.viewer.counter, max(room, CUT_MARGIN))
+        if cut == tuple(outputs):
             return state
-        log.info("latest tool output cut to %d tokens (V9)", limit)
-        return replace(state, messages=(*state.messages[:-1], cut))
+        log.info("the newest step's %d tool output(s) cut to fit %d tokens (V9)", len(outputs), room)
+        return replace(state, messages=(*messages[:first], *cut))
 
     def make_room(
         self, state: LiveState

@@ -12,6 +12,9 @@ API:
     record_attempt(state, freed_tokens, needed, *, failed=False) -> CheckpointRunState
     needed_to_free(tokens, threshold) -> int           V8: what a checkpoint must free (room to work too)
     cut_tool_output(message, counter, max_tokens) -> ChatMessage   (ValueError: note won't fit) (V9)
+    output_caps(sizes, budget) -> list[int]     V9 for a step of many calls: each output's most tokens
+    cut_step_outputs(outputs, counter, budget) -> tuple[ChatMessage, ...]   the newest step's outputs cut
+                                                 to fit `budget` together, the largest first
     StopDecision(stop, reason, message)  too_long_to_continue(parts, limit, movable_tokens) (U3)
     movable_units(messages, current_turn_start) -> list[range]   movable_tokens(messages, counter, start)
     request_parts(messages, counter, current_turn_start, *, system_prompt, tool_list, checkpoint) (U3)
@@ -387,6 +390,40 @@ def cut_tool_output(message: ChatMessage, counter: TokenCounter, max_tokens: int
             chars = _most_chars(message.content, note, counter, max_tokens)
             return replace(message, content=_with_chars(message.content, chars, note))
     raise ValueError(f"cannot cut a tool output to {max_tokens} tokens: even the cut note needs more")
+
+
+MIN_OUTPUT_CAP: Final = 24  # tokens a cut output keeps at least: the short note and a few words
+
+
+def output_caps(sizes: Sequence[int], budget: int) -> list[int]:
+    """V9 for a step of many calls: the most tokens each output may keep so that together they fit
+    `budget` - the outputs under a common cap stay whole, the larger ones are cut to it (the largest cap
+    that fits; never under MIN_OUTPUT_CAP). Pure; sizes unchanged when they already fit."""
+    if sum(sizes) <= budget:
+        return list(sizes)
+    low, high = 0, max(sizes, default=0)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if sum(min(size, middle) for size in sizes) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    cap = max(low, MIN_OUTPUT_CAP)
+    return [min(size, cap) for size in sizes]
+
+
+def cut_step_outputs(
+    outputs: Sequence[ChatMessage], counter: TokenCounter, budget: int
+) -> tuple[ChatMessage, ...]:
+    """The newest step's tool outputs cut (V9, each with its note) so that together they fit `budget`
+    tokens of content: one agent step of 20 calls, each output a few hundred tokens, was larger than a
+    small window, and a step is never split from its calls, so nothing could move out (U3)."""
+    sizes = [counter.count(message.content) for message in outputs]
+    caps = output_caps(sizes, budget)
+    return tuple(
+        message if cap >= size else cut_tool_output(message, counter, cap)
+        for message, size, cap in zip(outputs, sizes, caps, strict=True)
+    )
 
 
 # ---- U3: nothing left to move out -------------------------------------------------------------------
