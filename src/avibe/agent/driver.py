@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.facts import HarnessFacts
@@ -97,10 +97,20 @@ class TurnStats:
     notes: list[str] = field(default_factory=list)
 
 
-def mode_for(local: bool) -> Mode:
+# The 0.5B asks its structured questions in three calls (the memo, the mind, the scene): on the seven real
+# sessions it kept the same rules and missions as with one question a call, answered as many probes or
+# more, and spent a third fewer tokens (docs/eval.md). The 1.5B's mind answers were worse in three calls,
+# so it keeps one question a call.
+MODE_BY_MODEL: Final[dict[str, Mode]] = {"embedded": "three"}
+
+
+def mode_for(model_name: str, local: bool) -> Mode:
     """How the checkpoint turn asks (one decision for `vibe run` and the eval): small JSON questions under
-    a grammar for local models, which write poor free-form checkpoints; edit and tick tools otherwise."""
-    return "structured" if local else "tools"
+    a grammar for local models, which write poor free-form checkpoints (MODE_BY_MODEL: how many calls);
+    edit and tick tools otherwise."""
+    if not local:
+        return "tools"
+    return MODE_BY_MODEL.get(model_name, "structured")
 
 
 def checkpoint_from_stored(stored: StoredCheckpoint | None) -> Checkpoint | None:

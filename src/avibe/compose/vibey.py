@@ -145,7 +145,7 @@ class _VibeyBuilder:
         config = RunConfig(
             window=self.window,
             max_steps=self.max_steps,
-            checkpoint_mode=mode_for(is_local(self.model_name)),
+            checkpoint_mode=mode_for(self.model_name, is_local(self.model_name)),
             agents_md=agents_md,
             agents_md_heading=agents_md_heading,
             skill_catalogue=catalogue,

@@ -7,8 +7,9 @@ the record. So the eval measures what users run: skills put back (A1), the file 
 request (F5), the plan, V5, V7, V8 and V9. The live state's bookkeeping, the checkpoint and V8's strikes
 are carried to the next compaction as JSON.
 
-mode: "structured" (small JSON questions under a grammar; Vibey's choice for local models) or "tools"
-(edit and tick with tool calls; its choice for hosted models) - None picks by the model's name, like Vibey.
+mode: "structured" or "three" (small JSON questions under a grammar, one a call or in three calls; Vibey's
+choice for local models, by name) or "tools" (edit and tick with tool calls; its choice for hosted models)
+- None picks by the model's name, like Vibey.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def mode_for(model_name: str) -> Mode:
     """Vibey's choice (the same function `vibe run` uses): structured questions for local models."""
     from avibe.providers import is_local
 
-    return driver_mode_for(is_local(model_name))
+    return driver_mode_for(model_name, is_local(model_name))
 
 
 class _FixedClock:
