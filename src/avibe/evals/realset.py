@@ -85,7 +85,7 @@ class _SourceFile(FileModel):
 class _SegmentFile(FileModel):
     first_line: int = Field(ge=1)
     last_line: int = Field(ge=1)
-    output_cap: int | None = Field(default=None, ge=200)
+    output_cap: int | None = Field(default=None, ge=100)
     reply_cap: int | None = Field(default=None, ge=200)
     sha256: NonEmpty
 
