@@ -58,6 +58,16 @@ def test_P3_item_fates_are_upgraded_from_the_strategys_stored_text_and_counted_a
     assert out["counts"]["items_exact"] == [1, len(items)] and out["counts"]["mission_kept"] == [1, 1]
 
 
+def test_P3_a_reply_left_out_of_a_committed_report_keeps_its_verdict() -> None:
+    row = _row({"folder": "(not kept in this repository)", "budget": "(not kept in this repository)"})
+    for probe in row["probes"]:
+        probe["redacted"] = True
+    [out], changed = rescored([row])
+    assert changed == 0 and [p["passed"] for p in out["probes"]] == [True, True]
+    del row["probes"][0]["redacted"]
+    assert rescored([row])[1] == 1  # without the mark it would be checked again, and fail
+
+
 def test_P3_rows_that_cannot_be_rebuilt_stay_as_they_were() -> None:
     from_file = _row({"folder": "asks"}, scenario_id="my-session", type="imported")
     failed = _row({"folder": "asks"}, status="error")

@@ -163,7 +163,7 @@ def sentences(text: str) -> list[tuple[int, int]]:
     text[start:end] is the sentence verbatim."""
     spans: list[tuple[int, int]] = []
     start = 0
-    ends = [b for b in _SENTENCE_END.finditer(text) if "\n" not in b.group() or not _hard_wrap(text, b)]
+    ends = [b for b in _SENTENCE_END.finditer(text) if not _hard_wrap(text, b)]
     for boundary in [*ends, None]:
         end = boundary.start() if boundary else len(text)
         piece = text[start:end]

@@ -184,14 +184,8 @@ def upgraded_fates(
     """A stored run's item fates with those its strategy's own text quotes exactly (`quoted_exactly`)
     made "exact": runs measured before quote markers were set aside, rescored without the model."""
     text = "\n".join(derived)
-    return {
-        **details,
-        **{
-            f"item:{i.id}": "exact"
-            for i in items
-            if f"item:{i.id}" in details and quoted_exactly(i.text, text)
-        },
-    }
+    quoted = {f"item:{i.id}" for i in items if quoted_exactly(i.text, text)}
+    return {key: "exact" if key in quoted else fate for key, fate in details.items()}
 
 
 def item_counts(items: Sequence[PlantedItem], fates: Mapping[str, str]) -> dict[str, tuple[int, int]]:

@@ -269,7 +269,11 @@ def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]
             continue
         by_id = {p.id: p for p in scenario.truth.probes}
         stored = row.get("probes", [])
-        probes = [recheck(by_id[p["id"]], p) if p.get("id") in by_id else p for p in stored]
+        # a reply left out of a committed report (its session's licence) keeps the verdict it was given
+        probes = [
+            recheck(by_id[p["id"]], p) if p.get("id") in by_id and not p.get("redacted") else p
+            for p in stored
+        ]
         changed += sum(a.get("passed") != b.get("passed") for a, b in zip(probes, stored, strict=True))
         details = row.get("details", {})
         fates = upgraded_fates(scenario.truth.items, details, row.get("carried", []))
@@ -289,11 +293,18 @@ def _real(row: dict[str, Any]) -> Scenario | None:
     scenario_id = str(row.get("scenario_id", ""))
     if row.get("type") != "real" or not scenario_id.startswith("real-"):
         return None
+    return _real_scenario(scenario_id)
+
+
+@functools.lru_cache(maxsize=16)
+def _real_scenario(scenario_id: str) -> Scenario | None:
+    """Built once per session (every strategy's row shares it): the manifest read, the segment hashed."""
     try:
         session = next((s for s in load_manifest() if s.scenario_id == scenario_id), None)
-        if session is None or not local_file(session).is_file():
+        file = local_file(session) if session is not None else None
+        if session is None or file is None or not file.is_file():
             return None
-        return build_scenario(session, local_file(session))
+        return build_scenario(session, file)
     except RealSessionError:
         return None
 
