@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from core_doubles import AT, TICKET_SCENE, CharCounter, drive, make_entry, structured_answers
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.effects import TurnInputs
-from avibe.checkpoint.mind import guard_new_missions, mission_lines
+from avibe.checkpoint.mind import EMPTY_MIND, guard_new_missions, mission_lines, says_it_ends
 from avibe.checkpoint.model import Checkpoint
 from avibe.checkpoint.turn import Accepted, checkpoint_turn
 from avibe.checkpoint.turn_state import draft, start
@@ -37,7 +38,7 @@ def _moved() -> tuple[Entry, ...]:
     return (
         make_entry(10, "Reading the diff of #412.", kind="assistant"),
         make_entry(11, "CI finished: green. in project_kickoff_checklist X: 03_ACG", kind="callback"),
-        make_entry(12, "Also ship the payments v2 API once the PRs are done.", kind="user"),
+        make_entry(12, "The PRs are done. Also ship the payments v2 API after them.", kind="user"),
     )
 
 
@@ -241,3 +242,69 @@ def test_M4_property_copies_are_dropped_user_words_stay_and_status_needs_a_citat
     assert lines["M1"] == old
     brings_news = bool(set(said_words) - set(mission_words))
     assert ("M2" in lines) is (not copy and brings_news), (entry, lines)
+
+
+# The 1.5B marked a whole ticket queue done "per" this message (the eval's late_rule, seed 1): a list of
+# rules for later whose "instead" had read as an ending.
+REPORTING = (
+    "Some notes on how I want the work reported. At the end of each ticket, write a two-line status: what "
+    "changed and which tests ran. If you find a bug outside the ticket, add a new ticket for it instead of "
+    "fixing it on the way. Do not reformat code you are not otherwise changing."
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "ends"),
+    [
+        ("Thanks, the queue is done - stop here.", True),
+        ("Forget the migration; do the CLI instead.", True),
+        ("That is all for today.", True),
+        ("We no longer need the export.", True),
+        ("Cancel the release.", True),
+        (REPORTING, False),  # a conditional, and "instead of" contrasts
+        ("When you are done with a ticket, commit it.", False),
+        ("Don't stop until all nine are done.", False),
+        ("Do not forget to update the changelog.", False),
+        ("Next ticket, please.", False),
+    ],
+)
+def test_M4_a_message_ends_a_purpose_only_where_it_says_so_outright(said: str, ends: bool) -> None:
+    assert says_it_ends(said) is ends
+
+
+def test_M4_an_active_mission_marked_done_per_a_list_of_rules_keeps_its_status() -> None:
+    mind = TICKETS_MIND.replace("(active) Work", "(done) (per #6) Work")
+    guarded, notes = guard_new_missions(TICKETS_MIND, mind, {6: REPORTING})
+    assert mission_lines(guarded) == mission_lines(TICKETS_MIND) and "keeps its status" in notes[0]
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        (REPORTING, False),
+        ("The queue is done, thanks - stop here.", True),
+    ],
+)
+def test_M4_the_first_mission_starts_active_unless_a_message_it_cites_ends_it(said: str, kept: bool) -> None:
+    """With no mission before, the first is the user's purpose as the model read it - but not one already
+    finished: the 1.5B's first mission of late_rule was "(done) (per #6)", #6 being REPORTING."""
+    active = mission_lines(TICKETS_MIND)["M1"]
+    mind = TICKETS_MIND.replace("(active) Work", "(done) (per #6) Work")
+    guarded, notes = guard_new_missions(EMPTY_MIND, mind, {6: said})
+    assert mission_lines(guarded)["M1"] == (mission_lines(mind)["M1"] if kept else active)
+    assert bool(notes) is not kept
+
+
+_CONDITIONS = ["If", "When", "Once", "Until", "Unless", "Before", "After", "Whenever"]
+_ANY_WORDS = st.lists(st.sampled_from([*_WORDS, "done", "stop", "instead", "finished", "cancel", "forget"]))
+
+
+@given(condition=st.sampled_from(_CONDITIONS), head=_ANY_WORDS, tail=_ANY_WORDS)
+@settings(max_examples=200, deadline=None)
+def test_M4_property_a_conditional_sentence_never_ends_the_mission(
+    condition: str, head: list[str], tail: list[str]
+) -> None:
+    said = f"{condition} {' '.join(head)}, {' '.join(tail)}."
+    mind = TICKETS_MIND.replace("(active) Work", "(done) (per #9) Work")
+    guarded, _ = guard_new_missions(TICKETS_MIND, mind, {9: said})
+    assert not says_it_ends(said) and mission_lines(guarded) == mission_lines(TICKETS_MIND)

@@ -39,6 +39,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from avibe.checkpoint.memo import sentences
 from avibe.checkpoint.model import MIND_SECTIONS, Problem
 from avibe.prompts import render
 
@@ -463,7 +464,7 @@ def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> 
     each change undone (the turn's notes: logged and shown with the checkpoint)."""
     before, now = mission_lines(previous), mission_lines(mind)
     if not before:  # the first mission is set, not changed: the user's purpose, as the model read it
-        return mind, ()
+        return _first_mission_active(mind, now, allowed)
     numbers = _cites(allowed) or "none"
     notes: list[str] = []
     dropped: list[str] = []
@@ -493,7 +494,7 @@ def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> 
         else:
             cited = (cited_messages(line) - cited_messages(old)) & set(allowed)
             said = [allowed[n] for n in sorted(cited)]
-            if cited and (by or any(_ENDS.search(text) for text in said)):
+            if cited and (by or any(says_it_ends(text) for text in said)):
                 continue
             why = (
                 f"the message it cites ({_cites(cited)}) does not end or withdraw it"
@@ -505,14 +506,56 @@ def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> 
     return mind, tuple(notes)
 
 
+def _first_mission_active(
+    mind: str, lines: Mapping[str, str], allowed: Mapping[int, str]
+) -> tuple[str, tuple[str, ...]]:
+    """The first mission's entries start active: one set done or withdrawn stays so only per a user message
+    it cites that says so (the 1.5B's first mission was "(done) (per #6)", a message of reporting rules)."""
+    notes: list[str] = []
+    for mid, line in lines.items():
+        status = _status(line)
+        if status in ("active", "") or _REPLACED.match(status):
+            continue
+        cited = cited_messages(line) & set(allowed)
+        if any(says_it_ends(allowed[n]) for n in cited):
+            continue
+        match = _MISSION_LINE.match(line)
+        rest = _PER_REASON.sub("", match.group(3) if match else "", count=1)
+        mind = mind.replace(line, f"- [{mid}] (active) {rest}".rstrip(), 1)
+        notes.append(f"mission entry {mid} starts active (M4): no user message it cites ends it")
+    return mind, tuple(notes)
+
+
+_PER_REASON: Final = re.compile(r"^\(per #\d+\)[ \t]*")
+
+
 # A user message that ends or withdraws a purpose says so. The demo's 1.5B marked the whole job done
 # "per" "Next ticket, please." A phrasing missed here leaves the entry active: the side that keeps more.
 _ENDS: Final = re.compile(
     r"\b(done|finished|finish|complete|completed|that's all|that is all|enough|stop|stopped|cancel\w*|"
     r"drop|dropped|abandon\w*|forget|never ?mind|no longer|withdraw\w*|scrap\w*|wrap(ped)? up|"
-    r"instead|replace\w*|don't need|do not need|not needed)\b",
+    r"instead(?! of)|replace\w*|don't need|do not need|not needed)\b",
     re.IGNORECASE,
 )
+# A rule for later is not an ending: the 1.5B marked a whole ticket queue done "per" a message of reporting
+# rules ("If you find a bug outside the ticket, add a new ticket for it instead of fixing it").
+_CONDITIONAL: Final = re.compile(
+    r"\b(if|when|whenever|once|until|unless|before|after|each time|every time)\b", re.IGNORECASE
+)
+_NEGATED: Final = re.compile(r"(\b(not|never|no)|n't)\W+(\w+\W+){0,2}$", re.IGNORECASE)  # "don't stop"
+
+
+def says_it_ends(text: str) -> bool:
+    """Whether a user message says outright that a purpose ends or is withdrawn: one of its sentences has
+    an ending word ("done", "stop", "forget", "instead" ...) that is neither negated ("Don't stop") nor in
+    a conditional ("When a ticket is done, commit it"); "instead of" contrasts, it withdraws nothing."""
+    for start, end in sentences(text):
+        sentence = text[start:end]
+        if _CONDITIONAL.search(sentence):
+            continue
+        if any(not _NEGATED.search(sentence[: m.start()]) for m in _ENDS.finditer(sentence)):
+            return True
+    return False
 
 
 def _status(line: str) -> str:
