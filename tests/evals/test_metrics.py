@@ -206,3 +206,19 @@ def test_N4_a_memo_quoting_one_templated_question_does_not_retell_its_dropped_tw
     assert user_words_fate(kept, view, others=[kept, dropped]) == "verbatim"
     retyped = view_of(_summary("## All user messages\n- can you check whether the import hooks are warm"))
     assert user_words_fate(dropped, retyped, others=[kept, dropped]) == "retold"
+
+
+def test_M4_a_mission_shown_as_done_is_counted_as_ended(counter: TokenCounter) -> None:
+    """The 1.5B once marked late_rule's whole ticket queue done; the scenarios' users never end their
+    mission, so the metric counts such a line (lower is better), and an active one or a summary not."""
+    scenario = generate("late_rule", 1, 1)
+    mission = scenario.truth.mission
+    for line, ended in (
+        (f"- [M1] (done) (per #6) {mission}", True),
+        (f"- [M1] (withdrawn) {mission}", True),
+        (f"- [M1] (active) {mission}", False),
+        (f"Mission: {mission} (done with ticket 3)", False),
+        (f"- [M2] (done) (from #9) Fix the flaky test.\n- [M1] (active) {mission}", False),
+    ):
+        counts = measure(scenario, _summary(line), counter).counts
+        assert counts["mission_shown_ended"] == (int(ended), 1), line

@@ -98,3 +98,17 @@ def test_P3_the_rescore_script_rewrites_results_and_keeps_the_report_header(tmp_
         [sys.executable, str(script), str(tmp_path / "none")], capture_output=True, text=True
     )
     assert missing.returncode == 2 and "has no results.jsonl" in missing.stderr
+
+
+def test_M4_a_stored_run_gets_the_mission_shown_ended_count_from_its_own_text() -> None:
+    """Runs measured before the metric existed: a recollection showing the mission done counts as ended;
+    a text left out of a committed report (its licence) gets no count rather than a wrong one."""
+    truth = generate("late_rule", 1, 3).truth
+    mission = truth.mission_key or truth.mission
+    for carried, count in (
+        ([f"## Goals\n- [M1] (done) (per #6) {mission}"], [1, 1]),
+        ([f"## Goals\n- [M1] (active) {mission}"], [0, 1]),
+        (["(not kept in this repository: the session's licence does not allow it)"], None),
+    ):
+        [out], _ = rescored([_row({}, carried=carried)])
+        assert out["counts"].get("mission_shown_ended") == count, carried

@@ -308,6 +308,7 @@ def measure(scenario: Scenario, context: Sequence[ChatMessage], counter: TokenCo
         m.counts["mission_exact"] = (int(truth.mission in view.text), 1)
         key = truth.mission_key or truth.mission
         m.counts["mission_kept"] = (int(normalise(key) in view.norm), 1)
+        m.counts["mission_shown_ended"] = (int(_shown_ended(key, view)), 1)
     _measure_items(scenario, view, m)
     if truth.queue is not None:
         nxt = truth.queue.next_item
@@ -322,6 +323,23 @@ def measure(scenario: Scenario, context: Sequence[ChatMessage], counter: TokenCo
     if truth.references:
         m.counts["refs_all"] = (sum(_present(r.value, view) for r in truth.references), len(truth.references))
     return m
+
+
+# A mission line as Avibe writes it, marked ended: the scenarios' users never end their purpose, so such a
+# line is the failure the checkpoint exists to prevent - a finished part taken for the whole job.
+_ENDED_MISSION: Final = re.compile(
+    r"^[-*+]\s+\[M\d+\]\s*\((done|withdrawn|replaced by m\d+)\)", re.IGNORECASE
+)
+
+
+def _shown_ended(key: str, view: ContextView) -> bool:
+    return mission_shown_ended(key, view.text)
+
+
+def mission_shown_ended(key: str, text: str) -> bool:
+    """Whether a line of `text` shows the user's mission (its key words) as done, withdrawn or replaced."""
+    wanted = normalise(key)
+    return any(_ENDED_MISSION.match(line) and wanted in normalise(line) for line in text.splitlines())
 
 
 def _measure_items(scenario: Scenario, view: ContextView, m: Measured) -> None:

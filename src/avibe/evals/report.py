@@ -20,6 +20,7 @@ from avibe.evals.stats import paired_bootstrap, wilson
 RATES: Final[dict[str, tuple[str, bool]]] = {
     "mission_kept": ("mission kept", True),
     "mission_exact": ("mission byte-identical", True),
+    "mission_shown_ended": ("mission shown as ended", False),
     "user_words_verbatim": ("user's words byte-identical (of those carried)", True),
     "user_words_carried": ("user's moved-out messages carried", True),
     "items_exact": ("constraints byte-identical", True),
