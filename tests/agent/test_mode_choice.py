@@ -1,5 +1,5 @@
-"""How the checkpoint turn asks, by model (one decision for `vibe run` and the eval): the 0.5B in three
-calls, the other local models one question a call, hosted models with edit and tick tools."""
+"""How the checkpoint turn asks, by model (one decision for `vibe run` and the eval): both embedded tiers in
+three calls, the other local models one question a call, hosted models with edit and tick tools."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from avibe.evals.checkpoint import mode_for as eval_mode_for
     ("name", "mode"),
     [
         ("embedded", "three"),
-        ("embedded-1.5b", "structured"),
+        ("embedded-1.5b", "three"),
         ("local:/models/other.gguf", "structured"),
         ("anthropic/claude-sonnet-4-5", "tools"),
         ("openai/gpt-4o-mini", "tools"),

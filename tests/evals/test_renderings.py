@@ -146,7 +146,9 @@ def test_vibe_eval_runs_a_rendering_by_name(
     from avibe.cli import app
 
     def open_model(name: str, settings: object) -> ScriptedModel:  # a local model asked one question a call
-        return ScriptedModel.of([respond] * 3000, name="embedded-1.5b", window=8000, max_output=1024)
+        return ScriptedModel.of(
+            [respond] * 3000, name="local:/models/scripted.gguf", window=8000, max_output=1024
+        )
 
     monkeypatch.setattr(eval_cli, "_open_model", open_model)
     monkeypatch.setattr(eval_cli, "_open_counter", lambda name, settings, model: counter)
