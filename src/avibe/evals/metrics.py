@@ -308,7 +308,7 @@ def measure(scenario: Scenario, context: Sequence[ChatMessage], counter: TokenCo
         m.counts["mission_exact"] = (int(truth.mission in view.text), 1)
         key = truth.mission_key or truth.mission
         m.counts["mission_kept"] = (int(normalise(key) in view.norm), 1)
-        m.counts["mission_shown_ended"] = (int(_shown_ended(key, view)), 1)
+        m.counts["mission_shown_ended"] = (int(mission_shown_ended(key, view.text)), 1)
     _measure_items(scenario, view, m)
     if truth.queue is not None:
         nxt = truth.queue.next_item
@@ -330,10 +330,6 @@ def measure(scenario: Scenario, context: Sequence[ChatMessage], counter: TokenCo
 _ENDED_MISSION: Final = re.compile(
     r"^[-*+]\s+\[M\d+\]\s*\((done|withdrawn|replaced by m\d+)\)", re.IGNORECASE
 )
-
-
-def _shown_ended(key: str, view: ContextView) -> bool:
-    return mission_shown_ended(key, view.text)
 
 
 def mission_shown_ended(key: str, text: str) -> bool:
