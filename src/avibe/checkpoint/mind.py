@@ -520,13 +520,13 @@ def _first_mission_active(
         if any(says_it_ends(allowed[n]) for n in cited):
             continue
         match = _MISSION_LINE.match(line)
-        rest = _PER_REASON.sub("", match.group(3) if match else "", count=1)
+        rest = PER_REASON.sub("", match.group(3) if match else "", count=1)
         mind = mind.replace(line, f"- [{mid}] (active) {rest}".rstrip(), 1)
         notes.append(f"mission entry {mid} starts active (M4): no user message it cites ends it")
     return mind, tuple(notes)
 
 
-_PER_REASON: Final = re.compile(r"^\(per #\d+\)[ \t]*")
+PER_REASON: Final = re.compile(r"^\(per #\d+\) ")  # the reason a line gives for its status
 
 
 # A user message that ends or withdraws a purpose says so. The demo's 1.5B marked the whole job done

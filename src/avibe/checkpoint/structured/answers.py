@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from avibe.checkpoint.facts import HARNESS_MARK
 from avibe.checkpoint.memo import says_nothing_that_stays
-from avibe.checkpoint.mind import MISSION_HEADING, WORKSTREAMS_HEADING, mission_lines
+from avibe.checkpoint.mind import MISSION_HEADING, PER_REASON, WORKSTREAMS_HEADING, mission_lines
 from avibe.checkpoint.scene import SCENE_LABELS, SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
 from avibe.checkpoint.structured.edits import append_under, edit, merge_entries
 from avibe.checkpoint.structured.schemas import room_chars, scene_limits
@@ -70,9 +70,6 @@ def _status_ok(status: Any, targets: Sequence[str]) -> bool:
     return isinstance(status, str) and status.startswith("replaced by ") and status[12:] in targets
 
 
-_PER = re.compile(r"^\(per #\d+\) ")
-
-
 def _with_status(line: str, status: str, source: int | None, existing: Collection[str]) -> str:
     """The line with its new status. Done, withdrawn or replaced by an entry already there names the user's
     message it comes from ("(per #N)"), which the harness's M4 check wants (checkpoint/mind.py
@@ -82,7 +79,7 @@ def _with_status(line: str, status: str, source: int | None, existing: Collectio
         return line
     by_new = status.startswith("replaced by ") and status[12:] not in existing
     per = f"(per #{source}) " if source is not None and status != "active" and not by_new else ""
-    rest = _PER.sub("", line[match.end() :], count=1)  # the reason of its previous status goes with it
+    rest = PER_REASON.sub("", line[match.end() :], count=1)  # the reason of its previous status goes with it
     return f"{match.group(1)}({status}) {per}{rest}"
 
 
