@@ -12,9 +12,10 @@ import pytest
 from eval_scripts import respond
 from typer.testing import CliRunner
 
+from avibe.context.assemble import REMINDER_KIND
 from avibe.evals.checkpoint import RECOLLECTION_KIND
 from avibe.evals.generators import generate
-from avibe.evals.rendering import RENDERED_NAMES, at_rendering, rendering_of
+from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, at_rendering, rendering_of
 from avibe.evals.replay import replay, trigger_fraction
 from avibe.evals.report import render_markdown
 from avibe.evals.runner import RunSettings, plan, read_results, run_all, units
@@ -205,3 +206,31 @@ def test_F5_once_the_turn_ends_the_context_shows_the_recollection_without_it_in_
     assert applied and _recollection(swapped) in {m[META_ENDED]["plain"] for m in metas} | {
         m[META_KEY]["plain"] for m in metas
     }
+
+
+def test_the_checkpoints_probes_get_vibeys_reminder_and_no_reminder_measures_it(
+    tmp_path: Path, counter: TokenCounter
+) -> None:
+    """Issue 31 item 3: a probe about a kept rule is followed by the memo's reminder, as Vibey's view
+    follows a user's message with it; `avibe-checkpoint:no-reminder` asks the same probes from the same
+    checkpoints without it. Neither the measured context nor what the row says was carried holds it."""
+    names = [CHECKPOINT, UNREMINDED]
+    jobs = plan(["late_rule"], [], names, [1], [1], WINDOW, counter, THRESHOLD)
+    assert [[j.key.strategy for j in unit] for unit in units(jobs)] == [names]
+    watched = Watched(3000)
+    rows = {row["strategy"]: row for row in run_all(jobs, watched, counter, SETTINGS, tmp_path / "r.jsonl")}
+    watched.seen()
+    truth = jobs[0].scenario.truth
+    folder = next(p for p in truth.probes if p.id == "folder")
+    rule = next(i.text for i in truth.items if i.id == "never-modify")
+    rule_sentence = rule[rule.index("Never modify") :]
+    asked = [r.messages for r in watched.probes if any(m.content == folder.question for m in r.messages)]
+    assert len(asked) == 2  # once for each strategy, the checkpoint's first
+    reminded, bare = asked
+    assert reminded[-2].content == folder.question and reminded[-1].kind == REMINDER_KIND
+    assert f"> {rule_sentence}" in reminded[-1].content
+    assert bare[-1].content == folder.question and not [m for m in bare if m.kind == REMINDER_KIND]
+    assert reminded[:-1] == bare  # the same context and question; the note is all that differs
+    for key in ("k", "tokens_spent", "calls", "counts", "carried"):
+        assert rows[CHECKPOINT][key] == rows[UNREMINDED][key], key
+    assert not [text for text in rows[CHECKPOINT]["carried"] if "Before you answer" in text]

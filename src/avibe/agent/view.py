@@ -151,7 +151,10 @@ class Viewer:
         return self._recollections[key]
 
     def view(self, state: LiveState, stored: StoredCheckpoint | None) -> list[ChatMessage]:
-        return assemble(self.system, self.recollection(state, stored), state.messages)
+        """The request: with a checkpoint, its memo's rules that the newest user message is about are
+        restated after that message (`avibe.context.assemble.reminder`)."""
+        memo = stored.memo if stored is not None else ()
+        return assemble(self.system, self.recollection(state, stored), state.messages, memo)
 
     def base(self, state: LiveState, stored: StoredCheckpoint | None) -> list[ChatMessage]:
         """The view without the live context: what stays in every request."""

@@ -4,7 +4,12 @@ API:
     system_prompt(identity, rules, skill_catalogue, agents_md="", agents_md_heading="") -> str
     recollection(checkpoint, *, number=None, skills=(), files="", pointer="", current_request_seqs=(),
                  plan="", rendering="sections") -> str
-    assemble(system: str, recollection: str, recent_messages: Sequence[ChatMessage]) -> list[ChatMessage]
+    assemble(system: str, recollection: str, recent_messages: Sequence[ChatMessage], memo=())
+        -> list[ChatMessage]     with a memo: `reminder` after the newest user message
+    touched_rules(memo, text, limit=REMINDED_SENTENCES) -> tuple[tuple[int, str], ...]
+        (message number, sentence verbatim) of the memo's standing rules that a user message is about
+    reminder(memo, message) -> ChatMessage | None    those sentences as a system note (kind "reminder")
+    with_reminder(messages, memo) -> list[ChatMessage]   the note after the newest user message, no other
     RENDERINGS: the ways a recollection can be shown ("sections", the default; "rules-last"; "plain")
     as_rendering(name: str) -> Rendering       one of them by name (ValueError for another)
     standing_rules(memo) -> tuple[MemoItem, ...]   the memo items "rules-last" restates
@@ -18,6 +23,13 @@ default) under Markdown headings; "rules-last" the same, with the memo's standin
 nearest the question; "plain" short prose without headings, for small windows. In every one, each memo item
 is quoted whole under its `Message #N:` header, each mission entry is its line as written, a skill's text
 is framed line by line, and no line the model or a file wrote reads as a tag or a kept message.
+
+A user's new message that is about one of the memo's standing rules gets those rules' sentences restated
+right after it, word for word (issue 31 item 3): the 1.5B, shown the whole recollection, still did what a
+kept rule forbids ("Clean them up." - and it deleted, where the user had said "do not delete anything in
+... without asking me first"). "About" is the memo's own relation - a shared subject word - so it costs no
+model call; only the newest user message gets the note, placed after it rather than at the end so that it
+stays put for the turn's later steps (a prompt cache keeps it).
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from typing import Final, Literal
 from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.memo import (
     reads_as_rule,
+    sentences,
     subject_words,  # the memo's "about the same thing" (N3)
 )
 from avibe.checkpoint.model import Checkpoint, MemoItem
@@ -47,6 +60,9 @@ RENDERINGS: Final[tuple[Rendering, ...]] = ("sections", "rules-last", "plain")
 DEFAULT_RENDERING: Final[Rendering] = "sections"
 _HEADING: Final = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _SCENE_TAGS: Final = frozenset({"<checkpoint>", "</checkpoint>"})
+REMINDED_SENTENCES: Final = 4  # a reminder restates at most this many sentences: a few rules, their changes
+REMINDER_KIND: Final = "reminder"  # ChatMessage.kind of the note: the view's own, never a record entry
+_CUT_NOTE: Final = "[... cut"  # a cut memo item's pointer line (memo.cut_note): no words of the user
 
 
 def as_rendering(name: str) -> Rendering:
@@ -254,11 +270,71 @@ def recollection(
     )
 
 
-def assemble(system: str, recollection: str, recent_messages: Sequence[ChatMessage]) -> list[ChatMessage]:
+def touched_rules(
+    memo: Sequence[MemoItem], text: str, limit: int = REMINDED_SENTENCES
+) -> tuple[tuple[int, str], ...]:
+    """The sentences of the memo's standing rules (`standing_rules`: each rule and the user's later words
+    about it) that share a subject word with `text`, as (message number, sentence verbatim), in memo
+    order; at most `limit`, rule-worded sentences and those sharing more words first, then the newest."""
+    asked = subject_words(text)
+    if not asked:
+        return ()
+    found: list[tuple[tuple[bool, int, int], tuple[int, str]]] = []
+    for item in standing_rules(memo):
+        for start, end in sentences(item.text):
+            sentence = item.text[start:end]
+            shared = len(asked & subject_words(sentence))
+            if shared and not sentence.startswith(_CUT_NOTE):
+                found.append(((reads_as_rule(sentence), shared, len(found)), (item.seq, sentence)))
+    chosen = sorted(found, key=lambda f: f[0], reverse=True)[:limit]
+    return tuple(pair for _, pair in sorted(chosen, key=lambda f: f[0][2]))
+
+
+def _touched_text(touched: Sequence[tuple[int, str]]) -> str:
+    """The sentences under their message headers, one header for the sentences of one message (a `[...]`
+    line between them: they need not be next to each other in it)."""
+    parts: list[str] = []
+    last: int | None = None
+    for seq, sentence in touched:
+        parts.append((">\n> [...]\n" if seq == last else f"Message #{seq}:\n") + _quoted(sentence))
+        last = seq
+    return "\n".join(parts)
+
+
+def reminder(memo: Sequence[MemoItem], message: ChatMessage) -> ChatMessage | None:
+    """The note that restates, after a user's message, the memo's standing rules it is about (None for a
+    message of another kind or about none of them). The sentences are the memo's, quoted line by line."""
+    if message.kind != "user":
+        return None
+    touched = touched_rules(memo, message.content)
+    if not touched:
+        return None
+    text = render("rules_touched", memo=_touched_text(touched))
+    return ChatMessage(role="system", content=text, kind=REMINDER_KIND)
+
+
+def with_reminder(messages: Sequence[ChatMessage], memo: Sequence[MemoItem]) -> list[ChatMessage]:
+    """The messages with the `reminder` after the newest user message (when it is about a rule of the memo)
+    and no other: a reminder shown before goes, the new message has its own."""
+    shown = [m for m in messages if m.kind != REMINDER_KIND]
+    newest = next((i for i in range(len(shown) - 1, -1, -1) if shown[i].kind == "user"), None)
+    note = reminder(memo, shown[newest]) if memo and newest is not None else None
+    if note is not None and newest is not None:
+        shown.insert(newest + 1, note)
+    return shown
+
+
+def assemble(
+    system: str,
+    recollection: str,
+    recent_messages: Sequence[ChatMessage],
+    memo: Sequence[MemoItem] = (),
+) -> list[ChatMessage]:
     """F4: the system prompt, then the recollection as a second system message (when there is one), then
-    the recent messages verbatim and in order."""
+    the recent messages verbatim and in order - with the `reminder` of the memo's rules right after the
+    newest user message, when it is about one."""
     view = [ChatMessage(role="system", content=system)]
     if recollection.strip():
         view.append(ChatMessage(role="system", content=recollection))
-    view.extend(recent_messages)
+    view.extend(with_reminder(recent_messages, memo))
     return view

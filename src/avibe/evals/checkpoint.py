@@ -40,7 +40,7 @@ from avibe.checkpoint.room import RoomLimits, limits_for
 from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
-from avibe.context.assemble import DEFAULT_RENDERING, Rendering
+from avibe.context.assemble import DEFAULT_RENDERING, REMINDER_KIND, Rendering, with_reminder
 from avibe.errors import ModelError, ToolError
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.host.agent import render_input
@@ -140,7 +140,7 @@ class ReplayCarry:
         if c is None:
             return None
         at = datetime.fromisoformat(c["at"])
-        memo = tuple(MemoItem.from_dict(item) for item in c["memo"])
+        memo = _memo_items(c)
         carry = Carry.from_dict(c["carry"])
         return StoredCheckpoint(session, self.number, at, c["mind"], memo, c["scene"], c["upto_seq"], carry)
 
@@ -296,7 +296,7 @@ class AvibeCheckpoint:
         the recollection no longer holds that request (F5). The replay's context keeps the text of the
         compaction that made it, so a prompt cache warmed with it (benchmarks/checkpoint_cost.py) would
         miss where a session's step had already read the new text."""
-        conversation = tuple(dropwhile(lambda m: m.role == "system", state.messages))
+        conversation = _conversation(state.messages)
         carry = ReplayCarry.parse(state.carry)
         stored = carry.stored(state.session)
         at = next((i for i, m in enumerate(state.messages) if m.kind == RECOLLECTION_KIND), None)
@@ -306,7 +306,25 @@ class AvibeCheckpoint:
         viewer = replay_viewer(state, carry, model, counter, window)
         text = viewer.recollection(replace(LiveState.from_dict(now.live), messages=conversation), stored)
         shown = replace(state.messages[at], content=text)
-        return (*state.messages[:at], shown, *state.messages[at + 1 :])
+        # the memo's reminder follows the newest user message, as in Vibey's view
+        return (*state.messages[:at], shown, *with_reminder(state.messages[at + 1 :], stored.memo))
+
+
+def _conversation(context: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
+    """The live messages of the replay's context: without the system prompt and recollection in front,
+    and without the view's reminder (Vibey's live state never holds it; its view adds it)."""
+    messages = dropwhile(lambda m: m.role == "system", context)
+    return tuple(m for m in messages if m.kind != REMINDER_KIND)
+
+
+def memo_of(carry_text: str) -> tuple[MemoItem, ...]:
+    """The memo of the last checkpoint a compaction handed on (() before the first)."""
+    checkpoint = ReplayCarry.parse(carry_text).checkpoint
+    return _memo_items(checkpoint) if checkpoint else ()
+
+
+def _memo_items(checkpoint: Mapping[str, Any]) -> tuple[MemoItem, ...]:
+    return tuple(MemoItem.from_dict(item) for item in checkpoint["memo"])
 
 
 def _replay_limits(
@@ -358,7 +376,7 @@ def _room(
 def _compact(
     state: CompactState, model: ModelClient, counter: TokenCounter, window: int, mode: Mode
 ) -> Compacted:
-    conversation = tuple(dropwhile(lambda m: m.role == "system", state.messages))
+    conversation = _conversation(state.messages)
     carry = replayed(ReplayCarry.parse(state.carry), conversation, state.record)
     metered = _Metered(model, counter)
     with _work_dir() as tmp:

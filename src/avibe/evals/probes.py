@@ -18,10 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from avibe.context.assemble import REMINDER_KIND, reminder
 from avibe.evals.metrics import normalise
 from avibe.evals.scenario import Probe
 from avibe.evals.strategy import fit_request
 from avibe.ports import ModelClient, TokenCounter
+from avibe.record.checkpoint import MemoItem
 from avibe.record.messages import ChatMessage, ModelReply
 
 log = logging.getLogger(__name__)
@@ -152,10 +154,17 @@ def ask(
     counter: TokenCounter,
     window: int,
     judge: ModelClient | None = None,
+    memo: Sequence[MemoItem] = (),
 ) -> ProbeResult:
-    """Ask one probe as the user's next message after the compacted context, and check the answer."""
+    """Ask one probe as the user's next message after the compacted context, and check the answer. With
+    the checkpoint's `memo`, the question is followed by its reminder of the memo's rules, as in Vibey's
+    view (`avibe.context.assemble.with_reminder`), and a reminder shown before it goes."""
     question = ChatMessage("user", probe.question, kind="user")
-    sent, _ = fit_request(context, question, counter, window - ANSWER_TOKENS)
+    note = reminder(memo, question)
+    room = window - ANSWER_TOKENS - (counter.count_messages([note]) if note else 0)
+    kept = [m for m in context if m.kind != REMINDER_KIND]
+    sent, _ = fit_request(kept, question, counter, room)
+    sent += [note] if note else []
     reply = model.complete(sent, max_tokens=ANSWER_TOKENS, temperature=0.0)
     answer, spent = _reply_text(reply), _spent(reply, sent, counter)
     if probe.kind == "exact":
@@ -177,5 +186,6 @@ def ask_all(
     counter: TokenCounter,
     window: int,
     judge: ModelClient | None = None,
+    memo: Sequence[MemoItem] = (),
 ) -> list[ProbeResult]:
-    return [ask(p, context, model, counter, window, judge) for p in probes]
+    return [ask(p, context, model, counter, window, judge, memo) for p in probes]

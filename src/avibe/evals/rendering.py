@@ -1,6 +1,9 @@
 """Renderings of the same checkpoint in the eval (issue 31 item 3): `avibe-checkpoint:rules-last` and
 `avibe-checkpoint:plain` are `avibe-checkpoint` with its recollection shown another way when the probes are
 asked and the context is measured - the checkpoints themselves are the same ones.
+`avibe-checkpoint:no-reminder` is the default rendering with no reminder of the memo's rules after the
+question (what Vibey's view adds, `avibe.context.assemble.with_reminder`): the reminder's effect, measured
+on the same checkpoints.
 
 A rendering is applied at probe time, not during the replay: every compaction runs exactly as
 `avibe-checkpoint` does (its running context holds the default rendering, so the triggers and what moves
@@ -35,10 +38,14 @@ RENDERED_NAMES: Final[tuple[str, ...]] = tuple(
 )
 
 
+# The default rendering with no reminder after the question: what the reminder adds, on the same checkpoints
+UNREMINDED: Final = f"{CHECKPOINT}{SEPARATOR}no-reminder"
+
+
 def rendering_of(name: str) -> Rendering | None:
-    """The rendering a strategy name asks for: the default for `avibe-checkpoint`, the named one for
-    `avibe-checkpoint:<rendering>`, None for any other strategy (or an unknown rendering)."""
-    if name == CHECKPOINT:
+    """The rendering a strategy name asks for: the default for `avibe-checkpoint` and UNREMINDED, the
+    named one for `avibe-checkpoint:<rendering>`, None for any other strategy (or an unknown rendering)."""
+    if name in (CHECKPOINT, UNREMINDED):
         return DEFAULT_RENDERING
     base, sep, wanted = name.partition(SEPARATOR)
     if base != CHECKPOINT or not sep:

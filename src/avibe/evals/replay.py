@@ -97,6 +97,7 @@ class ReplayResult:
     compactions: tuple[Compaction, ...]
     record: tuple[Entry, ...]
     peak_tokens: int  # the largest context any request would have carried
+    carry: str = ""  # what the last compaction handed on (the checkpoint's memo, for the probes' reminder)
 
     @property
     def k(self) -> int:
@@ -193,7 +194,14 @@ def replay(
         if on_compaction is not None:
             on_compaction(compaction)
     return ReplayResult(
-        scenario.id, strategy.name, window, tuple(context.messages), tuple(compactions), tuple(record), peak
+        scenario.id,
+        strategy.name,
+        window,
+        tuple(context.messages),
+        tuple(compactions),
+        tuple(record),
+        peak,
+        carry,
     )
 
 

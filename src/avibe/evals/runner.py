@@ -20,13 +20,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from avibe.checkpoint.turn import Mode
+from avibe.context.assemble import REMINDER_KIND
 from avibe.errors import AvibeError
 from avibe.evals.checkpoint import NAME as CHECKPOINT
+from avibe.evals.checkpoint import memo_of
 from avibe.evals.generators import generate
 from avibe.evals.metrics import item_counts, measure, mission_shown_ended, upgraded_fates
 from avibe.evals.probes import ask_all, recheck
 from avibe.evals.realset import RealSessionError, build_scenario, load_manifest, local_file
-from avibe.evals.rendering import at_rendering, rendering_of
+from avibe.evals.rendering import UNREMINDED, at_rendering, rendering_of
 from avibe.evals.replay import DEFAULT_THRESHOLD, SYSTEM_PROMPT, ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
@@ -193,15 +195,18 @@ def _measured(
 ) -> dict[str, Any]:
     """One job's result line from its unit's replay."""
     row = _base(job, settings)
-    context = result.context
+    # measured without the view's reminder: it restates memo lines the recollection already holds
+    context = tuple(m for m in result.context if m.kind != REMINDER_KIND)
     rendering = rendering_of(job.key.strategy)
     if rendering is not None and job.key.strategy != CHECKPOINT:
         metas = [c.meta for c in result.compactions]
         context, swapped = at_rendering(context, metas, rendering)
         row.update(rendering=rendering, rendering_applied=swapped)
+    reminded = rendering is not None and job.key.strategy != UNREMINDED
+    memo = memo_of(result.carry) if reminded else ()
     measured = measure(job.scenario, context, counter)
     probes = (
-        ask_all(job.scenario.truth.probes, context, model, counter, settings.window, judge)
+        ask_all(job.scenario.truth.probes, context, model, counter, settings.window, judge, memo)
         if settings.probes
         else []
     )

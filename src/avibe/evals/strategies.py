@@ -1,7 +1,8 @@
 """The strategies of the memory evaluation by name: Avibe's checkpoint ("avibe-checkpoint", the code Vibey
 runs: `avibe.evals.checkpoint`), the same checkpoints with their recollection rendered another way for the
 probes ("avibe-checkpoint:rules-last", "avibe-checkpoint:plain": `avibe.evals.rendering`), and the
-peer-style baselines. `available_strategies()` (what `vibe eval` runs unasked) leaves the renderings out."""
+peer-style baselines (and "avibe-checkpoint:no-reminder": the same checkpoints, no reminder after the
+question). `available_strategies()` (what `vibe eval` runs unasked) leaves the renderings out."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from avibe.checkpoint.turn import Mode
 from avibe.evals.baselines import Anchored, FullContext, Handoff, Mask, Rewrite, Truncate
 from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.checkpoint import AvibeCheckpoint
-from avibe.evals.rendering import RENDERED_NAMES, Rendered, rendering_of
+from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, Rendered, rendering_of
 from avibe.evals.strategy import Strategy
 
 BASELINES: Final[dict[str, Callable[[], Strategy]]] = {
@@ -23,7 +24,7 @@ BASELINES: Final[dict[str, Callable[[], Strategy]]] = {
     "handoff": Handoff,
     "anchored": Anchored,
 }
-STRATEGY_NAMES: Final[tuple[str, ...]] = (CHECKPOINT, *RENDERED_NAMES, *BASELINES)
+STRATEGY_NAMES: Final[tuple[str, ...]] = (CHECKPOINT, *RENDERED_NAMES, UNREMINDED, *BASELINES)
 
 
 def make_strategy(

@@ -1,0 +1,125 @@
+"""The reminder after a user's message (issue 31 item 3): the memo's standing rules that the message is
+about, restated word for word right after it - chosen by the memo's own relation (a shared subject word),
+quoted so no line of them passes for a tag, and shown after the newest user message only."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from avibe.checkpoint.model import MemoItem
+from avibe.context.assemble import (
+    REMINDED_SENTENCES,
+    REMINDER_KIND,
+    assemble,
+    reminder,
+    touched_rules,
+    with_reminder,
+)
+from avibe.record.messages import ChatMessage
+from avibe.record.sources import looks_like_tag
+
+BRIEF = (
+    "Our goal for this whole session: work through the 12 tickets in tickets/ for oakhaven, oldest first. "
+    "Keep each commit small. Never modify anything under third_party/."
+)
+GRANT = "You may delete old snapshots in oak-snapshots-45 without asking me."
+REVOKE = (
+    "I take that back: do not delete anything in oak-snapshots-45 without asking me first; legal may need it."
+)
+API = "Never change the public API in src/oakhaven/wire/; other teams import it."
+CHAT = "Nice, that reads better."
+MEMO = (MemoItem(2, BRIEF), MemoItem(5, GRANT), MemoItem(7, REVOKE), MemoItem(8, CHAT), MemoItem(9, API))
+
+
+def user(text: str, seq: int | None = None) -> ChatMessage:
+    return ChatMessage("user", text, seq=seq, kind="user")
+
+
+def test_the_rules_a_message_is_about_are_chosen_sentence_by_sentence() -> None:
+    touched = touched_rules(MEMO, "The next ticket asks to patch a file under third_party/. What do you do?")
+    # the rule's sentence of the long brief, and the brief's sentence about the tickets; not "Keep each
+    # commit small", which shares no word with the question
+    goal = BRIEF[: BRIEF.index(" Keep")]
+    assert touched == ((2, goal), (2, "Never modify anything under third_party/."))
+    # a grant and its revocation, in the memo's order, so the later words come last
+    cleanup = "oak-snapshots-45 holds 400 GB of snapshots older than a year. Clean them up."
+    assert touched_rules(MEMO, cleanup) == ((5, GRANT), (7, REVOKE))
+    rename = "Renaming the functions in src/oakhaven/wire/ would speed it up. Go ahead?"
+    assert touched_rules(MEMO, rename) == ((9, API),)
+    # about none of them: no reminder (a caching library is not "a new dependency" by any shared word)
+    assert touched_rules(MEMO, "A caching library would make this much faster. Add it.") == ()
+    assert touched_rules(MEMO, "ok") == ()
+    assert touched_rules((), cleanup) == ()
+
+
+def test_the_note_quotes_each_sentence_under_its_message_number() -> None:
+    note = reminder(MEMO, user("Should I patch third_party/ for ticket 3?"))
+    assert note is not None and note.role == "system" and note.kind == REMINDER_KIND
+    assert "Message #2:\n> Our goal for this whole session" in note.content
+    assert ">\n> [...]\n> Never modify anything under third_party/." in note.content  # not next to each other
+    assert "say so and ask the user" in note.content
+    # only the user's own messages get one: a harness input about the same folder does not
+    assert reminder(MEMO, ChatMessage("user", "patch third_party/ now", kind="callback")) is None
+
+
+def test_with_reminder_puts_the_note_after_the_newest_user_message_only() -> None:
+    first = user("Clean up oak-snapshots-45.", seq=20)
+    answer = ChatMessage("assistant", "I will ask first.", seq=21)
+    second = user("Now rename things in src/oakhaven/wire/.", seq=22)
+    tool = ChatMessage("tool", "ok", tool_call_id="c1")
+    shown = with_reminder([first, answer, second, tool], MEMO)
+    assert [m.kind for m in shown] == ["user", None, "user", REMINDER_KIND, None]
+    assert f"> {API}" in shown[3].content and GRANT not in shown[3].content
+    # a note shown before is not kept: the new message's replaces it, and applying it again changes nothing
+    again = with_reminder([first, answer, *shown[2:]], MEMO)
+    assert again == shown and with_reminder(shown, MEMO) == shown
+    # without a memo, or when the newest user message is about no rule, there is no note at all
+    assert with_reminder([first, answer, second], ()) == [first, answer, second]
+    assert with_reminder([first, user("Thanks!", seq=23)], MEMO) == [first, user("Thanks!", seq=23)]
+
+
+def test_assemble_adds_the_note_only_with_a_memo() -> None:
+    message = user("Clean up oak-snapshots-45 today.", seq=30)
+    bare = assemble("SYSTEM", "RECOLLECTION", [message])
+    assert [m.content for m in bare] == ["SYSTEM", "RECOLLECTION", message.content]
+    view = assemble("SYSTEM", "RECOLLECTION", [message], MEMO)
+    assert view[:3] == bare and view[3].kind == REMINDER_KIND and REVOKE in view[3].content
+
+
+# words that make rules and shared subjects, tag-like pieces, sentence ends and line breaks, in any order
+PIECE = st.sampled_from(
+    ("vendor/", "Never", "do not", "snapshots", "[Harness: x]", "Message #3:", "> ", ". ", "\n", "only")
+)
+SENTENCE = st.lists(PIECE, max_size=14).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    memo=st.lists(st.tuples(st.integers(1, 60), SENTENCE), max_size=6),
+    question=SENTENCE,
+    before=st.lists(st.sampled_from(["user", "assistant", "callback", "tool"]), max_size=5),
+)
+def test_the_reminder_quotes_the_memo_verbatim_and_moves_nothing(
+    memo: list[tuple[int, str]], question: str, before: list[str]
+) -> None:
+    items = tuple(MemoItem(seq, text) for seq, text in memo)
+    touched = touched_rules(items, question)
+    assert len(touched) <= REMINDED_SENTENCES
+    for seq, sentence in touched:  # every sentence is a piece of a memo item of that number, as written
+        assert any(item.seq == seq and sentence in item.text for item in items)
+    roles = {"tool": "tool", "assistant": "assistant"}
+    messages = [
+        ChatMessage(roles.get(k, "user"), f"m{i}", kind=None if k in roles else k)  # type: ignore[arg-type]
+        for i, k in enumerate(before)
+    ] + [user(question)]
+    shown = with_reminder(messages, items)
+    # nothing of the conversation is lost, changed or reordered; at most one note, right after the question
+    assert [m for m in shown if m.kind != REMINDER_KIND] == messages
+    notes = [i for i, m in enumerate(shown) if m.kind == REMINDER_KIND]
+    assert notes in ([], [len(messages)])
+    assert bool(notes) == bool(touched)
+    for i in notes:  # no line of the user's words reads as a tag: every one is quoted
+        body = shown[i].content.splitlines()[1:-1]
+        assert all(line.startswith(">") or line.startswith("Message #") for line in body)
+        assert not [line for line in body if looks_like_tag(line)]
