@@ -38,10 +38,13 @@ def user(text: str, seq: int | None = None) -> ChatMessage:
 
 def test_the_rules_a_message_is_about_are_chosen_sentence_by_sentence() -> None:
     touched = touched_rules(MEMO, "The next ticket asks to patch a file under third_party/. What do you do?")
-    # the rule's sentence of the long brief, and the brief's sentence about the tickets; not "Keep each
-    # commit small", which shares no word with the question
+    # the rule's sentence of the long brief, which names the folder; not the brief's sentence about the
+    # tickets, which shares one common word ("ticket") - not enough to be about it
+    assert touched == ((2, "Never modify anything under third_party/."),)
+    # two shared words are: the tickets' sentence is about working through the tickets, oldest first
     goal = BRIEF[: BRIEF.index(" Keep")]
-    assert touched == ((2, goal), (2, "Never modify anything under third_party/."))
+    assert touched_rules(MEMO, "Which tickets come first: the oldest?") == ((2, goal),)
+    assert touched_rules(MEMO, "Make that change smaller.") == ()  # "change" alone: not the API rule
     # a grant and its revocation, in the memo's order, so the later words come last
     cleanup = "oak-snapshots-45 holds 400 GB of snapshots older than a year. Clean them up."
     assert touched_rules(MEMO, cleanup) == ((5, GRANT), (7, REVOKE))
@@ -54,7 +57,7 @@ def test_the_rules_a_message_is_about_are_chosen_sentence_by_sentence() -> None:
 
 
 def test_the_note_quotes_each_sentence_under_its_message_number() -> None:
-    note = reminder(MEMO, user("Should I patch third_party/ for ticket 3?"))
+    note = reminder(MEMO, user("Should I patch third_party/ before the tickets/ queue?"))
     assert note is not None and note.role == "system" and note.kind == REMINDER_KIND
     assert "Message #2:\n> Our goal for this whole session" in note.content
     assert ">\n> [...]\n> Never modify anything under third_party/." in note.content  # not next to each other

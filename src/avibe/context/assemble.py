@@ -61,6 +61,10 @@ DEFAULT_RENDERING: Final[Rendering] = "sections"
 _HEADING: Final = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t#]*$")
 _SCENE_TAGS: Final = frozenset({"<checkpoint>", "</checkpoint>"})
 REMINDED_SENTENCES: Final = 4  # a reminder restates at most this many sentences: a few rules, their changes
+MIN_ABOUT: Final = 2  # a shared name (2) or two shared words (1 each): what "about" a rule takes
+# a word that names one thing: a path or identifier (/ _ . - inside it) or a number in it ...
+_NAME_MARK: Final = re.compile(r"[/_.\-\d]")
+_FOLDER: Final = re.compile(r"([^\W_][\w.\-]*)/")  # ... or a folder, written with its slash ("vendor/")
 REMINDER_KIND: Final = "reminder"  # ChatMessage.kind of the note: the view's own, never a record entry
 _CUT_NOTE: Final = "[... cut"  # a cut memo item's pointer line (memo.cut_note): no words of the user
 
@@ -270,23 +274,41 @@ def recollection(
     )
 
 
+def _names(text: str) -> set[str]:
+    """The words of `text` that name one thing - a path, an identifier, a number, a folder ("vendor/") -
+    as `subject_words` spells them."""
+    folders = subject_words(" ".join(_FOLDER.findall(text)))  # spelt as subject_words spells them
+    return {w for w in subject_words(text) if w in folders or _NAME_MARK.search(w)}
+
+
+def _about(asked: set[str], names: set[str], sentence: str) -> int:
+    """How much a sentence is about the message: each shared name counts 2, each other shared word 1."""
+    shared = asked & subject_words(sentence)
+    return len(shared) + len(shared & names)
+
+
 def touched_rules(
     memo: Sequence[MemoItem], text: str, limit: int = REMINDED_SENTENCES
 ) -> tuple[tuple[int, str], ...]:
     """The sentences of the memo's standing rules (`standing_rules`: each rule and the user's later words
-    about it) that share a subject word with `text`, as (message number, sentence verbatim), in memo
-    order; at most `limit`, rule-worded sentences and those sharing more words first, then the newest."""
+    about it) that `text` is about, as (message number, sentence verbatim), in memo order: those sharing
+    a name with it or two words, and at least half as much as the sentence that shares most (one common
+    word - "change", "tests" - is not enough: the 1.5B answered a question about the release scripts'
+    approver with the brief's sentences about changes); at most `limit`, rule-worded ones first."""
     asked = subject_words(text)
     if not asked:
         return ()
+    names = _names(text)
     found: list[tuple[tuple[bool, int, int], tuple[int, str]]] = []
     for item in standing_rules(memo):
         for start, end in sentences(item.text):
             sentence = item.text[start:end]
-            shared = len(asked & subject_words(sentence))
-            if shared and not sentence.startswith(_CUT_NOTE):
-                found.append(((reads_as_rule(sentence), shared, len(found)), (item.seq, sentence)))
-    chosen = sorted(found, key=lambda f: f[0], reverse=True)[:limit]
+            score = _about(asked, names, sentence)
+            if score >= MIN_ABOUT and not sentence.startswith(_CUT_NOTE):
+                found.append(((reads_as_rule(sentence), score, len(found)), (item.seq, sentence)))
+    best = max((key[1] for key, _ in found), default=0)
+    kept = [f for f in found if 2 * f[0][1] >= best]
+    chosen = sorted(kept, key=lambda f: f[0], reverse=True)[:limit]
     return tuple(pair for _, pair in sorted(chosen, key=lambda f: f[0][2]))
 
 
