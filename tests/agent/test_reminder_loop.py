@@ -4,14 +4,23 @@ then a message about it, then the request the model gets. The note is the view's
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from test_vibey_e2e import BEFORE, RULE, _files, _three_turns
 from vibey_doubles import checkpoint_steps, tool_step
 
+from avibe.agent.driver import reminds
+from avibe.agent.state import LiveState
+from avibe.agent.view import Viewer
+from avibe.checkpoint.budgets import budgets_for
 from avibe.context.assemble import REMINDER_KIND
+from avibe.ports import StoredCheckpoint
+from avibe.providers.counting import TiktokenCounter
 from avibe.providers.scripted import reply
+from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import EntryQuery
+from avibe.record.messages import ChatMessage
 
 ABOUT_THE_RULE = "The build is slow. Clear out vendor/ to speed it up."
 UNRELATED = "Good. Now summarise a.txt for me."
@@ -46,3 +55,19 @@ def test_a_message_about_a_kept_rule_is_followed_by_the_rule_in_the_users_words(
     # the record holds what was said, never the view's note
     texts = [e.text for e in h.store.query(EntryQuery(h.vibey.session_id))]
     assert not [t for t in texts if "Before you answer the user's message above" in t]
+
+
+def test_the_reminder_is_chosen_per_model_and_the_05b_goes_without() -> None:
+    """Measured per model (docs/eval.md): the 1.5B declined forbidden next actions 13 of 18 times with it
+    and 5 without; the 0.5B declined no more and answered fewer exact questions, so it goes without."""
+    assert not reminds("embedded") and reminds("embedded-1.5b") and reminds("gpt-4o")
+    memo = (MemoItem(1, RULE),)
+    at = datetime(2026, 12, 5, tzinfo=UTC)
+    stored = StoredCheckpoint("s1", 1, at, "## I am here\n", memo, "", 1, Carry())
+    state = LiveState(messages=(ChatMessage("user", ABOUT_THE_RULE, seq=9, kind="user"),))
+    budgets = budgets_for(8000, 5000)
+    counter = TiktokenCounter("cl100k_base")
+    for remind in (True, False):
+        view = Viewer(counter, "s1", "SYSTEM", 0, budgets, remind=remind).view(state, stored)
+        assert view[2].content == ABOUT_THE_RULE
+        assert [m.kind for m in view[3:]] == ([REMINDER_KIND] if remind else [])

@@ -105,6 +105,19 @@ class TurnStats:
 MODE_BY_MODEL: Final[dict[str, Mode]] = {"embedded": "three", "embedded-1.5b": "three"}
 
 
+# The reminder after a user's message (context/assemble.py `with_reminder`), measured per model on the five
+# generated types, seeds 1-3, on the same checkpoints (docs/eval.md): the 1.5B did the next action a kept
+# rule forbids 5 of 18 times without it and declined 13 of 18 with it, exact answers the same (17 of 21);
+# the 0.5B declined no more (2 and 2) and answered fewer exact questions (13 against 16 of 21): it copied
+# the note's last line or went off to a tool call. So every model gets it but the 0.5B.
+NO_REMINDER_MODELS: Final[frozenset[str]] = frozenset({"embedded"})
+
+
+def reminds(model_name: str) -> bool:
+    """Whether Vibey's view restates the memo's rules after a user's message, for this model."""
+    return model_name not in NO_REMINDER_MODELS
+
+
 def mode_for(model_name: str, local: bool) -> Mode:
     """How the checkpoint turn asks (one decision for `vibe run` and the eval): small JSON questions under
     a grammar for local models, which write poor free-form checkpoints (MODE_BY_MODEL: how many calls);

@@ -22,7 +22,7 @@ from typing import Final
 
 from avibe.agent import live
 from avibe.agent.config import RunConfig
-from avibe.agent.driver import CheckpointDriver, store_lookup
+from avibe.agent.driver import CheckpointDriver, reminds, store_lookup
 from avibe.agent.live import LiveRoom, shell_skill_load
 from avibe.agent.persist import SessionRecord
 from avibe.agent.repeats import ANSWER_ONLY, answer_of, loop_stop_reason, not_run_text
@@ -106,7 +106,7 @@ class Vibey:
         tools = tool_tokens(self.counter, self.tool_specs)
         skill = lambda name: self.skill_text(name)  # noqa: E731 - read when used: fields may be set later
         return Viewer(self.counter, self.session_id, system, tools, self.budgets, c.record_where, skill,
-                      rendering=c.recollection)  # fmt: skip
+                      rendering=c.recollection, remind=reminds(self.facts.name))  # fmt: skip
 
     @cached_property
     def room(self) -> LiveRoom:

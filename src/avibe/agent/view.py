@@ -90,6 +90,8 @@ class Viewer:
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
     # How the recollection is shown (issue 31 item 3: `[context] recollection`): never what it holds
     rendering: Rendering = DEFAULT_RENDERING
+    # Whether a user's message about the memo's rules is followed by them (`agent.driver.reminds`)
+    remind: bool = True
     counts: MessageCounts = field(init=False)
     # The skills a checkpoint puts back, read at their current version once a turn (A1), by checkpoint
     _skills: dict[int, tuple[PutBackSkill, ...]] = field(default_factory=dict, init=False, repr=False)
@@ -152,8 +154,8 @@ class Viewer:
 
     def view(self, state: LiveState, stored: StoredCheckpoint | None) -> list[ChatMessage]:
         """The request: with a checkpoint, its memo's rules that the newest user message is about are
-        restated after that message (`avibe.context.assemble.reminder`)."""
-        memo = stored.memo if stored is not None else ()
+        restated after that message (`avibe.context.assemble.reminder`), for a model that `remind`s."""
+        memo = stored.memo if stored is not None and self.remind else ()
         return assemble(self.system, self.recollection(state, stored), state.messages, memo)
 
     def base(self, state: LiveState, stored: StoredCheckpoint | None) -> list[ChatMessage]:

@@ -27,9 +27,10 @@ is framed line by line, and no line the model or a file wrote reads as a tag or 
 A user's new message that is about one of the memo's standing rules gets those rules' sentences restated
 right after it, word for word (issue 31 item 3): the 1.5B, shown the whole recollection, still did what a
 kept rule forbids ("Clean them up." - and it deleted, where the user had said "do not delete anything in
-... without asking me first"). "About" is the memo's own relation - a shared subject word - so it costs no
-model call; only the newest user message gets the note, placed after it rather than at the end so that it
-stays put for the turn's later steps (a prompt cache keeps it).
+... without asking me first"). "About" is read from the words, as the memo relates a rule to its changes
+(a shared name, or two shared words: `touched_rules`), so it costs no model call; only the newest user
+message gets the note, placed after it rather than at the end so that it stays put for the turn's later
+steps (a prompt cache keeps it).
 """
 
 from __future__ import annotations

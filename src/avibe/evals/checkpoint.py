@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from avibe.agent import live
-from avibe.agent.driver import CheckpointDriver, CheckpointResult, entries_lookup
+from avibe.agent.driver import CheckpointDriver, CheckpointResult, entries_lookup, reminds
 from avibe.agent.driver import mode_for as driver_mode_for
 from avibe.agent.live import LiveRoom
 from avibe.agent.state import LiveState
@@ -307,7 +307,8 @@ class AvibeCheckpoint:
         text = viewer.recollection(replace(LiveState.from_dict(now.live), messages=conversation), stored)
         shown = replace(state.messages[at], content=text)
         # the memo's reminder follows the newest user message, as in Vibey's view
-        return (*state.messages[:at], shown, *with_reminder(state.messages[at + 1 :], stored.memo))
+        memo = stored.memo if viewer.remind else ()
+        return (*state.messages[:at], shown, *with_reminder(state.messages[at + 1 :], memo))
 
 
 def _conversation(context: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
@@ -347,9 +348,8 @@ def replay_viewer(
     """Vibey's viewer on the replay, with the budgets of its clamped window and the replay's threshold."""
     _, _, budgets = _replay_limits(state, model, window)
     system = state.messages[0].content
-    return Viewer(
-        counter, state.session, system, 0, budgets, skill_text=carry.skills.get, rendering=rendering
-    )
+    return Viewer(counter, state.session, system, 0, budgets, skill_text=carry.skills.get,
+                  rendering=rendering, remind=reminds(model.facts.name))  # fmt: skip
 
 
 def _room(

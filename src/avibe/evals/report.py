@@ -430,8 +430,8 @@ def render_markdown(
     for shown in (s for s in strategies if s.startswith(f"{reference}:")):  # its renderings (issue 31)
         out += _section(
             f"Claims: where {shown} beats, ties or loses",
-            f"The same checkpoints as {reference}'s, shown to the model in another rendering, against the "
-            "peers, as above.",
+            f"The same checkpoints as {reference}'s, shown to the model another way (a rendering, or no "
+            "reminder after the question), against the peers, as above.",
             claims(ok, shown, peers),
         )
     swept, note = _swept(ok)

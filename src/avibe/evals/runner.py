@@ -19,6 +19,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from avibe.agent.driver import reminds
 from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import REMINDER_KIND
 from avibe.errors import AvibeError
@@ -202,7 +203,8 @@ def _measured(
         metas = [c.meta for c in result.compactions]
         context, swapped = at_rendering(context, metas, rendering)
         row.update(rendering=rendering, rendering_applied=swapped)
-    reminded = rendering is not None and job.key.strategy != UNREMINDED
+    # Vibey's view for this model (`agent.driver.reminds`), unless the strategy is the one without it
+    reminded = rendering is not None and job.key.strategy != UNREMINDED and reminds(model.facts.name)
     memo = memo_of(result.carry) if reminded else ()
     measured = measure(job.scenario, context, counter)
     probes = (
