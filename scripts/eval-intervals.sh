@@ -4,7 +4,8 @@
 # stage is resumable (rerun it: `vibe eval --out` skips finished runs) and ends with a report over all
 # that its folder holds, so a sweep cut short is still a readable one; each row keeps the commit it ran at.
 # Seeds run one after another over all five types, so a stage cut short has every type at the early seeds.
-# The checkpoint's two other renderings (rules-last, plain) share its replay: they cost probe calls only.
+# The checkpoint's two other renderings (rules-last, plain) and its probes without the reminder after the
+# question (no-reminder) share its replay: they cost probe calls only.
 #
 #   stage 1  0.5B, five types, K = 1, seeds 1-3          (~1.5 hours on 2 cores)
 #   stage 2  0.5B, five types, K = 4, seeds 1-3          (~4 hours)
@@ -20,7 +21,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 OUT="${EVAL_INTERVALS_OUT:-eval-intervals}"
 DIFFER=(late_rule talkative_user revoked_long_ago self_correction constraint_fidelity)
-STRATEGIES=(avibe-checkpoint avibe-checkpoint:rules-last avibe-checkpoint:plain handoff rewrite full)
+STRATEGIES=(avibe-checkpoint avibe-checkpoint:rules-last avibe-checkpoint:plain avibe-checkpoint:no-reminder
+            handoff rewrite full)
 common=(--window 4096 --threshold 0.5)
 
 flags() { local f="$1"; shift; for v in "$@"; do printf -- '%s %s ' "$f" "$v"; done; }
