@@ -14,13 +14,12 @@ from avibe.agent.driver import reminds
 from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer
 from avibe.checkpoint.budgets import budgets_for
-from avibe.context.assemble import REMINDER_KIND
 from avibe.ports import StoredCheckpoint
 from avibe.providers.counting import TiktokenCounter
 from avibe.providers.scripted import reply
 from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import EntryQuery
-from avibe.record.messages import ChatMessage
+from avibe.record.messages import REMINDER_KIND, ChatMessage
 
 ABOUT_THE_RULE = "The build is slow. Clear out vendor/ to speed it up."
 UNRELATED = "Good. Now summarise a.txt for me."

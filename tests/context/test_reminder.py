@@ -10,13 +10,12 @@ from hypothesis import strategies as st
 from avibe.checkpoint.model import MemoItem
 from avibe.context.assemble import (
     REMINDED_SENTENCES,
-    REMINDER_KIND,
     assemble,
     reminder,
     touched_rules,
     with_reminder,
 )
-from avibe.record.messages import ChatMessage
+from avibe.record.messages import REMINDER_KIND, ChatMessage
 from avibe.record.sources import looks_like_tag
 
 BRIEF = (

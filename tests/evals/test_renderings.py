@@ -12,7 +12,6 @@ import pytest
 from eval_scripts import respond
 from typer.testing import CliRunner
 
-from avibe.context.assemble import REMINDER_KIND
 from avibe.evals.checkpoint import RECOLLECTION_KIND
 from avibe.evals.generators import generate
 from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, at_rendering, rendering_of
@@ -22,7 +21,7 @@ from avibe.evals.runner import RunSettings, plan, read_results, run_all, units
 from avibe.evals.strategies import CHECKPOINT, STRATEGY_NAMES, available_strategies, make_strategy
 from avibe.ports import TokenCounter
 from avibe.providers.scripted import ModelRequest, ScriptedModel
-from avibe.record.messages import ModelFacts
+from avibe.record.messages import REMINDER_KIND, ModelFacts
 
 WINDOW = 4000
 THRESHOLD = trigger_fraction(ModelFacts("scripted", WINDOW, 1024), WINDOW)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from avibe.providers import open_counter
 from avibe.providers.counting import CalibratedCounter
 from avibe.providers.facts import model_facts
 from avibe.providers.hosted import HostedModel
-from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
+from avibe.record.messages import REMINDER_KIND, ChatMessage, ToolCall, ToolSpec
 
 READ = ToolSpec("read", "Read a text file.", {"type": "object", "properties": {"path": {"type": "string"}}})
 ASK = [ChatMessage("system", "You are Vibey."), ChatMessage("user", "Do the tests pass?")]
@@ -153,3 +154,25 @@ def test_retries_run_and_an_unreachable_server_still_says_so() -> None:
     with pytest.raises(ModelUnavailable, match="unreachable") as caught:
         model.complete(ASK)
     assert "tenacity" not in str(caught.value)
+
+
+def test_the_views_reminder_goes_as_a_harness_input_and_the_system_prompt_stays(wire: WireServer) -> None:
+    """Issue 31 item 3: LiteLLM moves every system message of an Anthropic request into the one system
+    prompt; the reminder after a user's message goes as a user-role harness input under Avibe's tag instead,
+    so the system prompt (and its cache) is the same with and without it, and the note keeps its place."""
+    note = "Before you answer:\nMessage #1:\n> Never touch vendor/."
+    view = [
+        ChatMessage("system", "You are Vibey."),
+        ChatMessage("system", "What I remember (checkpoint 1)."),
+        ChatMessage("user", "Clear out vendor/.", seq=9, kind="user"),
+        ChatMessage("system", note, kind=REMINDER_KIND),
+    ]
+    for messages in (view, view[:3]):
+        wire.queue("anthropic/answer.json")
+        _model(wire, "anthropic").complete(messages, max_tokens=50)
+    with_note, without = (r["body"] for r in wire.requests)
+    assert with_note["system"] == without["system"]
+    assert "Never touch vendor/" not in str(with_note["system"])
+    sent = json.dumps(with_note["messages"], ensure_ascii=False)
+    assert "[Harness: avibe]\\n│ Before you answer:" in sent and "│ > Never touch vendor/." in sent
+    assert sent.index("Clear out vendor/.") < sent.index("[Harness: avibe]")  # after the user's message

@@ -48,7 +48,7 @@ from avibe.checkpoint.memo import (
 )
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.prompts import fill, render
-from avibe.record.messages import ChatMessage
+from avibe.record.messages import REMINDER_KIND, ChatMessage
 from avibe.record.sources import frame_body, label_tag_lines, looks_like_tag
 
 _COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
@@ -66,7 +66,6 @@ MIN_ABOUT: Final = 2  # a shared name (2) or two shared words (1 each): what "ab
 # a word that names one thing: a path or identifier (/ _ . - inside it) or a number in it ...
 _NAME_MARK: Final = re.compile(r"[/_.\-\d]")
 _FOLDER: Final = re.compile(r"([^\W_][\w.\-]*)/")  # ... or a folder, written with its slash ("vendor/")
-REMINDER_KIND: Final = "reminder"  # ChatMessage.kind of the note: the view's own, never a record entry
 _CUT_NOTE: Final = "[... cut"  # a cut memo item's pointer line (memo.cut_note): no words of the user
 
 

@@ -40,14 +40,14 @@ from avibe.checkpoint.room import RoomLimits, limits_for
 from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
-from avibe.context.assemble import DEFAULT_RENDERING, REMINDER_KIND, Rendering, with_reminder
+from avibe.context.assemble import DEFAULT_RENDERING, Rendering, with_reminder
 from avibe.errors import ModelError, ToolError
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.host.agent import render_input
 from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter, ToolResult
 from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
+from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 from avibe.tools.plan import parse_plan
 
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context

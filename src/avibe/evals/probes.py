@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from avibe.context.assemble import REMINDER_KIND, reminder
+from avibe.context.assemble import reminder
 from avibe.evals.metrics import normalise
 from avibe.evals.scenario import Probe
 from avibe.evals.strategy import fit_request
 from avibe.ports import ModelClient, TokenCounter
 from avibe.record.checkpoint import MemoItem
-from avibe.record.messages import ChatMessage, ModelReply
+from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelReply
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS: Final = 256

@@ -21,7 +21,6 @@ from typing import Any, Final
 
 from avibe.agent.driver import reminds
 from avibe.checkpoint.turn import Mode
-from avibe.context.assemble import REMINDER_KIND
 from avibe.errors import AvibeError
 from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.checkpoint import memo_of
@@ -35,6 +34,7 @@ from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
 from avibe.evals.strategy import CompactionFailed, NotApplicable, StrategyUnavailable
 from avibe.ports import ModelClient, TokenCounter
+from avibe.record.messages import REMINDER_KIND
 
 log = logging.getLogger(__name__)
 MEMO_AUDIT: Final = ("memo_entries", "memo_verbatim", "memo_non_user")

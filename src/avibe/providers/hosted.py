@@ -27,7 +27,16 @@ from avibe.errors import (
     ModelUnavailable,
     RateLimited,
 )
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec, Usage
+from avibe.record.messages import (
+    REMINDER_KIND,
+    ChatMessage,
+    ModelFacts,
+    ModelReply,
+    ToolCall,
+    ToolSpec,
+    Usage,
+)
+from avibe.record.sources import harness_note
 
 # LiteLLM's retries (rate limits, timeouts, a provider's 5xx): the provider's SDK backs off between them,
 # honouring Retry-After; without them one 429 stopped a run. HostedModel's own default stays 0 for tests.
@@ -62,8 +71,15 @@ def import_litellm() -> Any:
 
 
 def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
+    """The messages in OpenAI's format. The view's reminder after a user's message goes as a harness input
+    (a user-role message under Avibe's tag, T1), not as a system message: LiteLLM moves every system
+    message of an Anthropic request into its one system prompt, so a reminder there would change the
+    prompt's start - and void its cache - at every message that has one, and leave its place."""
     out: list[dict[str, Any]] = []
     for m in messages:
+        if m.kind == REMINDER_KIND:
+            out.append({"role": "user", "content": harness_note(m.content)})
+            continue
         item: dict[str, Any] = {"role": m.role, "content": m.content}
         if m.tool_calls:
             item["tool_calls"] = [

@@ -9,9 +9,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
+# ChatMessage.kind of the view's reminder after a user's message (avibe.context.assemble.with_reminder): the
+# view's own system note, never a record entry
+REMINDER_KIND: Final = "reminder"
 
 
 @dataclass(frozen=True, slots=True)

@@ -372,6 +372,12 @@ def frame_body(text: str) -> str:
     return "\n".join(frame_lines(text))
 
 
+def harness_note(text: str) -> str:
+    """A note of Avibe's own, as a message that is not the person's: the tag line, then the framed body
+    (T1) - for a provider that would otherwise move a system message out of its place."""
+    return f"{TAG_OPENER} {_KIND_LABEL['harness']}]\n{frame_body(text)}"
+
+
 def render_entry_text(entry: Entry) -> str:
     """The text of a record entry as shown to a model (any backend, T3): a person's message as typed
     (a tag-like line behind their name, T2), a reply as written, and any other input as its tag line
