@@ -44,6 +44,13 @@ def test_the_rules_a_message_is_about_are_chosen_sentence_by_sentence() -> None:
     goal = BRIEF[: BRIEF.index(" Keep")]
     assert touched_rules(MEMO, "Which tickets come first: the oldest?") == ((2, goal),)
     assert touched_rules(MEMO, "Make that change smaller.") == ()  # "change" alone: not the API rule
+    # a file under a rule's folder is about the rule (the demo's "May you edit vendor/parser.txt?" got no
+    # reminder while only whole paths were compared, and the 1.5B tried to edit it)
+    vendor = (MemoItem(1, "Never modify anything under vendor/ - that code belongs to another team."),)
+    assert touched_rules(vendor, "May you edit vendor/parser.txt?") == ((1, vendor[0].text),)
+    assert touched_rules((MemoItem(3, "Never edit src/wire/api.py by hand."),), "Is wire/ generated?") == (
+        (3, "Never edit src/wire/api.py by hand."),
+    )
     # a grant and its revocation, in the memo's order, so the later words come last
     cleanup = "oak-snapshots-45 holds 400 GB of snapshots older than a year. Clean them up."
     assert touched_rules(MEMO, cleanup) == ((5, GRANT), (7, REVOKE))

@@ -274,16 +274,28 @@ def recollection(
     )
 
 
+def _path_parts(words: set[str]) -> set[str]:
+    """The folders and file of each path among `words` ("vendor/parser.txt": "vendor", "parser.txt"), as
+    `subject_words` spells them: a rule about vendor/ is about vendor/parser.txt."""
+    return subject_words(" ".join(part for word in words if "/" in word for part in word.split("/")))
+
+
+def _words(text: str) -> set[str]:
+    words = subject_words(text)
+    return words | _path_parts(words)
+
+
 def _names(text: str) -> set[str]:
-    """The words of `text` that name one thing - a path, an identifier, a number, a folder ("vendor/") -
-    as `subject_words` spells them."""
+    """The words of `text` that name one thing - a path, an identifier, a number, a folder ("vendor/"),
+    a part of a path - as `subject_words` spells them."""
     folders = subject_words(" ".join(_FOLDER.findall(text)))  # spelt as subject_words spells them
-    return {w for w in subject_words(text) if w in folders or _NAME_MARK.search(w)}
+    words = subject_words(text)
+    return {w for w in words if w in folders or _NAME_MARK.search(w)} | _path_parts(words)
 
 
 def _about(asked: set[str], names: set[str], sentence: str) -> int:
     """How much a sentence is about the message: each shared name counts 2, each other shared word 1."""
-    shared = asked & subject_words(sentence)
+    shared = asked & _words(sentence)
     return len(shared) + len(shared & names)
 
 
@@ -295,7 +307,7 @@ def touched_rules(
     a name with it or two words, and at least half as much as the sentence that shares most (one common
     word - "change", "tests" - is not enough: the 1.5B answered a question about the release scripts'
     approver with the brief's sentences about changes); at most `limit`, rule-worded ones first."""
-    asked = subject_words(text)
+    asked = _words(text)
     if not asked:
         return ()
     names = _names(text)
