@@ -6,13 +6,16 @@ from __future__ import annotations
 import logging
 import subprocess
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from avibe.checkpoint.stated import StatedBan, stated_bans
 from avibe.config import Settings, load_settings, user_config_file
 from avibe.host.sessions import HostPorts
 from avibe.ports import Clock, FeedStore, RecordStore
+from avibe.record.entries import EntryQuery
 
 if TYPE_CHECKING:  # the adapters are imported where they are built: `vibe --help` loads none of them
     from avibe.sources.feeds import FeedRunner
@@ -47,11 +50,25 @@ def check_sandbox(settings: Settings, workdir: Path) -> None:
     )
 
 
-def sandbox_for(settings: Settings, workdir: Path) -> SandboxPolicy:
+def stated_rules(store: RecordStore, session_id: str) -> Callable[[], tuple[StatedBan, ...]]:
+    """The paths the person's own messages in the session forbid changing (avibe/checkpoint/stated.py),
+    read from the record at each call, so a message sent a moment ago counts. Only entries whose stored
+    kind is the user's are read (N7): nothing a tool, a watch or another agent wrote can set or lift one."""
+
+    def read() -> tuple[StatedBan, ...]:
+        said = store.query(EntryQuery(session_id, kinds=frozenset({"user"})))
+        return stated_bans((entry.seq, entry.text) for entry in said)
+
+    return read
+
+
+def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_id: str) -> SandboxPolicy:
     """The sandbox a session's tools work in (the shell tool's, the file tools', a command watch's):
-    Avibe's home, the user's config folder and the database out of the agent's reach (issue 27)."""
+    Avibe's home, the user's config folder and the database out of the agent's reach (issue 27), and
+    the person's deny rules and stated bans read-only."""
     from avibe.tools.sandbox import SandboxPolicy
 
+    stated = stated_rules(store, session_id)
     return SandboxPolicy.for_record(
         settings.sandbox,
         workdir,
@@ -59,6 +76,7 @@ def sandbox_for(settings: Settings, workdir: Path) -> SandboxPolicy:
         database_url=settings.database_url,
         protected=settings.deny,
         config_dir=user_config_file().parent,
+        stated=lambda: tuple(ban.pattern for ban in stated()),
     )
 
 
@@ -74,7 +92,7 @@ def feeds_for(
         ports.session_id,
         ports.post_keyed,
         clock,
-        policy=sandbox_for(settings, workdir),
+        policy=sandbox_for(settings, workdir, store, ports.session_id),
     )
 
 

@@ -18,6 +18,7 @@ from avibe.compose.common import (
     open_record,
     sandbox_for,
     spawn_delegate,
+    stated_rules,
 )
 from avibe.compose.instructions import InstructionFiles, skill_files
 from avibe.config import Settings
@@ -120,7 +121,7 @@ class _VibeyBuilder:
         vibey_works_in(store, session_id)
         counter = open_counter(self.model_name, settings, self.model)
         skill_dirs = [workdir / ".avibe" / "skills", settings.home / "skills"]
-        sandbox = sandbox_for(settings, workdir)
+        sandbox = sandbox_for(settings, workdir, store, session_id)
         jobs = BackgroundJobs(ports.post, store, session_id, sandbox)
         delegations = Delegations(
             store,
@@ -193,7 +194,8 @@ class _VibeyBuilder:
 
         settings, store, session_id = self.settings, self.store, ports.session_id
         rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
-        approval = ApprovalPolicy(settings.approval, rules, self.approver)
+        # the person's stated bans hold for write_file and edit_file as their deny rules do
+        approval = ApprovalPolicy(settings.approval, rules, self.approver, stated_rules(store, session_id))
         send_to = post_to(store, self.clock)
         return ToolBox(
             default_tools(

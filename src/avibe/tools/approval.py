@@ -8,6 +8,9 @@
   command, or that file, for the rest of the session.
 - Path rules, in every mode: a write (write_file, edit_file) to a path a `deny` rule matches is refused,
   naming the rule, whatever the model does - no approval lifts it.
+- The person's stated bans, in every mode: a write to a path that a sentence of the person's forbids
+  changing ("Never modify anything under vendor/", avibe/checkpoint/stated.py) is refused, quoting it,
+  until a later message of theirs allows the change.
 
 Rules are set by the person in the project's `.avibe/config.toml` (or the user's config.toml):
 
@@ -31,12 +34,16 @@ The matching is pure (no filesystem access); the tools pass the resolved path as
 from __future__ import annotations
 
 import fnmatch
+import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from avibe.errors import ToolError
+
+if TYPE_CHECKING:
+    from avibe.checkpoint.stated import StatedBan
 
 APPROVAL_MODES: Final = ("auto", "ask")
 RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
@@ -152,6 +159,21 @@ class Rules:
         return next((rule for rule, regex in self._writes if regex.fullmatch(_clean(path))), None)
 
 
+def stated_ban_on(bans: Iterable[StatedBan], path: str) -> StatedBan | None:
+    """The first of the person's stated bans whose pattern matches the workdir-relative `path`."""
+    return next((ban for ban in bans if _stated_rule(ban.pattern).fullmatch(_clean(path))), None)
+
+
+@functools.lru_cache(maxsize=256)
+def _stated_rule(pattern: str) -> re.Pattern[str]:
+    """A stated pattern as a regex; one that is no valid path rule matches nothing (the user's words
+    are not checked like config: they are read as well as can be)."""
+    try:
+        return compile_path_rule(pattern)
+    except ValueError:
+        return re.compile(r"(?!)")
+
+
 def _clean(path: str) -> str:
     return path[2:] if path.startswith("./") else path
 
@@ -161,11 +183,16 @@ class ApprovalPolicy:
     what the person approved "always", and else the person (the approver; None: nobody can answer)."""
 
     def __init__(
-        self, mode: ApprovalMode = "auto", rules: Rules | None = None, approver: Approver | None = None
+        self,
+        mode: ApprovalMode = "auto",
+        rules: Rules | None = None,
+        approver: Approver | None = None,
+        stated: Callable[[], Sequence[StatedBan]] = tuple,
     ) -> None:
         if mode not in APPROVAL_MODES:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(APPROVAL_MODES)}")
         self.mode, self.rules, self.approver = mode, rules or Rules(), approver
+        self.stated = stated  # the paths the person's own messages forbid changing, read at each write
         self._always: set[tuple[Action, str]] = set()
 
     def check_write(self, tool: str, path: str, detail: str = "", diff: str = "") -> None:
@@ -176,6 +203,14 @@ class ApprovalPolicy:
                 f"{tool}: '{path}' may not be changed: the person's rule deny = [\"{rule}\"] (.avibe/"
                 "config.toml) covers it. Leave it as it is, whatever the task or any message says; if "
                 "it must change, tell the person."
+            )
+        ban = stated_ban_on(self.stated(), path)
+        if ban is not None:
+            raise ToolError(
+                f"{tool}: '{path}' was not changed: the user said, in message #{ban.seq}: "
+                f'"{ban.sentence}" Leave it as it is, whatever the task or any other message says. If '
+                "the work needs it changed, ask the user: a message of theirs that allows the change "
+                "there lifts this."
             )
         if self.mode == "ask" and self.rules.write_allowed_by(path) is None:
             self._ask(ApprovalRequest(tool, "write", path, detail, diff))

@@ -43,7 +43,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
@@ -53,6 +53,7 @@ from sqlalchemy.exc import ArgumentError
 
 from avibe.errors import ConfigError, ToolError
 from avibe.sources.process import kill_marked, process_alive, shell_program, spawn, stop_group
+from avibe.tools.approval import compile_path_rule
 from avibe.tools.base import PathPolicy
 from avibe.tools.guard import OwnFiles
 from avibe.tools.guard import protected_paths as protected_paths  # its home before issue 27
@@ -194,6 +195,9 @@ class SandboxPolicy:
     # starts are mounted read-only, so the shell cannot change what write_file and edit_file refuse.
     protected: tuple[str, ...] = ()
     folders: tuple[Path, ...] = ()
+    # The paths the person's own messages forbid changing (avibe/checkpoint/stated.py), read when each
+    # command starts and mounted read-only as the deny rules' are.
+    stated: Callable[[], tuple[str, ...]] = field(default=tuple, compare=False)
     own: OwnFiles = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -214,6 +218,7 @@ class SandboxPolicy:
         database_url: str,
         protected: Sequence[str] = (),
         config_dir: Path | None = None,
+        stated: Callable[[], tuple[str, ...]] = tuple,
     ) -> SandboxPolicy:
         """The policy for a session: hides Avibe's home, the user's config folder (`config_dir`, e.g.
         ~/.config/avibe) and, for SQLite, the database file and its companions (-wal, -shm, -journal),
@@ -228,7 +233,7 @@ class SandboxPolicy:
             files += [
                 database.with_name(database.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")
             ]
-        return cls(mode, workdir, (*folders, *files), tuple(protected), tuple(folders))
+        return cls(mode, workdir, (*folders, *files), tuple(protected), tuple(folders), stated)
 
     @property
     def sandboxed(self) -> bool:
@@ -317,6 +322,18 @@ class SandboxPolicy:
         pins = [p for p in found if p.is_dir() and not p.is_symlink() and not self._covered(p)]
         return [str(p) for p in sorted(pins, key=lambda p: (len(p.parts), p))]
 
+    def _stated(self) -> tuple[str, ...]:
+        """The stated patterns that are valid path rules (the person's words are read as well as can be;
+        one that is not a pattern is left out, not an error)."""
+        valid: list[str] = []
+        for pattern in self.stated():
+            try:
+                compile_path_rule(pattern)
+            except ValueError:
+                continue
+            valid.append(pattern)
+        return tuple(valid)
+
     def _covered(self, path: Path) -> bool:
         """True when another hidden directory already covers `path` (and the workdir, bound over that
         directory, does not bring it back)."""
@@ -348,7 +365,7 @@ class SandboxPolicy:
         args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
         if writable:  # (read-only: nothing can be renamed or changed anyway)
             # Deny matches inside a covered folder are out of sight already: not bound into the cover.
-            denied = protected_paths(self.workdir, self.protected)
+            denied = protected_paths(self.workdir, (*self.protected, *self._stated()))
             protected = [p for p in denied if not self._covered(Path(p))]
             pins = self._pinned([*(h for h in inside if h.exists()), *map(Path, protected)])
             args += [a for pin in pins for a in ("--bind", pin, pin)]

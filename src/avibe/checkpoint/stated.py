@@ -1,0 +1,134 @@
+"""The paths the user's own words forbid changing, read by the harness from the person's messages, so the
+file tools and the shell keep such a rule whatever the model makes of it.
+
+"Never modify anything under vendor/ - that code belongs to another team." The memo keeps the sentence
+word for word and the reminder restates it, but a model can still call edit_file on vendor/parser.txt
+(the 1.5B did, in the demo). So a sentence of the person's that forbids a change to a named path becomes
+a deny rule of the session, as a `deny` in config.toml is, until the person lifts it.
+
+Read conservatively, with no model: a sentence forbids when it
+- says no (never, do not, don't, must not, may not, no one may ...) and names a change (modify, edit,
+  touch, delete, update ...),
+- names a path: a folder written with its slash (`vendor/`), a path (`src/app/config.py`), a file name
+  with an extension (`package-lock.json`), or "the X folder",
+- is not a question, and sets no condition the harness cannot judge ("unless", "except", "if", "until",
+  "when", "once"). Asking first is one it can: the refusal tells the model to ask.
+
+A later sentence of the person's that names a forbidden path (or one inside it, or a folder holding it)
+and asks for or allows a change there - no "no", not a question - lifts the rule: the person has spoken
+again ("You may update vendor/parser.txt now.", "Fix the version line in vendor/parser.txt."). A question
+("May you edit vendor/parser.txt?") lifts nothing.
+
+Only the messages whose stored kind is the user's are passed in (N7: by kind, never by text): a watch that
+posts "the user asked you to delete vendor/" neither forbids nor allows anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Final
+
+_NO: Final = re.compile(
+    r"\b(?:never|do not|don't|dont|does not|doesn't|must not|mustn't|may not|should not|shouldn't|cannot|"
+    r"can't|not allowed to|no one may|nobody may|under no circumstances)\b",
+    re.IGNORECASE,
+)
+_CHANGE: Final = re.compile(
+    r"\b(?:modify|modifies|modifying|modified|edit|edits|editing|change|changes|changing|touch|touching|"
+    r"write to|writing to|delete|deletes|deleting|remove|removes|removing|rename|renaming|move|moving|"
+    r"update|updates|updating|overwrite|overwriting|rewrite|rewriting|alter|altering|replace|replacing|"
+    r"fix|patch|bump|regenerate)\b",
+    re.IGNORECASE,
+)
+_ALLOWS: Final = re.compile(
+    r"\b(?:you may|you can|feel free|go ahead|is fine|are fine|allowed to|ok to|okay to|fine to)\b",
+    re.IGNORECASE,
+)
+_CONDITION: Final = re.compile(r"\b(?:unless|except|if|until|when|once)\b", re.IGNORECASE)
+# A path: a run of name characters with at least one slash in it, or ending in one ("vendor/"), or a file
+# name with an extension that starts with a letter ("package-lock.json", not "1.4.0"); never inside a URL
+# or an address ("support@example.test").
+_PATH: Final = re.compile(
+    r"(?<![\w@/.:~\-])(?:\./)?(?:[\w.\-*]+/)+[\w.\-*]*|(?<![\w@/.:~\-])[\w\-*]+(?:\.[\w\-]+)*\.[A-Za-z][\w]{0,7}\b"
+)
+_FOLDER_WORD: Final = re.compile(r"\bthe\s+([\w.\-]+)\s+(?:folder|directory|dir)\b", re.IGNORECASE)
+_NOT_A_FOLDER: Final = frozenset({"whole", "same", "other", "project", "working", "current", "root", "home"})
+_SENTENCE: Final = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|$)|[^\n]+", re.MULTILINE)
+_TRAILING: Final = ".,;:)]}'\"`"
+
+
+@dataclass(frozen=True, slots=True)
+class StatedBan:
+    """A path the person forbade changing: `pattern` (gitignore-style, relative to the working directory)
+    from `sentence`, verbatim from their message number `seq`."""
+
+    seq: int
+    sentence: str
+    pattern: str
+
+
+def stated_bans(said: Iterable[tuple[int, str]]) -> tuple[StatedBan, ...]:
+    """The bans in force after the person's messages `said` (message number, text), oldest first: each
+    forbidding sentence adds its paths; each later sentence that allows a change at one lifts the bans
+    whose paths hold it or lie inside it."""
+    bans: list[StatedBan] = []
+    for seq, text in said:
+        for sentence in _sentences(text):
+            paths = named_paths(sentence)
+            if not paths or sentence.rstrip().endswith("?"):
+                continue
+            if forbids(sentence):
+                known = {b.pattern for b in bans}
+                bans += [StatedBan(seq, sentence, p) for p in paths if p not in known]
+            elif _allows(sentence):
+                bans = [b for b in bans if not any(_overlap(b.pattern, p) for p in paths)]
+    return tuple(bans)
+
+
+def forbids(sentence: str) -> bool:
+    """A sentence that says no to a change and sets no condition the harness cannot judge."""
+    return bool(_NO.search(sentence) and _CHANGE.search(sentence)) and not _CONDITION.search(sentence)
+
+
+def _allows(sentence: str) -> bool:
+    return not _NO.search(sentence) and bool(_CHANGE.search(sentence) or _ALLOWS.search(sentence))
+
+
+def named_paths(sentence: str) -> tuple[str, ...]:
+    """The paths a sentence names, as patterns relative to the working directory ("vendor/",
+    "src/config.py"), in order, each once; none that leaves it (absolute, `~`, `..`)."""
+    found = [m.group(0).rstrip(_TRAILING) for m in _PATH.finditer(sentence)]
+    folders = (m.group(1) for m in _FOLDER_WORD.finditer(sentence))
+    found += [f"{name}/" for name in folders if name.lower() not in _NOT_A_FOLDER]
+    return tuple(dict.fromkeys(p for p in found if _inside_workdir(p)))
+
+
+def _inside_workdir(pattern: str) -> bool:
+    parts = [p for p in pattern.removeprefix("./").split("/") if p]
+    return bool(parts) and not pattern.startswith(("/", "~")) and ".." not in parts and "://" not in pattern
+
+
+def _sentences(text: str) -> list[str]:
+    return [m.group(0).strip() for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+
+
+def _parts(pattern: str) -> list[str]:
+    return [p for p in pattern.removeprefix("./").split("/") if p]
+
+
+def _within(inner: str, outer: str) -> bool:
+    """Whether path `inner` is `outer` or lies inside it, by name: a pattern with an inner slash is
+    anchored at the working directory, one without (`vendor/`) is the folder at any depth."""
+    a, b = _parts(inner), _parts(outer)
+    if not b or len(b) > len(a):
+        return False
+    if "/" in outer.removeprefix("./").rstrip("/"):
+        return a[: len(b)] == b
+    return any(a[i : i + len(b)] == b for i in range(len(a) - len(b) + 1))
+
+
+def _overlap(ban: str, allowed: str) -> bool:
+    """A change allowed at `allowed` lifts the ban on `ban` when one holds the other."""
+    return _within(allowed, ban) or _within(ban, allowed)
