@@ -29,6 +29,9 @@ DEMO_RULE = "Never modify anything under vendor/ - that code belongs to another 
         ("Don't modify tests/ unless a test is wrong.", []),  # a condition the harness cannot judge
         ("Don't bump the lockfile until CI is green: poetry.lock stays.", []),
         ("Only edit files in src/.", []),  # an allow-list is not read as a ban
+        ("Do not modify files outside src/.", []),  # read as a ban of src/ it would forbid the opposite
+        ("Don't touch anything but docs/ today.", []),
+        ("Never edit tests/ other than tests/new_test.py.", []),
         ("Should I never edit vendor/?", []),  # a question
         ("Never change version 1.4.0 or write to support@example.test or https://x.org/a/b.", []),
         ("Never edit /etc/hosts, ~/notes/x or ../other/y.", []),  # outside the working directory

@@ -4,6 +4,7 @@ record). Each test runs in the default sandbox (real bubblewrap) and in full-acc
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -142,6 +143,48 @@ def test_binary_output_is_stored_safely_and_tail_is_bounded(
     assert "a\\0bEND" in entry.text  # the NUL byte shown as \0
     assert entry.text.rstrip().splitlines()[-1].startswith("(full output, 5007 bytes")
     assert "[output cut: " in entry.text and entry.text.count("y") < 200  # only the tail is kept
+
+
+def test_the_full_output_a_finished_job_names_can_be_read_with_read_file(
+    delivery: Delivery, store: RecordStore, session_id: str, policy: SandboxPolicy
+) -> None:
+    """The callback says where the whole output is; the agent's own read_file can open it there (the
+    sandboxed shell's /tmp is private, so a path outside the workdir would be a dead end)."""
+    from avibe.record.messages import ToolCall
+    from avibe.tools import ToolBox, default_tools
+
+    jobs = BackgroundJobs(delivery, store, session_id, policy, tail_chars=100)  # its own temp folder
+    tools = ToolBox(
+        default_tools(policy.workdir, store=store, session_id=session_id, jobs=jobs, sandbox=policy)
+    )
+    started = tools.dispatch(
+        ToolCall("c1", "shell", {"command": "seq 1 2000; echo LAST", "background": True})
+    )
+    assert not started.is_error, started.output
+    assert jobs.wait_for_any(30)
+    text = jobs.collect_finished()[0].entry.text
+    where = text.rstrip().splitlines()[-1]
+    assert where.startswith("(full output, ") and where.endswith("; read_file reads it)")
+    path = where.split(" bytes: ", 1)[1].removesuffix("; read_file reads it)")
+    read = tools.dispatch(ToolCall("c2", "read_file", {"path": path}))
+    assert not read.is_error, read.output
+    assert read.output.startswith("     1\t1\n") and "of 2001" in read.output  # from its first line
+    shutil.rmtree(jobs.log_dir)
+
+
+def test_an_unused_output_folder_goes_at_shutdown_and_a_used_one_stays(
+    delivery: Delivery, store: RecordStore, session_id: str, policy: SandboxPolicy
+) -> None:
+    idle = BackgroundJobs(delivery, store, session_id, policy)
+    unused = idle.log_dir
+    idle.kill_all()
+    assert not unused.exists()
+    busy = BackgroundJobs(delivery, store, session_id, policy)
+    busy.start("echo hi")
+    assert busy.wait_for_any(30)
+    busy.kill_all()
+    assert sorted(p.suffix for p in busy.log_dir.iterdir()) == [".log", ".report"]
+    shutil.rmtree(busy.log_dir)
 
 
 def test_waiting_gives_up_at_its_timeout_while_the_job_runs(jobs: BackgroundJobs) -> None:

@@ -11,8 +11,9 @@ Read conservatively, with no model: a sentence forbids when it
   touch, delete, update ...),
 - names a path: a folder written with its slash (`vendor/`), a path (`src/app/config.py`), a file name
   with an extension (`package-lock.json`), or "the X folder",
-- is not a question, and sets no condition the harness cannot judge ("unless", "except", "if", "until",
-  "when", "once"). Asking first is one it can: the refusal tells the model to ask.
+- is not a question, sets no condition the harness cannot judge ("unless", "except", "if", "until",
+  "when", "once") and does not turn its scope inside out ("outside src/", "anything but docs/"). Asking
+  first is a condition it can judge: the refusal tells the model to ask.
 
 A later sentence of the person's that names a forbidden path (or one inside it, or a folder holding it)
 and asks for or allows a change there - no "no", not a question - lifts the rule: the person has spoken
@@ -46,7 +47,13 @@ _ALLOWS: Final = re.compile(
     r"\b(?:you may|you can|feel free|go ahead|is fine|are fine|allowed to|ok to|okay to|fine to)\b",
     re.IGNORECASE,
 )
-_CONDITION: Final = re.compile(r"\b(?:unless|except|if|until|when|once)\b", re.IGNORECASE)
+# A condition the harness cannot judge, or a scope turned inside out ("outside src/", "anything but
+# docs/"): read as a ban of the path named, either would forbid the opposite of what the person meant.
+_CONDITION: Final = re.compile(
+    r"\b(?:unless|except|if|until|when|once|outside|other than|apart from|besides|instead of|"
+    r"(?:anything|everything|nothing|all) but)\b",
+    re.IGNORECASE,
+)
 # A path: a run of name characters with at least one slash in it, or ending in one ("vendor/"), or a file
 # name with an extension that starts with a letter ("package-lock.json", not "1.4.0"); never inside a URL
 # or an address ("support@example.test").

@@ -12,6 +12,7 @@ restart reports the jobs it lost.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
 import time
@@ -95,6 +96,7 @@ class BackgroundJobs:
     ) -> None:
         self._deliver_input, self._store, self._session, self._sandbox = deliver, store, session_id, sandbox
         self._log_dir, self._clock = log_dir, clock
+        self._made_log_dir = False
         self._tail_chars, self._max_running = tail_chars, max_running
         self._jobs: dict[str, _Job] = {}
         state = JobsState.from_stored(store.load_state(session_id, STATE_KEY))
@@ -182,7 +184,15 @@ class BackgroundJobs:
             else:  # it ended by itself just before: report it as it was
                 done.append(self._finish(job, "exited", code=ended.code, leftovers=ended.left_running))
         self._save()
+        self._drop_empty_logs()
         return done
+
+    def _drop_empty_logs(self) -> None:
+        """The temp folder this made for the outputs goes when nothing was put in it (the file tools are
+        given it at the start, so every session has one); one with outputs stays: messages name them."""
+        if self._made_log_dir and self._log_dir is not None:
+            with contextlib.suppress(OSError):
+                self._log_dir.rmdir()
 
     def _is_done(self, job: _Job) -> bool:
         over = job.deadline is not None and time.monotonic() >= job.deadline
@@ -225,7 +235,9 @@ class BackgroundJobs:
         text, size = read_bounded(path, self._tail_chars, tail_only=True)
         if not text.strip():
             return "(no output)"
-        where = f"\n(full output, {size} bytes: {path})" if size > self._tail_chars else ""
+        where = (
+            f"\n(full output, {size} bytes: {path}; read_file reads it)" if size > self._tail_chars else ""
+        )
         return f"--- output ---\n{text.rstrip()}{where}"
 
     def _deliver(self, job_id: str, text: str) -> Entry:
@@ -238,9 +250,16 @@ class BackgroundJobs:
         }
         self._store.save_state(self._session, STATE_KEY, JobsState(self._next_number, running).to_dict())
 
+    @property
+    def log_dir(self) -> Path:
+        """The folder of the jobs' output files (made on first use): the file tools read it, since each
+        finished job's message names its full output there (the sandboxed shell's /tmp is its own)."""
+        return self._logs()
+
     def _logs(self) -> Path:
         if self._log_dir is None:
             self._log_dir = Path(tempfile.mkdtemp(prefix="avibe-bg-"))
+            self._made_log_dir = True
         self._log_dir.mkdir(parents=True, exist_ok=True)
         return self._log_dir
 

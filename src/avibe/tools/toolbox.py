@@ -77,7 +77,8 @@ def default_tools(
     `stop`: the session's stop switch; set, a running shell command is killed (issue 29)."""
     sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
     deny = approval.rules.deny if approval is not None else ()
-    policy = sandbox.file_policy([*read_roots, *(d for d in skill_dirs if d.is_dir())], deny)
+    outputs = [jobs.log_dir] if jobs is not None else []  # a finished job's full output is named there
+    policy = sandbox.file_policy([*read_roots, *outputs, *(d for d in skill_dirs if d.is_dir())], deny)
     ledger = ReadLedger()  # what this session read: write_file overwrites only a file read and unchanged
     return [
         ReadFile(policy, ledger),
