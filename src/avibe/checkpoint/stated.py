@@ -31,28 +31,30 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Final
 
-_NO: Final = re.compile(
-    r"\b(?:never|do not|don't|dont|does not|doesn't|must not|mustn't|may not|should not|shouldn't|cannot|"
-    r"can't|not allowed to|no one may|nobody may|under no circumstances)\b",
-    re.IGNORECASE,
+
+def _any_of(phrases: str) -> re.Pattern[str]:
+    """Any of the |-separated phrases, as whole words, in any case."""
+    return re.compile(rf"\b(?:{phrases})\b", re.IGNORECASE)
+
+
+_NO: Final = _any_of(
+    "never|do not|don't|dont|does not|doesn't|must not|mustn't|may not|should not|shouldn't|cannot|can't|"
+    "not allowed to|no one may|nobody may|under no circumstances"
 )
-_CHANGE: Final = re.compile(
-    r"\b(?:modify|modifies|modifying|modified|edit|edits|editing|change|changes|changing|touch|touching|"
-    r"write to|writing to|delete|deletes|deleting|remove|removes|removing|rename|renaming|move|moving|"
-    r"update|updates|updating|overwrite|overwriting|rewrite|rewriting|alter|altering|replace|replacing|"
-    r"fix|patch|bump|regenerate)\b",
-    re.IGNORECASE,
+_CHANGE: Final = _any_of(
+    "modify|modifies|modifying|modified|edit|edits|editing|change|changes|changing|touch|touching|write to|"
+    "writing to|delete|deletes|deleting|remove|removes|removing|rename|renaming|move|moving|update|updates|"
+    "updating|overwrite|overwriting|rewrite|rewriting|alter|altering|replace|replacing|fix|patch|bump|"
+    "regenerate"
 )
-_ALLOWS: Final = re.compile(
-    r"\b(?:you may|you can|feel free|go ahead|is fine|are fine|allowed to|ok to|okay to|fine to)\b",
-    re.IGNORECASE,
+_ALLOWS: Final = _any_of(
+    "you may|you can|feel free|go ahead|is fine|are fine|allowed to|ok to|okay to|fine to"
 )
 # A condition the harness cannot judge, or a scope turned inside out ("outside src/", "anything but
 # docs/"): read as a ban of the path named, either would forbid the opposite of what the person meant.
-_CONDITION: Final = re.compile(
-    r"\b(?:unless|except|if|until|when|once|outside|other than|apart from|besides|instead of|"
-    r"(?:anything|everything|nothing|all) but)\b",
-    re.IGNORECASE,
+_CONDITION: Final = _any_of(
+    "unless|except|if|until|when|once|outside|other than|apart from|besides|instead of|"
+    "(?:anything|everything|nothing|all) but"
 )
 # A path: a run of name characters with at least one slash in it, or ending in one ("vendor/"), or a file
 # name with an extension that starts with a letter ("package-lock.json", not "1.4.0"); never inside a URL
