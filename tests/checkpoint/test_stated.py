@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avibe.checkpoint.stated import StatedBan, forbids, named_paths, stated_bans
+from avibe.checkpoint.stated import StatedBan, forbidden_paths, named_paths, stated_bans
 
 DEMO_RULE = "Never modify anything under vendor/ - that code belongs to another team."
 
@@ -36,6 +36,20 @@ DEMO_RULE = "Never modify anything under vendor/ - that code belongs to another 
         ("Never change version 1.4.0 or write to support@example.test or https://x.org/a/b.", []),
         ("Never edit /etc/hosts, ~/notes/x or ../other/y.", []),  # outside the working directory
         ("Please fix the typo in docs/guide.md.", []),
+        # from public sessions of the real set: a no and a change in one sentence, not about each other
+        (
+            "Use the existing client, do not invent secrets, run pnpm build, commit the feature separately, "
+            "then update issues.md and STATUS.md and docs/ where needed.",
+            [],
+        ),
+        (
+            "Discuss (don't yet implement) how to handle the gaps for `backup.sh`/`restore.sh`: (a) no way "
+            "to list all case IDs, (b) no way to update a case.",
+            [],
+        ),
+        ("Don't ever edit vendor/, fix the docs/ instead.", ["vendor/"]),  # the next instruction is not
+        ("Never modify vendor/ - if a ticket needs it, ask me.", ["vendor/"]),  # the condition is after
+        ("Don't edit the generated code in gen/; then run make all.", ["gen/"]),
     ],
 )
 def test_which_sentences_forbid_which_paths(sentence: str, patterns: list[str]) -> None:
@@ -83,8 +97,8 @@ def test_an_anchored_ban_is_lifted_by_its_folder_not_by_a_namesake() -> None:
 def test_named_paths_leave_out_urls_addresses_and_versions() -> None:
     text = "See https://example.org/a/b, mail ops@example.test, ship 1.4.0, then edit docs/a.md and b.txt."
     assert named_paths(text) == ("docs/a.md", "b.txt")
-    assert forbids("Never touch it") and stated_bans([(1, "Never touch it")]) == ()  # no path: no ban
-    assert not forbids("Never look at vendor/")  # looking changes nothing
+    assert forbidden_paths("Never touch it") == ()  # no path: no ban
+    assert forbidden_paths("Never look at vendor/") == ()  # looking changes nothing
 
 
 _WORDS = st.sampled_from(

@@ -6,14 +6,17 @@ word for word and the reminder restates it, but a model can still call edit_file
 (the 1.5B did, in the demo). So a sentence of the person's that forbids a change to a named path becomes
 a deny rule of the session, as a `deny` in config.toml is, until the person lifts it.
 
-Read conservatively, with no model: a sentence forbids when it
-- says no (never, do not, don't, must not, may not, no one may ...) and names a change (modify, edit,
-  touch, delete, update ...),
-- names a path: a folder written with its slash (`vendor/`), a path (`src/app/config.py`), a file name
-  with an extension (`package-lock.json`), or "the X folder",
-- is not a question, sets no condition the harness cannot judge ("unless", "except", "if", "until",
-  "when", "once") and does not turn its scope inside out ("outside src/", "anything but docs/"). Asking
-  first is a condition it can judge: the refusal tells the model to ask.
+Read conservatively, with no model (`forbidden_paths`): a sentence forbids changing a path when
+- a no (never, do not, don't, must not, may not, no one may ...) is followed within a few words by a
+  change (modify, edit, touch, delete, update ...) that it governs,
+- the path is named after that change, before the phrase ends (a semicolon, a bracket, a dash, "then",
+  "but", a comma before the next instruction): a folder written with its slash (`vendor/`), a path
+  (`src/app/config.py`), a file name with an extension (`package-lock.json`), or "the X folder",
+- the sentence is not a question, and from the no to there it sets no condition the harness cannot judge
+  ("unless", "except", "if", "until", "when", "once") and does not turn its scope inside out ("outside
+  src/", "anything but docs/"). Asking first is a condition it can judge: the refusal says to ask.
+Read over the real set's public sessions, it binds nothing there: their users' "do not invent secrets,
+..., then update STATUS.md" is no ban of STATUS.md.
 
 A later sentence of the person's that names a forbidden path (or one inside it, or a folder holding it)
 and asks for or allows a change there - no "no", not a question - lifts the rule: the person has spoken
@@ -64,6 +67,16 @@ _PATH: Final = re.compile(
 )
 _FOLDER_WORD: Final = re.compile(r"\bthe\s+([\w.\-]+)\s+(?:folder|directory|dir)\b", re.IGNORECASE)
 _NOT_A_FOLDER: Final = frozenset({"whole", "same", "other", "project", "working", "current", "root", "home"})
+# Between a no and the change it governs: at most a few words ("do not ever edit", "must never, ever
+# touch"), no bracket or clause mark ("don't yet implement) how to handle ...").
+_GOVERNS: Final = re.compile(r"(?:[\s,]*[\w']+){0,3}[\s,]*")
+# Where the phrase that names what may not change ends: a clause mark, a dash, "then", "but", or a comma
+# before the next instruction ("Don't edit vendor/, fix the docs/ instead.").
+_PHRASE_END: Final = re.compile(
+    r"[;:()\[\]]|\s[-\u2013\u2014]\s|,?\s+(?:and\s+)?then\b|\s+but\b|,\s+(?:and\s+)?(?:fix|run|use|add|make|"
+    r"commit|push|create|write|update|edit|change|put|do|just|instead|only|please|go|keep|leave)\b",
+    re.IGNORECASE,
+)
 _SENTENCE: Final = re.compile(r"[^.!?\n]+(?:[.!?]+(?=\s|$)|$)|[^\n]+", re.MULTILINE)
 _TRAILING: Final = ".,;:)]}'\"`"
 
@@ -85,20 +98,34 @@ def stated_bans(said: Iterable[tuple[int, str]]) -> tuple[StatedBan, ...]:
     bans: list[StatedBan] = []
     for seq, text in said:
         for sentence in _sentences(text):
-            paths = named_paths(sentence)
-            if not paths or sentence.rstrip().endswith("?"):
+            if sentence.rstrip().endswith("?"):
                 continue
-            if forbids(sentence):
+            forbidden = forbidden_paths(sentence)
+            if forbidden:
                 known = {b.pattern for b in bans}
-                bans += [StatedBan(seq, sentence, p) for p in paths if p not in known]
+                bans += [StatedBan(seq, sentence, p) for p in forbidden if p not in known]
             elif _allows(sentence):
-                bans = [b for b in bans if not any(_overlap(b.pattern, p) for p in paths)]
+                allowed = named_paths(sentence)
+                bans = [b for b in bans if not any(_overlap(b.pattern, p) for p in allowed)]
     return tuple(bans)
 
 
-def forbids(sentence: str) -> bool:
-    """A sentence that says no to a change and sets no condition the harness cannot judge."""
-    return bool(_NO.search(sentence) and _CHANGE.search(sentence)) and not _CONDITION.search(sentence)
+def forbidden_paths(sentence: str) -> tuple[str, ...]:
+    """The paths a sentence forbids changing: a no (never, don't ...), then within a few words a change
+    (modify, edit ...), then the paths named after it up to the end of that phrase (`_PHRASE_END`), with
+    no condition or turned scope from the no to there. So "do not invent secrets, run the build, then
+    update STATUS.md" forbids nothing (a real user's words: the no and the change are not about each
+    other)."""
+    found: list[str] = []
+    for no in _NO.finditer(sentence):
+        change = _CHANGE.search(sentence, no.end())
+        if change is None or not _GOVERNS.fullmatch(sentence[no.end() : change.start()]):
+            continue
+        end = _PHRASE_END.search(sentence, change.end())
+        stop = end.start() if end else len(sentence)
+        if not _CONDITION.search(sentence, no.start(), stop):
+            found += named_paths(sentence[change.end() : stop])
+    return tuple(dict.fromkeys(found))
 
 
 def _allows(sentence: str) -> bool:
