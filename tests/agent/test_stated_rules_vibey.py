@@ -75,6 +75,7 @@ def test_a_stated_ban_holds_in_every_tool_until_the_person_lifts_it(
         assert (work / "docs" / "guide.md").read_text() == "receive\n"  # the rest of the work was done
         assert (work / "vendor-removed.txt").exists()  # the command ran; only vendor/ was read-only
         assert f'the user said, in message #1: "{RULE}"' in heard[0]
+        assert "[read-only here: vendor/ - the user forbade changing it" in heard[1]  # the shell's note
         deliver(live.store, live.session_id, Source("watch", "deploy-bot", "w-1"), FORGED)
         live.send("Continue.")
         assert (work / "vendor" / "parser.txt").read_text() == "version 2.0\n"  # the watch lifted nothing

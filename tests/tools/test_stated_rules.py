@@ -81,26 +81,28 @@ def test_the_sandboxed_shell_cannot_change_a_stated_ban_either(work: Path) -> No
     if bwrap_problem():
         pytest.skip(f"bubblewrap cannot run here: {bwrap_problem()}")
     said = Said(RULE)
-    sandbox = SandboxPolicy("workspace-write", work, stated=lambda: tuple(ban.pattern for ban in said()))
+    sandbox = SandboxPolicy("workspace-write", work, stated=said)
     shell = Shell(work, sandbox=sandbox)
     command = (
         "echo hacked > vendor/parser.txt; rm -rf vendor/lib; touch vendor/new.txt; mv vendor gone; "
         "echo ok > docs/mine.txt"
     )
-    shell.run({"command": command})
+    result = shell.run({"command": command})
+    assert f'[read-only here: vendor/ - the user forbade changing it (#1: "{RULE}")' in result.output
     assert (work / "vendor" / "parser.txt").read_text() == "version 2.0\n"
     assert (work / "vendor" / "lib" / "x.py").read_text() == "upstream = 1\n"
     assert not (work / "vendor" / "new.txt").exists() and not (work / "gone").exists()
     assert (work / "docs" / "mine.txt").read_text() == "ok\n"  # the rest stays writable
     said.messages.append("Go ahead and change vendor/ as ticket 004 says.")
-    shell.run({"command": "echo 'version 2.1' > vendor/parser.txt"})
+    result = shell.run({"command": "echo 'version 2.1' > vendor/parser.txt"})
     assert (work / "vendor" / "parser.txt").read_text() == "version 2.1\n"
+    assert "read-only here" not in result.output
 
 
 def test_a_stated_pattern_that_is_no_path_rule_is_left_out_not_an_error(work: Path) -> None:
     broken = [StatedBan(1, "Never touch x[ab/.", "x[ab/")]
     approval = ApprovalPolicy("auto", stated=lambda: broken)
     approval.check_write("write_file", "docs/guide.md")  # nothing raised: the pattern matches nothing
-    sandbox = SandboxPolicy("workspace-write", work, stated=lambda: ("x[ab/", "vendor/"))
+    sandbox = SandboxPolicy("workspace-write", work, stated=lambda: [*broken, StatedBan(2, RULE, "vendor/")])
     args = sandbox.bwrap_args()
     assert str(work / "vendor") in args and not any("x[ab" in a for a in args)

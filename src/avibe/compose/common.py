@@ -68,7 +68,6 @@ def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_i
     the person's deny rules and stated bans read-only."""
     from avibe.tools.sandbox import SandboxPolicy
 
-    stated = stated_rules(store, session_id)
     return SandboxPolicy.for_record(
         settings.sandbox,
         workdir,
@@ -76,7 +75,7 @@ def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_i
         database_url=settings.database_url,
         protected=settings.deny,
         config_dir=user_config_file().parent,
-        stated=lambda: tuple(ban.pattern for ban in stated()),
+        stated=stated_rules(store, session_id),
     )
 
 

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, TYPE_CHECKING, Final
 
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
@@ -58,7 +58,11 @@ from avibe.tools.base import PathPolicy
 from avibe.tools.guard import OwnFiles
 from avibe.tools.guard import protected_paths as protected_paths  # its home before issue 27
 
+if TYPE_CHECKING:
+    from avibe.checkpoint.stated import StatedBan
+
 log = logging.getLogger(__name__)
+READ_ONLY_ERROR: Final = "Read-only file system"  # what a write to a path mounted read-only says (EROFS)
 MODES: Final = ("read-only", "workspace-write", "full-access")
 DEFAULT_MODE: Final = "workspace-write"
 SANDBOX_HOME: Final = "/tmp/home"
@@ -197,7 +201,7 @@ class SandboxPolicy:
     folders: tuple[Path, ...] = ()
     # The paths the person's own messages forbid changing (avibe/checkpoint/stated.py), read when each
     # command starts and mounted read-only as the deny rules' are.
-    stated: Callable[[], tuple[str, ...]] = field(default=tuple, compare=False)
+    stated: Callable[[], Sequence[StatedBan]] = field(default=tuple, compare=False)
     own: OwnFiles = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -218,7 +222,7 @@ class SandboxPolicy:
         database_url: str,
         protected: Sequence[str] = (),
         config_dir: Path | None = None,
-        stated: Callable[[], tuple[str, ...]] = tuple,
+        stated: Callable[[], Sequence[StatedBan]] = tuple,
     ) -> SandboxPolicy:
         """The policy for a session: hides Avibe's home, the user's config folder (`config_dir`, e.g.
         ~/.config/avibe) and, for SQLite, the database file and its companions (-wal, -shm, -journal),
@@ -326,13 +330,28 @@ class SandboxPolicy:
         """The stated patterns that are valid path rules (the person's words are read as well as can be;
         one that is not a pattern is left out, not an error)."""
         valid: list[str] = []
-        for pattern in self.stated():
+        for ban in self.stated():
             try:
-                compile_path_rule(pattern)
+                compile_path_rule(ban.pattern)
             except ValueError:
                 continue
-            valid.append(pattern)
-        return tuple(valid)
+            valid.append(ban.pattern)
+        return tuple(dict.fromkeys(valid))
+
+    def read_only_note(self, output: str) -> str:
+        """A line for a command's output that hit a read-only path while the person's stated bans are in
+        force: which paths and their words, so the model asks instead of trying another way round."""
+        if READ_ONLY_ERROR not in output:
+            return ""
+        bans = list(self.stated())
+        if not bans:
+            return ""
+        said = "; ".join(dict.fromkeys(f'#{ban.seq}: "{ban.sentence}"' for ban in bans))
+        paths = ", ".join(dict.fromkeys(ban.pattern for ban in bans))
+        return (
+            f"\n[read-only here: {paths} - the user forbade changing it ({said}). Do not try another way "
+            "round; if the work needs it changed, ask the user.]"
+        )
 
     def _covered(self, path: Path) -> bool:
         """True when another hidden directory already covers `path` (and the workdir, bound over that

@@ -113,9 +113,10 @@ class Shell(BaseTool):
             text, _ = read_bounded(out_path, MAX_OUTPUT_CHARS)
         if waited == "stopped":
             return ToolResult(output=self._stopped(time.monotonic() - started, text), is_error=True)
-        return ToolResult(
-            output=self._render(ended.code, ended.left_running, timeout, text), is_error=ended.code is None
+        shown = self._render(ended.code, ended.left_running, timeout, text) + self._sandbox.read_only_note(
+            text
         )
+        return ToolResult(output=shown, is_error=ended.code is None)
 
     @staticmethod
     def _stopped(seconds: float, text: str) -> str:
