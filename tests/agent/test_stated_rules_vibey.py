@@ -6,6 +6,7 @@ own "You may update vendor/parser.txt now." does."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,10 @@ def _call(name: str, **args: Any) -> ModelReply:
 def test_a_stated_ban_holds_in_every_tool_until_the_person_lifts_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if bwrap_problem():
-        pytest.skip(f"bubblewrap cannot run here: {bwrap_problem()}")
+    if bwrap_problem():  # CI must run it
+        (pytest.fail if os.environ.get("CI") else pytest.skip)(
+            f"bubblewrap cannot run here: {bwrap_problem()}"
+        )
     monkeypatch.setenv("OPENAI_API_KEY", "sk-avibe-test-dummy")
     env = {"AVIBE_HOME": str(tmp_path / "home"), "AVIBE_SANDBOX": "workspace-write"}
     settings = load_settings(env, project_dir=tmp_path, user_config=tmp_path / "none.toml")
