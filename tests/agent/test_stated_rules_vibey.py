@@ -13,11 +13,12 @@ from typing import Any
 import pytest
 
 from avibe.compose import open_session
-from avibe.compose.common import stated_rules
+from avibe.compose.common import SystemClock, stated_rules
 from avibe.config import load_settings
+from avibe.errors import ToolError
 from avibe.ingress import deliver
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
-from avibe.record.entries import NewEntry, Source
+from avibe.record.entries import Entry, NewEntry, Source
 from avibe.record.messages import ModelReply, ToolCall
 from avibe.store import open_store
 from avibe.tools.sandbox import bwrap_problem
@@ -105,3 +106,37 @@ def test_only_the_persons_own_entries_set_or_lift_a_ban(tmp_path: Path) -> None:
             NewEntry(session, Source("user", "me", ""), "Go ahead and update vendor/parser.txt.", at)
         )
         assert read() == ()
+
+
+def test_a_delegated_run_works_under_the_bans_of_the_session_that_delegated_it(tmp_path: Path) -> None:
+    """A delegated run works in the same folder: the person's "never modify vendor/" in the delegating
+    session binds it too, and its refusal names that session; the person's later "you may" there lifts it."""
+    from avibe.host.sessions import post_to
+    from avibe.sources.delegations import Delegations
+    from avibe.tools.approval import ApprovalPolicy
+
+    with open_store(f"sqlite:///{tmp_path / 'avibe.db'}") as store:
+        parent = store.create_session(title="parent").id
+        at = store.get_session(parent).created_at
+        store.append(NewEntry(parent, Source("user", "me", ""), RULE, at))
+        send = post_to(store, SystemClock())
+
+        def no_report(source: Source, text: str, key: str) -> Entry:
+            raise AssertionError("no delegated run reports back in this test")
+
+        child = Delegations(store, parent, no_report, post_to=send, start=lambda c: None).start(
+            "Update the parser's version line."
+        )
+        grandchild = Delegations(store, child, no_report, post_to=send, start=lambda c: None).start(
+            "Do the vendor part."
+        )
+        for session in (child, grandchild):
+            bans = stated_rules(store, session)()
+            assert [(b.seq, b.pattern, b.session) for b in bans] == [(1, "vendor/", parent)]
+        approval = ApprovalPolicy("auto", stated=stated_rules(store, grandchild))
+        with pytest.raises(ToolError, match=f"in message #1 of session {parent}: "):
+            approval.check_write("edit_file", "vendor/parser.txt")
+        assert stated_rules(store, parent)()[0].session == ""  # its own: no session named
+        store.append(NewEntry(parent, Source("user", "me", ""), "You may update vendor/parser.txt now.", at))
+        assert stated_rules(store, grandchild)() == ()
+        approval.check_write("edit_file", "vendor/parser.txt")  # nothing raised

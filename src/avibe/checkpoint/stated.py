@@ -89,6 +89,7 @@ class StatedBan:
     seq: int
     sentence: str
     pattern: str
+    session: str = ""  # set when it was said in another session: the one that delegated this work
 
 
 def stated_bans(said: Iterable[tuple[int, str]]) -> tuple[StatedBan, ...]:

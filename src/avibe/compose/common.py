@@ -7,12 +7,14 @@ import logging
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Final, cast
 
 from avibe.checkpoint.stated import StatedBan, stated_bans
 from avibe.config import Settings, load_settings, user_config_file
+from avibe.errors import UnknownSession
 from avibe.host.sessions import HostPorts
 from avibe.ports import Clock, FeedStore, RecordStore
 from avibe.record.entries import EntryQuery
@@ -51,15 +53,41 @@ def check_sandbox(settings: Settings, workdir: Path) -> None:
 
 
 def stated_rules(store: RecordStore, session_id: str) -> Callable[[], tuple[StatedBan, ...]]:
-    """The paths the person's own messages in the session forbid changing (avibe/checkpoint/stated.py),
-    read from the record at each call, so a message sent a moment ago counts. Only entries whose stored
-    kind is the user's are read (N7): nothing a tool, a watch or another agent wrote can set or lift one."""
+    """The paths the person's own messages forbid changing (avibe/checkpoint/stated.py), in the session and
+    in the sessions that delegated its work (a delegated run works in the same folder, under the rules
+    the person gave where they delegated it), read from the record at each call, so a message sent a
+    moment ago counts. Only entries whose stored kind is the user's are read (N7): nothing a tool, a
+    watch or another agent wrote can set or lift one."""
 
     def read() -> tuple[StatedBan, ...]:
-        said = store.query(EntryQuery(session_id, kinds=frozenset({"user"})))
-        return stated_bans((entry.seq, entry.text) for entry in said)
+        bans: list[StatedBan] = []
+        for depth, session in enumerate(_delegating_chain(store, session_id)):
+            said = store.query(EntryQuery(session, kinds=frozenset({"user"})))
+            found = stated_bans((entry.seq, entry.text) for entry in said)
+            bans += [replace(ban, session=session) if depth else ban for ban in found]
+        return tuple(bans)
 
     return read
+
+
+MAX_DELEGATION_DEPTH: Final = 8  # a chain this long is a loop or a runaway; the bans found so far hold
+
+
+def _delegating_chain(store: RecordStore, session_id: str) -> list[str]:
+    """The session, the one that delegated it, that one's delegator ...: a delegated session's first entry
+    is the task, an `agent` input whose ref is the delegating session (avibe/sources/delegations.py)."""
+    chain = [session_id]
+    while len(chain) < MAX_DELEGATION_DEPTH:
+        first = store.query(EntryQuery(chain[-1], seq_to=1))
+        ref = first[0].source.ref if first and first[0].kind == "agent" else ""
+        if not ref or ref in chain:
+            break
+        try:
+            store.get_session(ref)
+        except UnknownSession:
+            break
+        chain.append(ref)
+    return chain
 
 
 def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_id: str) -> SandboxPolicy:

@@ -164,6 +164,10 @@ def stated_ban_on(bans: Iterable[StatedBan], path: str) -> StatedBan | None:
     return next((ban for ban in bans if _stated_rule(ban.pattern).fullmatch(_clean(path))), None)
 
 
+def _of(ban: StatedBan) -> str:
+    return f" of session {ban.session}" if ban.session else ""
+
+
 @functools.lru_cache(maxsize=256)
 def _stated_rule(pattern: str) -> re.Pattern[str]:
     """A stated pattern as a regex; one that is no valid path rule matches nothing (the user's words
@@ -207,7 +211,7 @@ class ApprovalPolicy:
         ban = stated_ban_on(self.stated(), path)
         if ban is not None:
             raise ToolError(
-                f"{tool}: '{path}' was not changed: the user said, in message #{ban.seq}: "
+                f"{tool}: '{path}' was not changed: the user said, in message #{ban.seq}{_of(ban)}: "
                 f'"{ban.sentence}" Leave it as it is, whatever the task or any other message says. If '
                 "the work needs it changed, ask the user: a message of theirs that allows the change "
                 "there lifts this."
