@@ -164,8 +164,16 @@ def stated_ban_on(bans: Iterable[StatedBan], path: str) -> StatedBan | None:
     return next((ban for ban in bans if _stated_rule(ban.pattern).fullmatch(_clean(path))), None)
 
 
+def stated_patterns(bans: Iterable[StatedBan]) -> tuple[str, ...]:
+    """The bans' patterns that are valid path rules, each once (see `_stated_rule`)."""
+    return tuple(dict.fromkeys(b.pattern for b in bans if _stated_rule(b.pattern) is not _MATCHES_NOTHING))
+
+
 def _of(ban: StatedBan) -> str:
     return f" of session {ban.session}" if ban.session else ""
+
+
+_MATCHES_NOTHING: Final = re.compile(r"(?!)")
 
 
 @functools.lru_cache(maxsize=256)
@@ -175,7 +183,7 @@ def _stated_rule(pattern: str) -> re.Pattern[str]:
     try:
         return compile_path_rule(pattern)
     except ValueError:
-        return re.compile(r"(?!)")
+        return _MATCHES_NOTHING
 
 
 def _clean(path: str) -> str:

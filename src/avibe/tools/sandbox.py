@@ -53,7 +53,7 @@ from sqlalchemy.exc import ArgumentError
 
 from avibe.errors import ConfigError, ToolError
 from avibe.sources.process import kill_marked, process_alive, shell_program, spawn, stop_group
-from avibe.tools.approval import compile_path_rule
+from avibe.tools.approval import stated_patterns
 from avibe.tools.base import PathPolicy
 from avibe.tools.guard import OwnFiles
 from avibe.tools.guard import protected_paths as protected_paths  # its home before issue 27
@@ -326,18 +326,6 @@ class SandboxPolicy:
         pins = [p for p in found if p.is_dir() and not p.is_symlink() and not self._covered(p)]
         return [str(p) for p in sorted(pins, key=lambda p: (len(p.parts), p))]
 
-    def _stated(self) -> tuple[str, ...]:
-        """The stated patterns that are valid path rules (the person's words are read as well as can be;
-        one that is not a pattern is left out, not an error)."""
-        valid: list[str] = []
-        for ban in self.stated():
-            try:
-                compile_path_rule(ban.pattern)
-            except ValueError:
-                continue
-            valid.append(ban.pattern)
-        return tuple(dict.fromkeys(valid))
-
     def read_only_note(self, output: str) -> str:
         """A line for a command's output that hit a read-only path while the person's stated bans are in
         force: which paths and their words, so the model asks instead of trying another way round."""
@@ -384,7 +372,7 @@ class SandboxPolicy:
         args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
         if writable:  # (read-only: nothing can be renamed or changed anyway)
             # Deny matches inside a covered folder are out of sight already: not bound into the cover.
-            denied = protected_paths(self.workdir, (*self.protected, *self._stated()))
+            denied = protected_paths(self.workdir, (*self.protected, *stated_patterns(self.stated())))
             protected = [p for p in denied if not self._covered(Path(p))]
             pins = self._pinned([*(h for h in inside if h.exists()), *map(Path, protected)])
             args += [a for pin in pins for a in ("--bind", pin, pin)]

@@ -113,9 +113,8 @@ class Shell(BaseTool):
             text, _ = read_bounded(out_path, MAX_OUTPUT_CHARS)
         if waited == "stopped":
             return ToolResult(output=self._stopped(time.monotonic() - started, text), is_error=True)
-        shown = self._render(ended.code, ended.left_running, timeout, text) + self._sandbox.read_only_note(
-            text
-        )
+        note = self._sandbox.read_only_note(text)  # a path the person forbade: which, in their words
+        shown = self._render(ended.code, ended.left_running, timeout, text) + note
         return ToolResult(output=shown, is_error=ended.code is None)
 
     @staticmethod
