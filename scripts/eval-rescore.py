@@ -14,29 +14,12 @@ Usage: .venv/bin/python scripts/eval-rescore.py FOLDER [FOLDER ...]   (each hold
 from __future__ import annotations
 
 import json
-import re
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from avibe.evals.report import write_report
+from avibe.evals.report import header_of, write_report
 from avibe.evals.runner import read_results, rescored
-
-_HEADER_LINE = re.compile(r"^- \*\*(?P<key>[^*]+)\*\*: (?P<value>.*)$")
-_NOT_KEPT = ("runs", "rescored", "code")  # the report writes these itself; this script stamps "rescored"
-
-
-def header_of(report: str) -> dict[str, str]:
-    """The report's header entries (the bullet lines before its first paragraph), except those the report
-    writes itself."""
-    header: dict[str, str] = {}
-    for line in report.splitlines()[2:]:
-        match = _HEADER_LINE.match(line)
-        if match is None:
-            break
-        if match["key"] not in _NOT_KEPT:
-            header[match["key"]] = match["value"]
-    return header
 
 
 def rescore_folder(folder: Path) -> int:
@@ -45,7 +28,7 @@ def rescore_folder(folder: Path) -> int:
     partial = results.with_suffix(".jsonl.partial")
     partial.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
     partial.replace(results)
-    header = header_of(report.read_text(encoding="utf-8")) if report.exists() else {}
+    header = header_of(report.read_text(encoding="utf-8"), {"rescored"}) if report.exists() else {}
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     header["rescored"] = f"{stamp}, probe replies and item fates checked again by scripts/eval-rescore.py"
     write_report(rows, folder, header, plots=any(folder.glob("*.png")))

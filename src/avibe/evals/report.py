@@ -7,6 +7,7 @@ carry a Wilson 95% interval (items pooled within a cell); differences between st
 
 from __future__ import annotations
 
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -391,6 +392,25 @@ def code_line(rows: Sequence[dict[str, Any]]) -> str:
 def _section(title: str, intro: str, body: list[str]) -> list[str]:
     """A titled section with its intro, or nothing when it has no body."""
     return [f"## {title}", "", intro, "", *body, ""] if body else []
+
+
+_HEADER_LINE: Final = re.compile(r"^- \*\*(?P<key>[^*]+)\*\*: (?P<value>.*)$")
+_WRITTEN_BY_REPORT: Final = ("runs", "code")  # render_markdown writes these itself
+
+
+def header_of(report: str, also_drop: Iterable[str] = ()) -> dict[str, str]:
+    """A written report's header entries (the bullet lines before its first paragraph), except those
+    `render_markdown` writes itself and `also_drop`: a script that writes a report again (a rescore, a
+    redaction) keeps what the run's command stamped and stamps its own line."""
+    dropped = {*_WRITTEN_BY_REPORT, *also_drop}
+    header: dict[str, str] = {}
+    for line in report.splitlines()[2:]:
+        match = _HEADER_LINE.match(line)
+        if match is None:
+            break
+        if match["key"] not in dropped:
+            header[match["key"]] = match["value"]
+    return header
 
 
 def render_markdown(

@@ -28,6 +28,7 @@ from avibe.evals.generators import generate
 from avibe.evals.metrics import item_counts, measure, mission_shown_ended, upgraded_fates
 from avibe.evals.probes import ask_all, recheck
 from avibe.evals.realset import RealSessionError, build_scenario, load_manifest, local_file
+from avibe.evals.redact import left_out
 from avibe.evals.rendering import UNREMINDED, at_rendering, rendering_of
 from avibe.evals.replay import DEFAULT_THRESHOLD, SYSTEM_PROMPT, ReplayResult, replay, size_for_k
 from avibe.evals.scenario import Scenario
@@ -292,16 +293,11 @@ def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]
                 {name: list(pair) for name, pair in item_counts(scenario.truth.items, by_item).items()}
             )
         truth, carried = scenario.truth, row.get("carried", [])
-        if truth.mission and "mission_shown_ended" not in counts and not any(map(_left_out, carried)):
+        if truth.mission and "mission_shown_ended" not in counts and not any(map(left_out, carried)):
             shown = mission_shown_ended(truth.mission_key or truth.mission, "\n".join(carried))
             counts["mission_shown_ended"] = [int(shown), 1]  # runs measured before the metric was
         out.append({**row, "probes": probes, "details": fates, "counts": counts})
     return out, changed
-
-
-def _left_out(text: str) -> bool:
-    """A stored text replaced by the note that a committed report does not keep it (its licence)."""
-    return text.startswith("(not kept in this repository")
 
 
 def _real(row: dict[str, Any]) -> Scenario | None:
