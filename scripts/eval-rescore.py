@@ -13,40 +13,21 @@ Usage: .venv/bin/python scripts/eval-rescore.py FOLDER [FOLDER ...]   (each hold
 
 from __future__ import annotations
 
-import json
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from avibe.evals.report import header_of, write_report
-from avibe.evals.runner import read_results, rescored
+from avibe.evals.folders import folders_main, rewrite_folder
+from avibe.evals.runner import rescored
 
 
 def rescore_folder(folder: Path) -> int:
-    results, report = folder / "results.jsonl", folder / "report.md"
-    rows, changed = rescored(read_results(results))
-    partial = results.with_suffix(".jsonl.partial")
-    partial.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    partial.replace(results)
-    header = header_of(report.read_text(encoding="utf-8"), {"rescored"}) if report.exists() else {}
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
-    header["rescored"] = f"{stamp}, probe replies and item fates checked again by scripts/eval-rescore.py"
-    write_report(rows, folder, header, plots=any(folder.glob("*.png")))
-    return changed
-
-
-def main(folders: list[str]) -> int:
-    if not folders:
-        print(__doc__, file=sys.stderr)
-        return 2
-    for name in folders:
-        folder = Path(name)
-        if not (folder / "results.jsonl").is_file():
-            print(f"eval-rescore: {folder} has no results.jsonl", file=sys.stderr)
-            return 2
-        print(f"{folder}: {rescore_folder(folder)} verdicts changed")
-    return 0
+    line = f"{stamp}, probe replies and item fates checked again by scripts/eval-rescore.py"
+    return rewrite_folder(folder, rescored, ("rescored", line))
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(
+        folders_main("eval-rescore", __doc__ or "", sys.argv[1:], rescore_folder, "verdicts changed")
+    )
