@@ -13,6 +13,7 @@ import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import pytest
 from core_doubles import AT, TICKET_MIND, TICKET_SCENE, CharCounter, make_entry, structured_turn_outcome
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.effects import TurnInputs
 from avibe.checkpoint.memo import (
     changes_beside,
+    corrects,
     cut_message,
     memo_tokens,
     reads_as_rule,
@@ -334,3 +336,53 @@ def test_N3_a_correction_still_in_the_conversation_is_copied_beside_the_request_
             _inputs([make_entry(3, "Thanks, go on.")], proposed, moved, LARGE, frozenset(), live[1:])
         )
         assert 4 not in {c.seq for c in again.candidates}
+
+
+@pytest.mark.parametrize(
+    ("line", "later", "changes"),
+    [
+        # the eval's self_correction and revoked_long_ago, and the ways people take words back
+        (
+            "Set the max_connections of the indexer pool to 48.",
+            "Correction: I meant the max_connections of the indexer pool must be 16, not 48.",
+            True,
+        ),
+        (
+            "You may delete old snapshots in acme-snapshots-42 without asking me.",
+            "I take that back: do not delete anything in acme-snapshots-42 without asking me first.",
+            True,
+        ),
+        (
+            "Use pip for installs in the backend folder.",
+            "Use uv for installs in the backend folder instead.",
+            True,
+        ),
+        (
+            "Put the release notes in docs/notes.md.",
+            "Scratch that, the release notes go in CHANGELOG.md.",
+            True,
+        ),
+        (
+            "Deploy the billing service to staging-2.",
+            "The billing service goes to staging-3, not staging-2.",
+            True,
+        ),
+        # about the same thing but no correction: more work, a question, a rule about it
+        (
+            "Set the max_connections of the indexer pool to 48.",
+            "Also log the indexer pool size at start.",
+            False,
+        ),
+        ("Set the max_connections of the indexer pool to 48.", "Why is the indexer pool slow?", False),
+        ("Fix the parser bug in src/parser.py.", "Do not change the API of src/parser.py, not now.", False),
+        # a correction of something else
+        (
+            "Set the max_connections of the indexer pool to 48.",
+            "Correction: I meant the README, not the wiki.",
+            False,
+        ),
+    ],
+)
+def test_corrects_reads_a_taking_back_of_the_same_thing_only(line: str, later: str, changes: bool) -> None:
+    """`corrects` (the recollection's note beside a corrected kept message, issue 31 item 3)."""
+    assert corrects(line, later) is changes

@@ -21,6 +21,7 @@ from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer
+from avibe.checkpoint.memo import corrects
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.context.assemble import RENDERINGS, as_rendering, recollection, standing_rules
 from avibe.ports import StoredCheckpoint
@@ -62,6 +63,42 @@ def _quoted(text: str) -> str:
 
 def _entry(item: MemoItem) -> str:
     return f"Message #{item.seq}:\n{_quoted(item.text)}"
+
+
+_HEADER = re.compile(
+    r"Message #(\d+)(?: \((?:the user changed this later, in (?P<later>messages? [#\d, and]+))?(?:; )?"
+    r"(?:this changes (?P<earlier>messages? [#\d, and]+))?\))?:"
+)
+
+
+def _harness_header(line: str, seqs: set[str]) -> bool:
+    """A kept message's header as Avibe writes it: its number, and where the user corrected it (or it
+    corrects one) the numbers of the other kept messages - all of them messages of this memo."""
+    match = _HEADER.fullmatch(line)
+    named = re.findall(r"#(\d+)", line) if match else []
+    return match is not None and bool(named) and set(named) <= seqs
+
+
+def test_a_correction_is_said_beside_both_messages_which_stay_word_for_word() -> None:
+    """The eval's self_correction at K = 4: the 0.5B, shown "Set ... to 48" and the correction in order,
+    answered 48. Every rendering now says in both headers which message changes which."""
+    first = MemoItem(2, "Set the max_connections of the indexer pool to 48.")
+    fixed = MemoItem(12, "Correction: I meant the max_connections of the indexer pool must be 16, not 48.")
+    other = MemoItem(14, "Never push to main without asking me.")
+    checkpoint = Checkpoint(MIND, (first, fixed, other), SCENE)
+    for rendering in RENDERINGS:
+        text = recollection(checkpoint, rendering=rendering)
+        assert f"Message #2 (the user changed this later, in message #12):\n{_quoted(first.text)}" in text
+        assert f"Message #12 (this changes message #2):\n{_quoted(fixed.text)}" in text
+        assert _entry(other) in text  # about something else: no note
+    again = MemoItem(20, "Scratch that: the max_connections of the indexer pool must be 24, not 16.")
+    text = recollection(Checkpoint(MIND, (first, fixed, again), SCENE))
+    assert "Message #2 (the user changed this later, in messages #12 and #20):" in text
+    assert "Message #12 (the user changed this later, in message #20; this changes message #2):" in text
+    assert "Message #20 (this changes messages #2 and #12):" in text
+    for line in text.splitlines():
+        if line.startswith("Message #"):
+            assert _harness_header(line, {"2", "12", "20"}), line
 
 
 def test_sections_is_the_default_and_unchanged() -> None:
@@ -213,13 +250,15 @@ def test_every_rendering_keeps_the_memo_verbatim_the_missions_and_no_unframed_li
     )
     lines = text.splitlines()
     for item in checkpoint.memo:  # the user's words, whole, framed as the user's with their number
-        assert _entry(item) in text
+        assert re.search(
+            rf"^Message #{item.seq}(?: \([^\n]*\))?:\n{re.escape(_quoted(item.text))}", text, re.M
+        )
     for entry in missions:  # every mission entry, as written, on a line of its own
         assert entry in lines
     for skill in skills:  # a skill's text is framed line by line
         assert "\n".join(f"│ {line}" if line else "│" for line in skill.text.strip().splitlines()) in text
     quoted = {line for item in checkpoint.memo for line in _quoted(item.text).splitlines()}
-    headers = {f"Message #{item.seq}:" for item in checkpoint.memo}
+    seqs = {str(item.seq) for item in checkpoint.memo}
     for line in lines:
         if "SKILLTEXT" in line:
             assert line.startswith("│ "), line  # no line of a non-user input unframed
@@ -227,7 +266,7 @@ def test_every_rendering_keeps_the_memo_verbatim_the_missions_and_no_unframed_li
             assert line.startswith("│") or line in quoted, line  # no tag but inside a frame or a quote
         # reads like a kept message: only the harness's own lines, the user's quoted ones, or a framed one
         if _MEMO_LIKE.match(line):
-            allowed = line in headers or line in HARNESS_MEMO_LINES or line in quoted
+            allowed = _harness_header(line, seqs) or line in HARNESS_MEMO_LINES or line in quoted
             assert allowed or line.startswith("│"), line
 
 
@@ -241,3 +280,39 @@ def test_vibeys_view_uses_the_rendering_its_run_config_names(tmp_path: Path) -> 
             config=RunConfig(recollection=rendering),
         )  # fmt: skip
         assert vibey.viewer.rendering == rendering
+
+
+SUBJECT = st.sampled_from(("the indexer pool size", "src/billing/", "the staging box", "the release notes"))
+SAID = st.sampled_from(
+    (
+        "Set {s} to 48.",
+        "Correction: I meant {s} must be 16, not 48.",
+        "Use {s} instead.",
+        "I take that back: leave {s} alone.",
+        "Never touch {s}.",
+        "Thanks, looks good.",
+    )
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(SAID, SUBJECT), min_size=1, max_size=6), st.sampled_from(RENDERINGS))
+def test_notes_on_corrections_name_only_kept_messages_and_leave_the_words_as_they_are(
+    said: list[tuple[str, str]], rendering: str
+) -> None:
+    """Whatever the user's messages, each kept one is quoted whole, once (rules-last restates rules under
+    the same header), under a header Avibe wrote; a
+    header's note names only messages of the memo, and only those that `corrects` relates to it."""
+    memo = tuple(
+        MemoItem(3 * n + 2, template.format(s=subject)) for n, (template, subject) in enumerate(said)
+    )
+    text = recollection(Checkpoint(MIND, memo, SCENE), rendering=as_rendering(rendering))
+    seqs = {str(item.seq) for item in memo}
+    for item in memo:
+        found = re.findall(rf"^(Message #{item.seq}\b[^\n]*)\n{re.escape(_quoted(item.text))}$", text, re.M)
+        assert len(found) == 1 or (rendering == "rules-last" and len(set(found)) == 1), found  # restated
+        assert _harness_header(found[0], seqs), found
+        named = {int(n) for n in re.findall(r"#(\d+)", found[0].partition("(")[2])}
+        related = {m.seq for m in memo if m.seq > item.seq and corrects(item.text, m.text)}
+        related |= {m.seq for m in memo if m.seq < item.seq and corrects(m.text, item.text)}
+        assert named == related

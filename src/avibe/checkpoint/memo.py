@@ -931,6 +931,27 @@ def changes_beside(line: str, later: str) -> bool:
     return bool(shared) and len(shared) >= min(BESIDE_SHARED_WORDS, len(about))
 
 
+# a message that takes back or replaces what the user said before: "Correction: I meant ... 16, not 48",
+# "scratch that", "use X instead", "no longer", "forget what I said"
+_CORRECTION: Final = re.compile(
+    r"\b(?:correction|i meant|scratch that|change of plan|instead|no longer|rather than|"
+    r"i take (?:that|it) back|cancel that|never mind|(?:forget|ignore|disregard) (?:what i said|that|my "
+    r"(?:earlier|last|previous))|not (?:\$?\d[\w.,]*|[\w./-]*[/_.\d][\w./-]*)\W*$)",
+    re.IGNORECASE,
+)
+
+
+def corrects(line: str, later: str) -> bool:
+    """Whether the user's `later` message changes a memo `line` said before: it is about the same thing
+    (`changes_beside`) and worded as a correction or a taking back ("Correction: I meant ... must be 16,
+    not 48", "use uv instead", "forget what I said about ..."). The recollection then says so beside
+    both (issue 31 item 3): the 0.5B, shown "Set ... to 48" and "Correction: ... 16, not 48" in order,
+    wrote 48 at K = 4 in two seeds of three."""
+    return changes_beside(line, later) and any(
+        _CORRECTION.search(later[start:end]) for start, end in sentences(later)
+    )
+
+
 def over_budget_problem(total: int, budget: int) -> Problem:
     return Problem(
         "memo.over_budget",

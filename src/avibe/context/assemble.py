@@ -37,11 +37,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.memo import (
+    corrects,
     reads_as_rule,
     sentences,
     subject_words,  # the memo's "about the same thing" (N3)
@@ -122,10 +123,31 @@ def _own(text: str) -> str:
     return "".join(f"vibey: {line}" if _reads_like_memo(line) else line for line in lines)
 
 
-def _memo(items: Sequence[MemoItem], between: str = "\n\n") -> str:
+def _memo(items: Sequence[MemoItem], between: str = "\n\n", memo: Sequence[MemoItem] | None = None) -> str:
+    """The kept messages quoted under their headers; `memo`: the whole memo, when `items` restate a part
+    of it (rules-last), so a header's note is the same wherever the message is shown."""
     if not items:
         return "(none kept)"
-    return between.join(f"Message #{item.seq}:\n{_quoted(item.text)}" for item in items)
+    return between.join(f"{_header(item, memo or items)}\n{_quoted(item.text)}" for item in items)
+
+
+def _header(item: MemoItem, items: Sequence[MemoItem]) -> str:
+    """`Message #12:`, and where the user corrected or took back a kept message in a later one that is
+    kept too (`corrects`), a note in both headers that says which: a small model shown both in order
+    answered with the first (issue 31 item 3). The messages themselves stay word for word."""
+    later = _numbers(m.seq for m in items if m.seq > item.seq and corrects(item.text, m.text))
+    earlier = _numbers(m.seq for m in items if m.seq < item.seq and corrects(m.text, item.text))
+    notes = [f"the user changed this later, in {later}"] if later else []
+    notes += [f"this changes {earlier}"] if earlier else []
+    return f"Message #{item.seq}" + (f" ({'; '.join(notes)})" if notes else "") + ":"
+
+
+def _numbers(seqs: Iterable[int]) -> str:
+    """ "message #12" / "messages #12 and #15": the numbers once each, in order."""
+    numbers = [f"#{seq}" for seq in sorted(set(seqs))]
+    if len(numbers) < 2:
+        return f"message {numbers[0]}" if numbers else ""
+    return f"messages {', '.join(numbers[:-1])} and {numbers[-1]}"
 
 
 def _mind(mind: str) -> str:
@@ -213,7 +235,7 @@ def standing_rules(memo: Sequence[MemoItem]) -> tuple[MemoItem, ...]:
 
 def _rules_last(memo: Sequence[MemoItem]) -> str:
     rules = standing_rules(memo)
-    return "\n" + fill("recollection_rules", memo=_memo(rules)) + "\n" if rules else ""
+    return "\n" + fill("recollection_rules", memo=_memo(rules, memo=memo)) + "\n" if rules else ""
 
 
 def recollection(
