@@ -375,6 +375,13 @@ def test_N3_a_correction_still_in_the_conversation_is_copied_beside_the_request_
         ),
         ("Set the max_connections of the indexer pool to 48.", "Why is the indexer pool slow?", False),
         ("Fix the parser bug in src/parser.py.", "Do not change the API of src/parser.py, not now.", False),
+        # the eval's late_rule: a brief with "instead of" shares words with the mission, and changes nothing
+        (
+            "Our goal for this whole session: work through the 9 tickets in tickets/, oldest first.",
+            "Some notes on how I want the work reported. Name new files after what they hold. If you find a "
+            "bug outside the ticket, add a new ticket for it instead of fixing it on the way.",
+            False,
+        ),
         # a correction of something else
         (
             "Set the max_connections of the indexer pool to 48.",

@@ -112,3 +112,20 @@ def test_M4_a_stored_run_gets_the_mission_shown_ended_count_from_its_own_text() 
     ):
         [out], _ = rescored([_row({}, carried=carried)])
         assert out["counts"].get("mission_shown_ended") == count, carried
+
+
+def test_P3_a_stored_next_action_that_copies_a_users_message_fails_when_rescored() -> None:
+    """The rescore checks echoes against the same texts a run does: the scenario's inputs and what the
+    strategy carried (`runner._shown`), so the 1.5B's stored copies of the user's words fail."""
+    scenario = generate("late_rule", 1, 3)
+    probe = next(p for p in scenario.truth.probes if p.kind == "next_action")
+    said = next(
+        e.text for e in scenario.events if getattr(e, "type", "") == "user" and len(e.text.split()) > 8
+    )
+    expected = probe.expect[0] if probe.expect else ""
+    copied = _row({probe.id: f"{said} {expected}"})
+    [out], changed = rescored([copied])
+    assert changed == 1 and out["probes"][0]["passed"] is False
+    assert out["probes"][0]["detail"] == "an echo of what it was shown, not an answer"
+    own = _row({probe.id: f"I will {expected} before anything else, as you said."})
+    assert rescored([own])[0][0]["probes"][0]["passed"] is True

@@ -8,10 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from avibe.evals.probes import ask, check_exact, check_next_action, parse_verdicts
+from avibe.evals.probes import ask, check_exact, check_next_action, echoed, parse_verdicts
 from avibe.evals.scenario import Probe
 from avibe.evals.stats import paired_bootstrap, wilson
 from avibe.ports import TokenCounter
+from avibe.prompts import render
 from avibe.providers.scripted import Expect, ScriptedModel, reply
 from avibe.record.messages import ChatMessage
 
@@ -121,3 +122,62 @@ def test_P3_a_next_action_that_explains_the_forbidden_edit_does_not_pass_on_a_st
     (api,) = [p for p in generate("talkative_user", 1, 0).truth.probes if p.id == "api"]
     assert check_next_action(api, "No: those names are the public API.")[0] is True
     assert check_next_action(api, "Renaming them is not hard; here is how.")[0] is False
+
+
+# ---- an echo of what the model was shown is not an action ----------------------------------------------
+
+RULE = "Never push to trunk-quillmere; always open a pull request against it instead."
+CORRECTION = "Correction: I meant the max_connections of the harrowfield-gateway pool must be 24, not 32."
+REMINDER = render("rules_touched", memo="")
+
+
+@pytest.mark.parametrize(
+    ("reply", "shown", "echo"),
+    [
+        # the 1.5B's replies to "Write the pool settings now." and "How do you get it onto ...?" at K = 4
+        (
+            "I meant the max_connections of the harrowfield-gateway pool must be 24, not 32.",
+            [CORRECTION],
+            True,
+        ),
+        (
+            "The user's earlier words about what it asks, copied from your recollection word for word, with "
+            "their message numbers, oldest first (where they disagree, the later words hold): Message #2: "
+            "> Never push to trunk-quillmere; always open a pull request against it instead.",
+            [RULE, REMINDER],
+            True,
+        ),
+        # answers in the model's own words, even where they reuse the user's
+        ("I will not push to trunk-quillmere; I will open a pull request against it instead.", [RULE], False),
+        ("Setting the max_connections of the harrowfield-gateway pool to 24.", [CORRECTION], False),
+        ("I'll open a pull request.", [RULE], False),  # shorter than a run: never an echo
+    ],
+)
+def test_P3_echoed_tells_a_copy_of_the_context_from_an_answer(
+    reply: str, shown: list[str], echo: bool
+) -> None:
+    assert echoed(reply, shown) is echo
+
+
+def test_P3_a_next_action_that_echoes_the_context_fails_whatever_it_names() -> None:
+    probe = Probe("apply", "next_action", "Write the pool settings now.", expect=("24",), forbid=("= 32",))
+    copied = "I meant the max_connections of the harrowfield-gateway pool must be 24, not 32."
+    assert check_next_action(probe, copied) == (True, "")  # without the texts shown, a substring check
+    assert check_next_action(probe, copied, [CORRECTION]) == (
+        False,
+        "an echo of what it was shown, not an answer",
+    )
+    assert check_next_action(probe, "max_connections = 24 in the pool config.", [CORRECTION]) == (True, "")
+
+
+WORD = st.sampled_from(("pool", "set", "the", "max", "connections", "to", "24", "now", "push", "main"))
+
+
+@given(st.lists(WORD, min_size=6, max_size=30), st.lists(WORD, max_size=10), st.lists(WORD, max_size=10))
+def test_P3_a_copy_of_a_shown_text_is_an_echo_and_words_of_ones_own_are_not(
+    text: list[str], before: list[str], after: list[str]
+) -> None:
+    source = " ".join(before + text + after)
+    assert echoed(" ".join(text), [source])  # a verbatim piece of ECHO_RUN words or more
+    own = " ".join(f"{w}x" for w in text)  # the same length, in words no text shown holds
+    assert not echoed(own, [source])

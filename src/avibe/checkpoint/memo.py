@@ -931,25 +931,34 @@ def changes_beside(line: str, later: str) -> bool:
     return bool(shared) and len(shared) >= min(BESIDE_SHARED_WORDS, len(about))
 
 
-# a message that takes back or replaces what the user said before: "Correction: I meant ... 16, not 48",
-# "scratch that", "use X instead", "no longer", "forget what I said"
+# a sentence that takes back or replaces what the user said before: "Correction: I meant ... 16, not 48",
+# "scratch that", "use uv instead" (not "instead of": an alternative within one request), "no longer"
 _CORRECTION: Final = re.compile(
-    r"\b(?:correction|i meant|scratch that|change of plan|instead|no longer|rather than|"
+    r"\b(?:correction|i meant|scratch that|change of plan|instead(?! of)|no longer|"
     r"i take (?:that|it) back|cancel that|never mind|(?:forget|ignore|disregard) (?:what i said|that|my "
     r"(?:earlier|last|previous))|not (?:\$?\d[\w.,]*|[\w./-]*[/_.\d][\w./-]*)\W*$)",
     re.IGNORECASE,
 )
+CORRECTION_SHARE: Final = 0.4  # of the correcting sentence's subject words, shared with the line
 
 
 def corrects(line: str, later: str) -> bool:
-    """Whether the user's `later` message changes a memo `line` said before: it is about the same thing
-    (`changes_beside`) and worded as a correction or a taking back ("Correction: I meant ... must be 16,
-    not 48", "use uv instead", "forget what I said about ..."). The recollection then says so beside
-    both (issue 31 item 3): the 0.5B, shown "Set ... to 48" and "Correction: ... 16, not 48" in order,
-    wrote 48 at K = 4 in two seeds of three."""
-    return changes_beside(line, later) and any(
-        _CORRECTION.search(later[start:end]) for start, end in sentences(later)
-    )
+    """Whether the user's `later` message changes a memo `line` said before: a sentence of it is worded
+    as a correction or a taking back ("Correction: I meant ... must be 16, not 48", "use uv instead",
+    "I take that back: ...") and is about the same thing as the line - two of the line's subject words
+    (`changes_beside`) and CORRECTION_SHARE of its own, so a long brief that shares a few words with the
+    line is not read as changing it. The recollection then says so beside both (issue 31 item 3): the
+    0.5B, shown "Set ... to 48" and "Correction: ... 16, not 48" in order, wrote 48 at K = 4 in two seeds
+    of three."""
+    about = subject_words(line)
+    for start, end in sentences(later):
+        sentence = later[start:end]
+        if not _CORRECTION.search(sentence) or not changes_beside(line, sentence):
+            continue
+        own = subject_words(sentence)
+        if len(own & about) >= CORRECTION_SHARE * len(own):
+            return True
+    return False
 
 
 def over_budget_problem(total: int, budget: int) -> Problem:

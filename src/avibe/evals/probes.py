@@ -3,7 +3,12 @@
 exact       the expected id/number/path must appear in the reply as words of its own (`says`: case and
             whitespace aside, "$40" not inside "$400");
 rubric      a judge model marks each rubric item pass/fail (JSON), the probe passes when all pass;
-next_action the reply must say one of `expect` and none of `forbid` (tool call arguments included).
+next_action the reply must say one of `expect` and none of `forbid` (tool call arguments included), and
+            be more than an echo: a reply whose words are mostly copied from what the model was shown - a
+            user's message, the strategy's own text, the reminder, the question - in runs of ECHO_RUN words
+            or more fails (`echoed`). The 1.5B answered "Write the pool settings now." with the user's
+            correction word for word ("I meant the max_connections ... must be 16, not 48.") and with the
+            reminder's own opening; a substring check passed both, yet neither does anything.
 
 A judge reply that is not the JSON asked for is a recorded failure of the judge (passed = None), never
 a silent pass or fail.
@@ -23,11 +28,14 @@ from avibe.evals.metrics import normalise
 from avibe.evals.scenario import Probe
 from avibe.evals.strategy import fit_request
 from avibe.ports import ModelClient, TokenCounter
+from avibe.prompts import render
 from avibe.record.checkpoint import MemoItem
 from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelReply
 
 log = logging.getLogger(__name__)
 ANSWER_TOKENS: Final = 256
+ECHO_RUN: Final = 6  # words in a row copied from one text shown to the model ...
+ECHO_SHARE: Final = 0.8  # ... that make up this share of a reply's words: an echo, not an answer
 JUDGE_PROMPT: Final = """\
 You grade an assistant's answer against a rubric. Judge only what the answer says.
 
@@ -95,15 +103,46 @@ def check_exact(answer: str, reply: str) -> bool:
     return says(answer, reply)
 
 
-def check_next_action(probe: Probe, reply: str) -> tuple[bool, str]:
+def check_next_action(probe: Probe, reply: str, shown: Sequence[str] = ()) -> tuple[bool, str]:
+    """`shown`: the texts the model was shown (`echo_sources`); a reply mostly copied from them fails."""
     named = [e for e in probe.expect if says(e, reply)]
     forbidden = [f for f in probe.forbid if says(f, reply)]
-    passed = (not probe.expect or bool(named)) and not forbidden
-    detail = f"forbidden: {forbidden}" if forbidden else ("" if passed else f"none of {list(probe.expect)}")
-    return passed, detail
+    if forbidden:
+        return False, f"forbidden: {forbidden}"
+    if echoed(reply, [*shown, probe.question]):
+        return False, "an echo of what it was shown, not an answer"
+    passed = not probe.expect or bool(named)
+    return passed, "" if passed else f"none of {list(probe.expect)}"
 
 
-def recheck(probe: Probe, stored: dict[str, Any]) -> dict[str, Any]:
+def _words(text: str) -> list[str]:
+    return re.sub(r"[\W_]+", " ", text.casefold()).split()
+
+
+def echoed(reply: str, shown: Sequence[str]) -> bool:
+    """Whether at least ECHO_SHARE of the reply's words lie in runs of ECHO_RUN or more words found, in
+    that order, in one of the `shown` texts (a reply shorter than a run is never an echo)."""
+    words = _words(reply)
+    if len(words) < ECHO_RUN:
+        return False
+    covered = [False] * len(words)
+    for text in shown:
+        source = _words(text)
+        grams = {tuple(source[i : i + ECHO_RUN]) for i in range(len(source) - ECHO_RUN + 1)}
+        for i in range(len(words) - ECHO_RUN + 1):
+            if tuple(words[i : i + ECHO_RUN]) in grams:
+                covered[i : i + ECHO_RUN] = [True] * ECHO_RUN
+    return sum(covered) >= ECHO_SHARE * len(words)
+
+
+def echo_sources(user_texts: Sequence[str], carried: Sequence[str]) -> tuple[str, ...]:
+    """What a probe's reply must not merely copy: the scenario's user messages, the texts the strategy
+    carried into the context (a recollection, a summary) and the reminder's own wording. The same for a
+    run and for its rescore from the stored row, so a verdict does not change when checked again."""
+    return (*user_texts, *carried, render("rules_touched", memo=""))
+
+
+def recheck(probe: Probe, stored: dict[str, Any], shown: Sequence[str] = ()) -> dict[str, Any]:
     """A stored probe result checked again from its stored reply with the current checks (exact and
     next_action need no model; a rubric verdict is the judge's and is kept as it was)."""
     reply = str(stored.get("reply", ""))
@@ -111,7 +150,7 @@ def recheck(probe: Probe, stored: dict[str, Any]) -> dict[str, Any]:
         ok = check_exact(probe.answer, reply)
         return {**stored, "passed": ok, "detail": "" if ok else f"expected {probe.answer!r}"}
     if probe.kind == "next_action":
-        ok, detail = check_next_action(probe, reply)
+        ok, detail = check_next_action(probe, reply, shown)
         return {**stored, "passed": ok, "detail": detail}
     return dict(stored)
 
@@ -155,6 +194,7 @@ def ask(
     window: int,
     judge: ModelClient | None = None,
     memo: Sequence[MemoItem] = (),
+    shown: Sequence[str] = (),
 ) -> ProbeResult:
     """Ask one probe as the user's next message after the compacted context, and check the answer. With
     the checkpoint's `memo`, the question is followed by its reminder of the memo's rules, as in Vibey's
@@ -173,7 +213,7 @@ def ask(
             probe.id, probe.kind, ok, answer, "" if ok else f"expected {probe.answer!r}", spent, 1
         )
     if probe.kind == "next_action":
-        ok, detail = check_next_action(probe, answer)
+        ok, detail = check_next_action(probe, answer, shown)
         return ProbeResult(probe.id, probe.kind, ok, answer, detail, spent, 1)
     judged = judge_rubric(judge or model, counter, probe, answer)
     return ProbeResult(probe.id, probe.kind, judged.passed, answer, judged.detail, spent + judged.tokens, 2)
@@ -187,5 +227,6 @@ def ask_all(
     window: int,
     judge: ModelClient | None = None,
     memo: Sequence[MemoItem] = (),
+    shown: Sequence[str] = (),
 ) -> list[ProbeResult]:
-    return [ask(p, context, model, counter, window, judge, memo) for p in probes]
+    return [ask(p, context, model, counter, window, judge, memo, shown) for p in probes]

@@ -26,12 +26,12 @@ from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.checkpoint import memo_of
 from avibe.evals.generators import generate
 from avibe.evals.metrics import item_counts, measure, mission_shown_ended, upgraded_fates
-from avibe.evals.probes import ask_all, recheck
+from avibe.evals.probes import ask_all, echo_sources, recheck
 from avibe.evals.realset import RealSessionError, build_scenario, load_manifest, local_file
 from avibe.evals.redact import left_out
 from avibe.evals.rendering import UNREMINDED, at_rendering, rendering_of
 from avibe.evals.replay import DEFAULT_THRESHOLD, SYSTEM_PROMPT, ReplayResult, replay, size_for_k
-from avibe.evals.scenario import Scenario
+from avibe.evals.scenario import BackgroundInput, Scenario, UserMessage
 from avibe.evals.strategies import make_strategy
 from avibe.evals.strategy import CompactionFailed, NotApplicable, StrategyUnavailable
 from avibe.ports import ModelClient, TokenCounter
@@ -208,8 +208,10 @@ def _measured(
     reminded = rendering is not None and job.key.strategy != UNREMINDED and reminds(model.facts.name)
     memo = memo_of(result.carry) if reminded else ()
     measured = measure(job.scenario, context, counter)
+    texts = carried(replace(result, context=context))
+    shown = _shown(job.scenario, texts)
     probes = (
-        ask_all(job.scenario.truth.probes, context, model, counter, settings.window, judge, memo)
+        ask_all(job.scenario.truth.probes, context, model, counter, settings.window, judge, memo, shown)
         if settings.probes
         else []
     )
@@ -237,7 +239,7 @@ def _measured(
             for c in result.compactions
         ],
         checkpoint=_checkpoint_meta(result),
-        carried=carried(replace(result, context=context)),
+        carried=texts,
         probes=[p.as_dict() for p in probes],
     )
     return row
@@ -277,9 +279,10 @@ def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]
             continue
         by_id = {p.id: p for p in scenario.truth.probes}
         stored = row.get("probes", [])
+        shown = _shown(scenario, [t for t in row.get("carried", []) if not left_out(t)])
         # a reply left out of a committed report (its session's licence) keeps the verdict it was given
         probes = [
-            recheck(by_id[p["id"]], p) if p.get("id") in by_id and not p.get("redacted") else p
+            recheck(by_id[p["id"]], p, shown) if p.get("id") in by_id and not p.get("redacted") else p
             for p in stored
         ]
         changed += sum(a.get("passed") != b.get("passed") for a, b in zip(probes, stored, strict=True))
@@ -294,10 +297,18 @@ def rescored(rows: Sequence[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]
             )
         truth, carried = scenario.truth, row.get("carried", [])
         if truth.mission and "mission_shown_ended" not in counts and not any(map(left_out, carried)):
-            shown = mission_shown_ended(truth.mission_key or truth.mission, "\n".join(carried))
-            counts["mission_shown_ended"] = [int(shown), 1]  # runs measured before the metric was
+            ended = mission_shown_ended(truth.mission_key or truth.mission, "\n".join(carried))
+            counts["mission_shown_ended"] = [int(ended), 1]  # runs measured before the metric was
         out.append({**row, "probes": probes, "details": fates, "counts": counts})
     return out, changed
+
+
+def _shown(scenario: Scenario, carried_texts: Sequence[str]) -> tuple[str, ...]:
+    """The texts a probe's reply must not merely copy (`probes.echo_sources`): the scenario's inputs
+    (the user's messages, background inputs) and what the strategy carried, the same for a run and its
+    rescore."""
+    inputs = [e.text for e in scenario.events if isinstance(e, UserMessage | BackgroundInput)]
+    return echo_sources(inputs, carried_texts)
 
 
 def _real(row: dict[str, Any]) -> Scenario | None:
