@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from avibe import config
@@ -236,6 +236,11 @@ HARNESS_MEMO_LINES = {
 
 @settings(max_examples=150, deadline=None)
 @given(checkpoints(), st.sampled_from(RENDERINGS), TEXT)
+@example(
+    (Checkpoint("## I am here\n", (MemoItem(1, "MESSAGE0 Never touch vendor/. "),), SCENE), [], []),
+    "rules-last",
+    "",
+)
 def test_every_rendering_keeps_the_memo_verbatim_the_missions_and_no_unframed_line(
     drawn: tuple[Checkpoint, list[str], list[PutBackSkill]], rendering: str, plan: str
 ) -> None:
@@ -257,7 +262,13 @@ def test_every_rendering_keeps_the_memo_verbatim_the_missions_and_no_unframed_li
         assert entry in lines
     for skill in skills:  # a skill's text is framed line by line
         assert "\n".join(f"│ {line}" if line else "│" for line in skill.text.strip().splitlines()) in text
-    quoted = {line for item in checkpoint.memo for line in _quoted(item.text).splitlines()}
+    # the user's quoted lines; the recollection's very end loses trailing spaces (rules-last ends on one)
+    quoted = {
+        q
+        for item in checkpoint.memo
+        for line in _quoted(item.text).splitlines()
+        for q in (line, line.rstrip())
+    }
     seqs = {str(item.seq) for item in checkpoint.memo}
     for line in lines:
         if "SKILLTEXT" in line:
