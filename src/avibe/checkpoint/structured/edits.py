@@ -91,11 +91,33 @@ def _not_repeated(work: Work, lines: Sequence[str], new_lines: Sequence[str]) ->
 
 
 def edit(work: Work, part: str, old: str, new: str) -> None:
+    """One harness-made edit. The harness names whole lines, but `apply_edit` matches text: an entry line
+    that also stands inside a longer line ("- Use pnpm" in "- Use pnpm for installs") was refused as
+    ambiguous, and the checkpoint failed on an edit the model never wrote (the 1.5B's real set). So an
+    ambiguous edit is widened to the neighbouring lines of its first whole-line match until it is unique."""
     outcome = apply_edit(work.mind, old, new)
+    if outcome.problem is not None and outcome.problem.code == "edit.old_ambiguous":
+        widened = _widened(work.mind, old, new)
+        outcome = apply_edit(work.mind, *widened) if widened else outcome
     if outcome.applied:
         work.mind = outcome.document
     elif outcome.problem is not None:
         work.problems.setdefault(part, []).append(outcome.problem)
+
+
+def _widened(document: str, old: str, new: str) -> tuple[str, str] | None:
+    """`old` and `new` with the lines around `old`'s first whole-line match added, one more on each side
+    at a time, until `old` occurs once; None when it stands on no whole lines or never becomes unique."""
+    lines, olds = document.split("\n"), old.split("\n")
+    at = next((i for i in range(len(lines)) if lines[i : i + len(olds)] == olds), None)
+    if at is None:
+        return None
+    for grow in range(1, len(lines) + 1):
+        before, after = lines[max(0, at - grow) : at], lines[at + len(olds) : at + len(olds) + grow]
+        wide = "\n".join([*before, *olds, *after])
+        if document.count(wide) == 1:
+            return wide, "\n".join([*before, new, *after])
+    return None
 
 
 # ---- merge, replace, retire (M3) --------------------------------------------------------------------
