@@ -128,18 +128,30 @@ def _memo(items: Sequence[MemoItem], between: str = "\n\n", memo: Sequence[MemoI
     of it (rules-last), so a header's note is the same wherever the message is shown."""
     if not items:
         return "(none kept)"
-    return between.join(f"{_header(item, memo or items)}\n{_quoted(item.text)}" for item in items)
+    links = _corrections(memo or items)
+    return between.join(f"{_header(item.seq, links)}\n{_quoted(item.text)}" for item in items)
 
 
-def _header(item: MemoItem, items: Sequence[MemoItem]) -> str:
+def _corrections(memo: Sequence[MemoItem]) -> set[tuple[int, int]]:
+    """(earlier, later) for each kept message a later kept one corrects or takes back (`corrects`),
+    each pair tested once."""
+    return {
+        (first.seq, then.seq)
+        for first in memo
+        for then in memo
+        if first.seq < then.seq and corrects(first.text, then.text)
+    }
+
+
+def _header(seq: int, links: set[tuple[int, int]]) -> str:
     """`Message #12:`, and where the user corrected or took back a kept message in a later one that is
-    kept too (`corrects`), a note in both headers that says which: a small model shown both in order
-    answered with the first (issue 31 item 3). The messages themselves stay word for word."""
-    later = _numbers(m.seq for m in items if m.seq > item.seq and corrects(item.text, m.text))
-    earlier = _numbers(m.seq for m in items if m.seq < item.seq and corrects(m.text, item.text))
+    kept too, a note in both headers that says which: a small model shown both in order answered with
+    the first (issue 31 item 3). The messages themselves stay word for word."""
+    later = _numbers(b for a, b in links if a == seq)
+    earlier = _numbers(a for a, b in links if b == seq)
     notes = [f"the user changed this later, in {later}"] if later else []
     notes += [f"this changes {earlier}"] if earlier else []
-    return f"Message #{item.seq}" + (f" ({'; '.join(notes)})" if notes else "") + ":"
+    return f"Message #{seq}" + (f" ({'; '.join(notes)})" if notes else "") + ":"
 
 
 def _numbers(seqs: Iterable[int]) -> str:

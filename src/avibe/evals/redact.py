@@ -15,15 +15,14 @@ import re
 from collections.abc import Collection, Sequence
 from typing import Any, Final
 
-LEFT_OUT: Final = (
-    "(not kept in this repository: the session's licence does not allow it; run the eval to see it)"
-)
+_LEFT_OUT_START: Final = "(not kept in this repository"
+LEFT_OUT: Final = f"{_LEFT_OUT_START}: the session's licence does not allow it; run the eval to see it)"
 _QUOTE: Final = re.compile(r"""['"\u2018\u201c]""")  # a note quotes what the model wrote from here on
 
 
 def left_out(text: str) -> bool:
     """Whether a stored text is the note that replaced a session's words."""
-    return text.startswith(LEFT_OUT[:28])
+    return text.startswith(_LEFT_OUT_START)
 
 
 def redacted_rows(rows: Sequence[dict[str, Any]], kept: Collection[str]) -> list[dict[str, Any]]:
