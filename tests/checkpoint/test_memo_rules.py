@@ -26,10 +26,12 @@ from hypothesis import strategies as st
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.memo import (
     build_memo,
+    contrasted,
     clean_labels,
     memo_candidates,
     memo_text_matches,
     memo_tokens,
+    reads_as_limit,
     reads_as_rule,
     rules_kept,
     says_nothing_that_stays,
@@ -63,6 +65,29 @@ LONG = " ".join(["Our goal: work through the 7 tickets in tickets/, oldest first
 @pytest.mark.parametrize("text", RULES)
 def test_N2_rules_limits_and_permissions_read_as_rules(text: str) -> None:
     assert reads_as_rule(text)
+
+
+def test_of_the_rules_only_those_that_limit_what_may_be_done_read_as_limits() -> None:
+    # a no, an only, a bound, asking first: what a request can go against (the view's reminder)
+    assert all(reads_as_limit(text) for text in RULES[:5])
+    # a value to follow and a grant limit nothing, though they are kept as rules
+    assert not reads_as_limit(RULES[5]) and not reads_as_limit(RULES[6])
+    assert reads_as_limit("Always open a pull request against trunk.")
+    assert not reads_as_limit("The pool must be 16 and you should make sure the tests pass.")
+
+
+@pytest.mark.parametrize(
+    ("text", "excluded"),
+    [
+        (RULES[5], "16"),
+        ("Pinned base image versions, not :latest.", ":latest"),
+        ("Use release 1.4.2, not 1.3.0; the old one leaks.", "1.3.0"),
+        ("Never modify anything under vendor/.", ""),
+        ("Tabs, not spaces, in the Makefile.", "spaces"),
+    ],
+)
+def test_a_contrast_names_what_it_excludes(text: str, excluded: str) -> None:
+    assert contrasted(text) == excluded
 
 
 @pytest.mark.parametrize(

@@ -8,9 +8,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avibe.checkpoint.model import MemoItem
+from avibe.checkpoint.memo import reads_as_limit
 from avibe.context.assemble import (
     REMINDED_SENTENCES,
     assemble,
+    could_go_against,
     reminder,
     touched_rules,
     with_reminder,
@@ -72,6 +74,36 @@ def test_the_note_quotes_each_sentence_under_its_message_number() -> None:
     assert reminder(MEMO, ChatMessage("user", "patch third_party/ now", kind="callback")) is None
 
 
+POOL = (
+    MemoItem(3, "Set the max_connections of the marrowgate-indexer pool to 48."),
+    MemoItem(9, "Correction: I meant the max_connections of the marrowgate-indexer pool must be 16, not 48."),
+)
+
+
+def test_no_note_where_the_message_can_go_against_none_of_the_rules_it_is_about() -> None:
+    # The eval's self_correction, on the 1.5B: after "Write the ... pool settings now." the note of the
+    # correction made it answer with the correction itself, 3 times of 3; without it, 2 of 3 wrote 16.
+    # A value to follow is followed by the request, not gone against; the recollection carries it.
+    write = "Write the marrowgate-indexer pool settings now."
+    assert touched_rules(POOL, write) and reminder(POOL, user(write)) is None
+    question = "What must the max_connections of the marrowgate-indexer pool be? Give the number."
+    assert touched_rules(POOL, question) and reminder(POOL, user(question)) is None
+    # ... but a request for what the contrast excludes goes against it, and gets the note
+    back = reminder(POOL, user("Set the marrowgate-indexer pool max_connections to 48 after all."))
+    assert back is not None and "must be 16, not 48." in back.content
+    pinned = (MemoItem(4, "Pinned base image versions, not :latest."),)
+    switch = "Switch the base image versions to the latest tags so we always get updates."
+    assert reminder(pinned, user(switch)) is not None
+    assert reminder(pinned, user("Which base image versions do we use?")) is None
+    # a limit is always something a message could go against: a no, an only, a bound, asking first
+    assert reminder(MEMO, user("Clean up oak-snapshots-45.")) is not None  # the grant shown with its revoking
+    assert could_go_against("Spend at most $450 on cloud compute.", "How much may you spend on compute?")
+    assert could_go_against("Only ana may approve a release.", "Who approves the release?")
+    assert not could_go_against("You may delete old snapshots in oak-snapshots-45.", "Clean them up.")
+    # the brief's goal sentence alone sets what to do: no note; with the rule's sentence beside it, a note
+    assert reminder(MEMO, user("Which tickets come first: the oldest?")) is None
+
+
 def test_with_reminder_puts_the_note_after_the_newest_user_message_only() -> None:
     first = user("Clean up oak-snapshots-45.", seq=20)
     answer = ChatMessage("assistant", "I will ask first.", seq=21)
@@ -115,6 +147,7 @@ def test_the_reminder_quotes_the_memo_verbatim_and_moves_nothing(
     items = tuple(MemoItem(seq, text) for seq, text in memo)
     touched = touched_rules(items, question)
     assert len(touched) <= REMINDED_SENTENCES
+    against = any(could_go_against(sentence, question) for _, sentence in touched)
     for seq, sentence in touched:  # every sentence is a piece of a memo item of that number, as written
         assert any(item.seq == seq and sentence in item.text for item in items)
     roles = {"tool": "tool", "assistant": "assistant"}
@@ -127,7 +160,10 @@ def test_the_reminder_quotes_the_memo_verbatim_and_moves_nothing(
     assert [m for m in shown if m.kind != REMINDER_KIND] == messages
     notes = [i for i, m in enumerate(shown) if m.kind == REMINDER_KIND]
     assert notes in ([], [len(messages)])
-    assert bool(notes) == bool(touched)
+    # a note only for a message about a rule, and always for one about a limit (a no, an only, a bound)
+    assert bool(notes) == against and (not notes or touched)
+    if any(reads_as_limit(sentence) for _, sentence in touched):
+        assert notes
     for i in notes:  # no line of the user's words reads as a tag: every one is quoted
         body = shown[i].content.splitlines()[1:-1]
         assert all(line.startswith(">") or line.startswith("Message #") for line in body)

@@ -27,6 +27,9 @@ API:
     memo_labels(items, entries) -> list[Label]      the checklist label of each memo item
     memo_tokens(items: Iterable[MemoItem], counter: TokenCounter) -> int
     reads_as_rule(text: str) -> bool       worded as a standing rule, limit or permission ("never", "do not")
+    reads_as_limit(text: str) -> bool      worded as a limit on what may be done ("never", "only", "at most");
+                                           a value to follow ("must be 16") or a grant ("you may") is none
+    contrasted(text: str) -> str           what a contrast excludes ("must be 16, not 48": "48"), or ""
     says_nothing_that_stays(text) -> bool  only pleasantries, go-aheads, questions for information (N3):
                                            never kept for recency; a tick on it is let go
     mission_sources(missions, candidates, entries, counter, per_message) -> list[Label]
@@ -93,6 +96,17 @@ _RULE_WORDING: Final = re.compile(
     r"|,\s*not\b",  # a contrast that forbids: "Pinned base image versions, not :latest."
     re.IGNORECASE,
 )
+
+# Of that wording, what limits what may be done: a no, an only, an always, a bound, a condition to ask
+# first. A sentence that sets a value to follow ("must be 16"), says how ("make sure"), or grants ("you
+# may") limits nothing a request could go against; a contrast ("16, not 48") limits only what it excludes.
+_LIMIT_WORDING: Final = re.compile(
+    r"\b(?:never|always|only|mustn't|must not|do not|don't|does not|doesn't|may not|cannot|can't|"
+    r"no longer|not allowed|forbidden|prohibited|ask me|under no circumstances|at most|"
+    r"no more than|shouldn't|should not|avoid|no one|nobody)\b",
+    re.IGNORECASE,
+)
+_CONTRAST: Final = re.compile(r",\s*not\s+([^,;.!?]*(?:\.\d[^,;.!?]*)*)", re.IGNORECASE)
 
 Label = int | str
 _WORD_BREAK_SHARE: Final = 5  # cut at a space when one is within the last fifth of the prefix
@@ -496,6 +510,19 @@ def build_memo(
 def reads_as_rule(text: str) -> bool:
     """A sentence worded as a standing rule, limit or permission ("Never modify...", "Only Ana may...")."""
     return _RULE_WORDING.search(text) is not None
+
+
+def reads_as_limit(text: str) -> bool:
+    """A sentence worded as a limit on what may be done ("Never push...", "Only Ana may...", "at most $40",
+    "ask me before ..."), not only as a value or a way to follow ("must be 16") or a grant ("you may")."""
+    return _LIMIT_WORDING.search(text) is not None
+
+
+def contrasted(text: str) -> str:
+    """What a sentence's contrast excludes ("the pool must be 16, not 48." -> "48"; "" for none): the words
+    after ", not" up to the end of that phrase."""
+    found = _CONTRAST.search(text)
+    return found.group(1).strip() if found else ""
 
 
 # N3: what the user said only to push the work along, or asked in order to be told, holds nothing once it

@@ -8,7 +8,10 @@ API:
         -> list[ChatMessage]     with a memo: `reminder` after the newest user message
     touched_rules(memo, text, limit=REMINDED_SENTENCES) -> tuple[tuple[int, str], ...]
         (message number, sentence verbatim) of the memo's standing rules that a user message is about
-    reminder(memo, message) -> ChatMessage | None    those sentences as a system note (kind "reminder")
+    reminder(memo, message) -> ChatMessage | None    those sentences as a system note (kind "reminder"),
+        when the message could go against one of them (`could_go_against`)
+    could_go_against(sentence, text) -> bool   the sentence limits what may be done, or excludes what
+        the message names
     with_reminder(messages, memo) -> list[ChatMessage]   the note after the newest user message, no other
     RENDERINGS: the ways a recollection can be shown ("sections", the default; "rules-last"; "plain")
     as_rendering(name: str) -> Rendering       one of them by name (ValueError for another)
@@ -42,7 +45,9 @@ from typing import Final, Literal
 
 from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.memo import (
+    contrasted,
     corrects,
+    reads_as_limit,
     reads_as_rule,
     sentences,
     subject_words,  # the memo's "about the same thing" (N3)
@@ -369,13 +374,33 @@ def _touched_text(touched: Sequence[tuple[int, str]]) -> str:
     return "\n".join(parts)
 
 
+_TOKEN: Final = re.compile(r"\w(?:[\w.:/\-]*\w)?")
+_FILLER: Final = frozenset({"a", "an", "the", "any", "it", "that", "this", "please", "yet", "now", "one"})
+
+
+def _tokens(text: str) -> set[str]:
+    return {t.casefold() for t in _TOKEN.findall(text)} - _FILLER
+
+
+def could_go_against(sentence: str, text: str) -> bool:
+    """Whether a message about `sentence` could go against it: the sentence limits what may be done
+    (`reads_as_limit`: a no, an only, an always, a bound, ask first), or it excludes by contrast what the
+    message names ("must be 16, not 48" and a message naming 48). A sentence that only sets what to do
+    ("must be 16") is followed, not gone against, by "Write the pool settings now.": the 1.5B, shown such
+    a sentence after that request, answered with the sentence itself 3 times of 3 (2 of 3 wrote the
+    settings without it)."""
+    return reads_as_limit(sentence) or bool(_tokens(contrasted(sentence)) & _tokens(text))
+
+
 def reminder(memo: Sequence[MemoItem], message: ChatMessage) -> ChatMessage | None:
     """The note that restates, after a user's message, the memo's standing rules it is about (None for a
-    message of another kind or about none of them). The sentences are the memo's, quoted line by line."""
+    message of another kind, about none of them, or about none it could go against: `could_go_against`).
+    The sentences are the memo's, quoted line by line: all those it is about, so a rule is shown with its
+    grant or its change."""
     if message.kind != "user":
         return None
     touched = touched_rules(memo, message.content)
-    if not touched:
+    if not any(could_go_against(sentence, message.content) for _, sentence in touched):
         return None
     text = render("rules_touched", memo=_touched_text(touched))
     return ChatMessage(role="system", content=text, kind=REMINDER_KIND)
