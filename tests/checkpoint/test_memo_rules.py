@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.memo import (
     build_memo,
-    contrasted,
     clean_labels,
+    contrasted,
     memo_candidates,
     memo_text_matches,
     memo_tokens,

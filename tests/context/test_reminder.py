@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from avibe.checkpoint.model import MemoItem
 from avibe.checkpoint.memo import reads_as_limit
+from avibe.checkpoint.model import MemoItem
 from avibe.context.assemble import (
     REMINDED_SENTENCES,
     assemble,
