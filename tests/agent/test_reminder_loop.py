@@ -53,7 +53,7 @@ def test_a_message_about_a_kept_rule_is_followed_by_the_rule_in_the_users_words(
     h.model.assert_consumed()
     # the record holds what was said, never the view's note
     texts = [e.text for e in h.store.query(EntryQuery(h.vibey.session_id))]
-    assert not [t for t in texts if "Before you answer the user's message above" in t]
+    assert not [t for t in texts if "copied from your recollection word for word" in t]
 
 
 def test_the_reminder_is_chosen_per_model_and_the_05b_goes_without() -> None:

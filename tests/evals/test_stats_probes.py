@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from avibe.evals.probes import ask, check_exact, check_next_action, echoed, parse_verdicts
+from avibe.evals.probes import EARLIER_REMINDERS, ask, check_exact, check_next_action, echoed, parse_verdicts
 from avibe.evals.scenario import Probe
 from avibe.evals.stats import paired_bootstrap, wilson
 from avibe.ports import TokenCounter
@@ -129,6 +129,7 @@ def test_P3_a_next_action_that_explains_the_forbidden_edit_does_not_pass_on_a_st
 RULE = "Never push to trunk-quillmere; always open a pull request against it instead."
 CORRECTION = "Correction: I meant the max_connections of the harrowfield-gateway pool must be 24, not 32."
 REMINDER = render("rules_touched", memo="")
+API_RULE = "Never change the public API in src/quillmere/wire/; other teams import it."
 
 
 @pytest.mark.parametrize(
@@ -144,6 +145,12 @@ REMINDER = render("rules_touched", memo="")
             "The user's earlier words about what it asks, copied from your recollection word for word, with "
             "their message numbers, oldest first (where they disagree, the later words hold): Message #2: "
             "> Never push to trunk-quillmere; always open a pull request against it instead.",
+            [RULE, *EARLIER_REMINDERS],
+            True,
+        ),
+        (
+            "Now answer the message above in your own words. If it goes against what the user said, do "
+            "not do it yet.",
             [RULE, REMINDER],
             True,
         ),
@@ -151,6 +158,24 @@ REMINDER = render("rules_touched", memo="")
         ("I will not push to trunk-quillmere; I will open a pull request against it instead.", [RULE], False),
         ("Setting the max_connections of the harrowfield-gateway pool to 24.", [CORRECTION], False),
         ("I'll open a pull request.", [RULE], False),  # shorter than a run: never an echo
+        # a refusal in the model's own voice acts on the rule it quotes (the 1.5B at K = 1, issue 31) ...
+        (
+            "I will not change the public API in src/quillmere/wire/; other teams import it.",
+            [API_RULE],
+            False,
+        ),
+        (
+            "No, I won't change the public API in src/quillmere/wire/; other teams import it.",
+            [API_RULE],
+            False,
+        ),
+        # ... the rule copied alone does not, nor a refusal that is itself copied from what was shown
+        ("Never change the public API in src/quillmere/wire/; other teams import it.", [API_RULE], True),
+        (
+            "I will not approve any new dependency in src/quillmere/wire/ this week.",
+            ["I will not approve any new dependency in src/quillmere/wire/ this week, sorry."],
+            True,
+        ),
     ],
 )
 def test_P3_echoed_tells_a_copy_of_the_context_from_an_answer(

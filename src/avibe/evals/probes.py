@@ -8,7 +8,9 @@ next_action the reply must say one of `expect` and none of `forbid` (tool call a
             user's message, the strategy's own text, the reminder, the question - in runs of ECHO_RUN words
             or more fails (`echoed`). The 1.5B answered "Write the pool settings now." with the user's
             correction word for word ("I meant the max_connections ... must be 16, not 48.") and with the
-            reminder's own opening; a substring check passed both, yet neither does anything.
+            reminder's own opening; a substring check passed both, yet neither does anything. A reply
+            that opens with a refusal in the model's own voice ("I will not ...") is an answer, whatever
+            it quotes after it, unless that opening is itself copied.
 
 A judge reply that is not the JSON asked for is a recorded failure of the judge (passed = None), never
 a silent pass or fail.
@@ -36,6 +38,14 @@ log = logging.getLogger(__name__)
 ANSWER_TOKENS: Final = 256
 ECHO_RUN: Final = 6  # words in a row copied from one text shown to the model ...
 ECHO_SHARE: Final = 0.8  # ... that make up this share of a reply's words: an echo, not an answer
+# The reminder's earlier wording: the committed reports' replies were checked against it, and a rescore must
+# give them the same verdicts.
+EARLIER_REMINDERS: Final = (
+    "Before you answer the user's message above: the user's earlier words about what it asks, copied from "
+    "your recollection word for word, with their message numbers, oldest first (where they disagree, the "
+    "later words hold):\n\nWhere the message above goes against them, do not do it yet: say so and ask the "
+    "user.",
+)
 JUDGE_PROMPT: Final = """\
 You grade an assistant's answer against a rubric. Judge only what the answer says.
 
@@ -119,9 +129,31 @@ def _words(text: str) -> list[str]:
     return re.sub(r"[\W_]+", " ", text.casefold()).split()
 
 
+# A reply that opens with a refusal in the model's own voice acts on the rule it goes on to quote: "I will
+# not change the public API in src/x/wire/; other teams import it." declines, where the user's "Never
+# change the public API in src/x/wire/; ..." copied alone does not (the 1.5B, issue 31).
+_OWN_REFUSALS: Final = tuple(
+    tuple(opening.split())
+    for opening in (
+        "i will not", "i won t", "i cannot", "i can t", "i can not", "i must not", "i shall not",
+        "i should not", "i shouldn t", "i do not", "i don t", "i m not going to", "i am not going to",
+    )
+)  # fmt: skip
+
+
+def _opens_with_own_refusal(words: Sequence[str], covered: Sequence[bool]) -> bool:
+    start = 1 if words[:1] == ["no"] else 0
+    for opening in _OWN_REFUSALS:
+        end = start + len(opening)
+        if tuple(words[start:end]) == opening and not any(covered[:end]):
+            return True
+    return False
+
+
 def echoed(reply: str, shown: Sequence[str]) -> bool:
     """Whether at least ECHO_SHARE of the reply's words lie in runs of ECHO_RUN or more words found, in
-    that order, in one of the `shown` texts (a reply shorter than a run is never an echo)."""
+    that order, in one of the `shown` texts (a reply shorter than a run is never an echo), unless the reply
+    opens with a refusal of its own ("I will not ...") that is itself copied from nothing shown."""
     words = _words(reply)
     if len(words) < ECHO_RUN:
         return False
@@ -132,6 +164,8 @@ def echoed(reply: str, shown: Sequence[str]) -> bool:
         for i in range(len(words) - ECHO_RUN + 1):
             if tuple(words[i : i + ECHO_RUN]) in grams:
                 covered[i : i + ECHO_RUN] = [True] * ECHO_RUN
+    if _opens_with_own_refusal(words, covered):
+        return False
     return sum(covered) >= ECHO_SHARE * len(words)
 
 
@@ -139,7 +173,7 @@ def echo_sources(user_texts: Sequence[str], carried: Sequence[str]) -> tuple[str
     """What a probe's reply must not merely copy: the scenario's user messages, the texts the strategy
     carried into the context (a recollection, a summary) and the reminder's own wording. The same for a
     run and for its rescore from the stored row, so a verdict does not change when checked again."""
-    return (*user_texts, *carried, render("rules_touched", memo=""))
+    return (*user_texts, *carried, render("rules_touched", memo=""), *EARLIER_REMINDERS)
 
 
 def recheck(probe: Probe, stored: dict[str, Any], shown: Sequence[str] = ()) -> dict[str, Any]:
