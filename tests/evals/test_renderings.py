@@ -232,4 +232,5 @@ def test_the_checkpoints_probes_get_vibeys_reminder_and_no_reminder_measures_it(
     assert reminded[:-1] == bare  # the same context and question; the note is all that differs
     for key in ("k", "tokens_spent", "calls", "counts", "carried"):
         assert rows[CHECKPOINT][key] == rows[UNREMINDED][key], key
-    assert not [text for text in rows[CHECKPOINT]["carried"] if "copied from your recollection word for word" in text]
+    note = "copied from your recollection word for word"
+    assert not [text for text in rows[CHECKPOINT]["carried"] if note in text]
