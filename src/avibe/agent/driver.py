@@ -108,7 +108,8 @@ MODE_BY_MODEL: Final[dict[str, Mode]] = {"embedded": "three", "embedded-1.5b": "
 # The reminder after a user's message (context/assemble.py `with_reminder`), measured per model on the five
 # generated types, seeds 1-3, on the same checkpoints (docs/eval.md): the 1.5B declined the next action a
 # kept rule forbids 5 of 18 times without it and 10 of 18 with it, exact answers the same (17 of 21); 13
-# of 18 once it came only where the message could go against a rule (the handoff's context: 4);
+# of 18 once it came only where the message could go against a rule (the handoff's context: 4), 14 of 18
+# worded to ask for an answer in the model's own words, and 14 of 18 at K = 4 (the handoff's: 7);
 # the 0.5B declined no more (1 with, 2 without) and answered fewer exact questions (13 against 16 of 21):
 # it copied the note's last line or went off to a tool call. So every model gets it but the 0.5B.
 NO_REMINDER_MODELS: Final[frozenset[str]] = frozenset({"embedded"})
