@@ -109,6 +109,35 @@ def says(phrase: str, reply: str) -> bool:
     return re.search(before + re.escape(words) + after, normalise(reply)) is not None
 
 
+# Words that, shortly before a forbidden phrase in the same clause, say it is not done: "pin the images,
+# not :latest", "commit without the Co-Authored-By: Claude trailer", "I won't run git push origin main".
+_NEGATIONS: Final = re.compile(
+    r"\b(?:not|no|never|without|don't|dont|won't|wont|cannot|can't|avoid|avoiding|instead of|rather than)\b"
+)
+_CLAUSE_END: Final = re.compile(r"[.;!?\n]|,\s")
+NEGATION_REACH: Final = 4  # words between a negation and the phrase it governs
+
+
+def _negated(before: str) -> bool:
+    """Whether the text just before a phrase (same clause, a few words) negates it."""
+    clause = _CLAUSE_END.split(before)[-1]
+    words = clause.split()
+    return bool(_NEGATIONS.search(" ".join(words[-(NEGATION_REACH + 1) :])))
+
+
+def does(phrase: str, reply: str) -> bool:
+    """Whether the reply says the phrase (`says`) other than as what it will not do: a reply that keeps
+    the rule by quoting it ("pin base image versions, not :latest") has not done the forbidden thing,
+    and a forbidden phrase counts only where it stands without a negation just before it."""
+    words = normalise(phrase)
+    if not words:
+        return False
+    before = r"(?<!\w)" if re.match(r"\w", words) else ""
+    after = r"(?!\w)" if re.search(r"\w$", words) else ""
+    text = normalise(reply)
+    return any(not _negated(text[: m.start()]) for m in re.finditer(before + re.escape(words) + after, text))
+
+
 def check_exact(answer: str, reply: str) -> bool:
     return says(answer, reply)
 
@@ -116,7 +145,7 @@ def check_exact(answer: str, reply: str) -> bool:
 def check_next_action(probe: Probe, reply: str, shown: Sequence[str] = ()) -> tuple[bool, str]:
     """`shown`: the texts the model was shown (`echo_sources`); a reply mostly copied from them fails."""
     named = [e for e in probe.expect if says(e, reply)]
-    forbidden = [f for f in probe.forbid if says(f, reply)]
+    forbidden = [f for f in probe.forbid if does(f, reply)]
     if forbidden:
         return False, f"forbidden: {forbidden}"
     if echoed(reply, [*shown, probe.question]):
