@@ -97,16 +97,21 @@ def _reply_text(reply: ModelReply) -> str:
     return f"{reply.text}\n{calls}".strip()
 
 
+def _spoken(phrase: str, reply: str) -> tuple[str, list[re.Match[str]]]:
+    """The reply normalised, and where in it the phrase stands as words of its own."""
+    words, text = normalise(phrase), normalise(reply)
+    if not words:
+        return text, []
+    before = r"(?<!\w)" if re.match(r"\w", words) else ""
+    after = r"(?!\w)" if re.search(r"\w$", words) else ""
+    return text, list(re.finditer(before + re.escape(words) + after, text))
+
+
 def says(phrase: str, reply: str) -> bool:
     """Whether the reply says the phrase as words of its own, case and spacing aside: "ask" is not said
     by "The user asks to patch ...", "$40" not by "$400", "16" not by "160" (a substring check passed all
     three - issue 17's late_rule probe counted the first as asking)."""
-    words = normalise(phrase)
-    if not words:
-        return False
-    before = r"(?<!\w)" if re.match(r"\w", words) else ""
-    after = r"(?!\w)" if re.search(r"\w$", words) else ""
-    return re.search(before + re.escape(words) + after, normalise(reply)) is not None
+    return bool(_spoken(phrase, reply)[1])
 
 
 # Words that, shortly before a forbidden phrase in the same clause, say it is not done: "pin the images,
@@ -129,13 +134,8 @@ def does(phrase: str, reply: str) -> bool:
     """Whether the reply says the phrase (`says`) other than as what it will not do: a reply that keeps
     the rule by quoting it ("pin base image versions, not :latest") has not done the forbidden thing,
     and a forbidden phrase counts only where it stands without a negation just before it."""
-    words = normalise(phrase)
-    if not words:
-        return False
-    before = r"(?<!\w)" if re.match(r"\w", words) else ""
-    after = r"(?!\w)" if re.search(r"\w$", words) else ""
-    text = normalise(reply)
-    return any(not _negated(text[: m.start()]) for m in re.finditer(before + re.escape(words) + after, text))
+    text, found = _spoken(phrase, reply)
+    return any(not _negated(text[: m.start()]) for m in found)
 
 
 def check_exact(answer: str, reply: str) -> bool:
