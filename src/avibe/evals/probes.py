@@ -119,7 +119,7 @@ def says(phrase: str, reply: str) -> bool:
 _NEGATIONS: Final = re.compile(
     r"\b(?:not|no|never|without|don't|dont|won't|wont|cannot|can't|avoid|avoiding|instead of|rather than)\b"
 )
-_CLAUSE_END: Final = re.compile(r"[.;!?\n]|,\s")
+_CLAUSE_END: Final = re.compile(r"[.;!?]|,\s")  # on normalised text: no line breaks left
 NEGATION_REACH: Final = 4  # words between a negation and the phrase it governs
 
 
