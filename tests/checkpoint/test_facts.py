@@ -136,3 +136,14 @@ def test_S5_a_failed_command_keeps_the_same_programs_command_that_worked_after_i
     assert worked_after(failed, "read_file", {"path": "/d.bin"}, "data", False) == failed  # not a command
     text = facts_text(HarnessFacts(failure=fixed), 4_096)["exact_references"]
     assert text.endswith("-> E1: checksum mismatch; then worked: `pkgctl import --verify-each /d.bin`")
+
+
+def test_S6_a_reference_too_long_for_the_room_does_not_keep_out_the_shorter_ones_after_it() -> None:
+    facts = HarnessFacts(
+        files_read=("tickets/001.md",),
+        files_modified=("CHANGELOG.md", "docs/guide.md"),
+        failure=FailedCall("send_to_session", "x" * 200, "e" * 240),
+    )
+    text = facts_text(facts, 6_144)["exact_references"]
+    assert "modified CHANGELOG.md; modified docs/guide.md; read tickets/001.md" in text
+    assert text.endswith("(+ not shown for room: 1 failing call; see the record)")

@@ -24,7 +24,7 @@ def test_a_checklist_becomes_the_plan_in_order_with_its_statuses() -> None:
         PlanItem("ticket 005"),
     )
     assert result.output.startswith("Plan updated (2 of 5 done):") and "[>] ticket 003" in result.output
-    assert result.output.endswith("\nNext: ticket 003 - work on it now; send the plan again only when a "
+    assert result.output.endswith("\nNext: ticket 003 - work on it now; call update_plan again only when a "
                                   "step's status changes.")  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from typing import Final, Protocol
 
 from avibe.agent.driver import CheckpointDriver, CheckpointResult
 from avibe.agent.interrupted import Interrupted, settle_unanswered
+from avibe.agent.plan_note import plan_note, remember_event
 from avibe.agent.repeats import repeat_note
 from avibe.agent.room import make_room
 from avibe.agent.state import LiveState, LoadedSkill, remember_file
@@ -125,6 +126,8 @@ def after_reply(state: LiveState, text: str, calls: Sequence[ToolCall], seq: int
 def after_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveState:
     """The tool's output joins the live context (A3: never the record), then its bookkeeping."""
     text = result.output + repeat_note(state.messages, call, result.is_error)
+    if result.plan is not None and not result.is_error:
+        text += plan_note(result.plan, state.file_events)
     output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
     return track_tool(replace(state, messages=(*state.messages, output)), call, result)
 
@@ -147,8 +150,10 @@ def track_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveStat
         state = replace(state, commands=remember_file(state.commands, command.strip(), keep=5))
     for path in result.files_read:
         state = replace(state, files_read=remember_file(state.files_read, path))
+        state = replace(state, file_events=remember_event(state.file_events, "read", path))
     for path in result.files_modified:
         state = replace(state, files_modified=remember_file(state.files_modified, path))
+        state = replace(state, file_events=remember_event(state.file_events, "modified", path))
     loaded = result.skill_loaded or (None if result.is_error else shell_skill_load(call))
     if loaded:
         order = max((s.order for s in state.skills), default=0) + 1

@@ -7,6 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from avibe.agent.plan_note import FileEvent
 from avibe.record.checkpoint import PlanItem
 from avibe.record.messages import ChatMessage, ToolCall
 from avibe.record.state import EncodedDocument
@@ -65,6 +66,7 @@ class LiveState:
     skills: tuple[LoadedSkill, ...] = ()
     files_read: tuple[str, ...] = ()
     files_modified: tuple[str, ...] = ()
+    file_events: tuple[FileEvent, ...] = ()  # the reads and changes in order, oldest first (plan_note)
     dismissed: tuple[int, ...] = ()
     plan: tuple[PlanItem, ...] = ()  # the agent's plan (update_plan), kept by the harness
     commands: tuple[str, ...] = ()  # the latest shell commands run, newest first (S6)
@@ -86,6 +88,7 @@ class LiveState:
             "skills": [{"name": s.name, "order": s.order, "call_id": s.call_id} for s in self.skills],
             "files_read": list(self.files_read),
             "files_modified": list(self.files_modified),
+            "file_events": [list(event) for event in self.file_events],
             "dismissed": list(self.dismissed),
             "plan": [{"step": p.step, "status": p.status} for p in self.plan],
             "commands": list(self.commands),
@@ -105,6 +108,7 @@ class LiveState:
             skills=tuple(LoadedSkill(**s) for s in data.get("skills", ())),
             files_read=tuple(data.get("files_read", ())),
             files_modified=tuple(data.get("files_modified", ())),
+            file_events=_file_events(data.get("file_events", ())),
             dismissed=tuple(data.get("dismissed", ())),
             plan=tuple(PlanItem(p["step"], p["status"]) for p in data.get("plan", ())),
             commands=tuple(data.get("commands", ())),
@@ -148,6 +152,16 @@ def _failure(value: Any) -> tuple[str, str, str, str] | None:
     if isinstance(value, list | tuple) and len(value) in (3, 4) and all(isinstance(v, str) for v in value):
         return (value[0], value[1], value[2], value[3] if len(value) == 4 else "")
     return None
+
+
+def _file_events(value: Any) -> tuple[FileEvent, ...]:
+    """The saved reads and changes; an entry of another shape (a hand-edited or older state) is left out."""
+    events: list[FileEvent] = []
+    for item in value if isinstance(value, list | tuple) else ():
+        shaped = isinstance(item, list | tuple) and len(item) == 2 and isinstance(item[1], str)
+        if shaped and item[0] in ("read", "modified"):
+            events.append(("read" if item[0] == "read" else "modified", item[1]))
+    return tuple(events)
 
 
 def remember_file(paths: tuple[str, ...], path: str, keep: int = 50) -> tuple[str, ...]:

@@ -272,13 +272,16 @@ def _reference_items(facts: HarnessFacts) -> list[tuple[str, str]]:
 
 
 def _fit(items: list[tuple[str, str]], limit: int) -> str:
-    """HARNESS_MARK and the items that fit whole, in order; the rest counted in a closing note."""
+    """HARNESS_MARK and the items that fit whole, in order; the rest counted in a closing note. An item
+    too long for the room left does not keep out the shorter ones after it: the demo's scene showed no
+    reference at all - a long failing call came first - where the two files changed were the evidence of
+    the work done."""
     text = HARNESS_MARK
     left: dict[str, int] = {}
     for kind, raw in items:
         item = raw.strip()
         candidate = f"{text}; {item}" if text != HARNESS_MARK else f"{text} {item}"
-        if not left and len(candidate) <= limit - NOTE_ROOM:
+        if len(candidate) <= limit - NOTE_ROOM:
             text = candidate
         else:
             left[kind] = left.get(kind, 0) + 1

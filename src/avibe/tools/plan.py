@@ -50,7 +50,8 @@ def next_step_line(plan: tuple[PlanItem, ...]) -> str:
     current = current or next((p for p in plan if p.status == "pending"), None)
     if current is None:
         return "Every step is done: tell the user."
-    return f"Next: {current.step} - work on it now; send the plan again only when a step's status changes."
+    # "call update_plan", not "send the plan": the demo's 1.5B answered "send" with send_to_session
+    return f"Next: {current.step} - work on it now; call update_plan again only when a step's status changes."
 
 
 # A checklist written on one line, "[x] ticket 001; [ ] ticket 002" (the demo's 1.5B did): one step each.
