@@ -50,6 +50,13 @@ def _path_numbers(path: str) -> set[int]:
     return {int(part) for part in _PATH_PART.findall(path) if part.isdigit()}
 
 
+def _shown(path: str) -> str:
+    """A path as the note shows it: a line break or other control character in a file's name (the workdir
+    is the model's to write, and a name can hold one) is written as its escape, so no name can end the
+    note or start a line that looks like the harness's."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in path)
+
+
 def plan_note(plan: Sequence[PlanItem], events: Sequence[FileEvent]) -> str:
     """The note to append to update_plan's result ("" for none): the step put next names a number that a
     file the agent read names, and files other than that one were changed after the last such read. It
@@ -68,13 +75,13 @@ def plan_note(plan: Sequence[PlanItem], events: Sequence[FileEvent]) -> str:
     )
     if not changed:
         return ""
-    names = ", ".join(changed[:SHOWN_CHANGES])
+    names = ", ".join(_shown(p) for p in changed[:SHOWN_CHANGES])
     more = f" and {len(changed) - SHOWN_CHANGES} more" if len(changed) > SHOWN_CHANGES else ""
     marked = tuple(PlanItem(p.step, "done") if p is step else p for p in plan)
     after = next_step(marked)
     then = f"then work on {after.step}" if after else "then tell the user every step is done"
     return (
-        f"\n[Avibe: you already read {read} in this session and changed {names}{more} after it. "
+        f"\n[Avibe: you already read {_shown(read)} in this session and changed {names}{more} after it. "
         f'If that finished "{step.step}", call update_plan with this plan, {then}:\n'
         f"{render_plan(marked)}\nIf it did not, finish it first.]"
     )
