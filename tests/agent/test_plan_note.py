@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from avibe.agent.plan_note import KEPT_EVENTS, FileEvent, next_step, plan_note, remember_event
+from avibe.agent.plan_note import KEPT_EVENTS, FileEvent, plan_note, remember_event
 from avibe.agent.state import LiveState
-from avibe.record.checkpoint import PlanItem
+from avibe.record.checkpoint import PlanItem, next_step
 from avibe.tools.plan import parse_plan
 
 ALL_OPEN = parse_plan("[ ] ticket 001\n[ ] ticket 002\n[ ] ticket 003")

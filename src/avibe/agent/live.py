@@ -149,11 +149,11 @@ def track_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveStat
     if isinstance(command, str) and command.strip():
         state = replace(state, commands=remember_file(state.commands, command.strip(), keep=5))
     for path in result.files_read:
-        state = replace(state, files_read=remember_file(state.files_read, path))
-        state = replace(state, file_events=remember_event(state.file_events, "read", path))
+        events = remember_event(state.file_events, "read", path)
+        state = replace(state, files_read=remember_file(state.files_read, path), file_events=events)
     for path in result.files_modified:
-        state = replace(state, files_modified=remember_file(state.files_modified, path))
-        state = replace(state, file_events=remember_event(state.file_events, "modified", path))
+        events = remember_event(state.file_events, "modified", path)
+        state = replace(state, files_modified=remember_file(state.files_modified, path), file_events=events)
     loaded = result.skill_loaded or (None if result.is_error else shell_skill_load(call))
     if loaded:
         order = max((s.order for s in state.skills), default=0) + 1

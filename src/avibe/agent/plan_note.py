@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from typing import Final, Literal
 
-from avibe.record.checkpoint import PlanItem, render_plan
+from avibe.record.checkpoint import PlanItem, next_step, render_plan
 
 FileEvent = tuple[Literal["read", "modified"], str]
 
@@ -31,13 +31,6 @@ def remember_event(
 ) -> tuple[FileEvent, ...]:
     """`events` with this read or change last (oldest first), bounded to KEPT_EVENTS."""
     return (*events, (kind, path))[-KEPT_EVENTS:]
-
-
-def next_step(plan: Sequence[PlanItem]) -> PlanItem | None:
-    """The step the plan says to work on now: the one in progress, else the first pending one."""
-    return next((p for p in plan if p.status == "in_progress"), None) or next(
-        (p for p in plan if p.status == "pending"), None
-    )
 
 
 def _numbers(text: str) -> set[int]:

@@ -12,7 +12,7 @@ carry and the provenance) and reads it back with `Carry.from_dict` / `Provenance
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, get_args
@@ -61,6 +61,13 @@ class PlanItem:
 
 def render_plan(plan: tuple[PlanItem, ...]) -> str:
     return "\n".join(item.line() for item in plan)
+
+
+def next_step(plan: Sequence[PlanItem]) -> PlanItem | None:
+    """The step the plan says to work on now: the one in progress, else the first pending one."""
+    return next((p for p in plan if p.status == "in_progress"), None) or next(
+        (p for p in plan if p.status == "pending"), None
+    )
 
 
 @dataclass(frozen=True, slots=True)

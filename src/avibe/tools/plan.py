@@ -10,7 +10,7 @@ from typing import Any, Final, cast
 
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
-from avibe.record.checkpoint import PlanItem, PlanStatus, render_plan
+from avibe.record.checkpoint import PlanItem, PlanStatus, next_step, render_plan
 from avibe.record.messages import ToolSpec
 from avibe.tools.base import BaseTool, schema
 
@@ -46,8 +46,7 @@ class UpdatePlan(BaseTool):
 def next_step_line(plan: tuple[PlanItem, ...]) -> str:
     """What to do now, said after the plan: a small model sent the same plan again and again instead of
     working on its first step (the demo's 1.5B, until the loop stop)."""
-    current = next((p for p in plan if p.status == "in_progress"), None)
-    current = current or next((p for p in plan if p.status == "pending"), None)
+    current = next_step(plan)
     if current is None:
         return "Every step is done: tell the user."
     # "call update_plan", not "send the plan": the demo's 1.5B answered "send" with send_to_session
