@@ -3,8 +3,8 @@ AGENTS.md built from Settings; `avibe.host.sessions` hosts them."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from avibe.tools.skills import SkillInfo
 
 VibeySession = HostedSession[Vibey]
+Identities = Callable[[], Collection[tuple[int, int]]]  # Avibe's own files, (st_dev, st_ino)
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -135,7 +138,7 @@ class _VibeyBuilder:
         toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports)
         ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
         # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
-        instructions = _instruction_files(workdir, skill_dirs, ledger)
+        instructions = _instruction_files(workdir, skill_dirs, ledger, sandbox.own.identities)
         agents_md, agents_md_heading, catalogue = instructions()
         watch = ToolWatch(ledger, workdir, session_id, busy=lambda: bool(jobs.running()))
 
@@ -216,30 +219,39 @@ class _VibeyBuilder:
         )
 
 
-def _instruction_files(workdir: Path, skill_dirs: list[Path], ledger: ProvenanceLedger) -> InstructionFiles:
-    """AGENTS.md, its heading and the skill catalogue, cached under the files' modification times (F4)."""
+def _instruction_files(
+    workdir: Path, skill_dirs: list[Path], ledger: ProvenanceLedger, own: Identities = frozenset
+) -> InstructionFiles:
+    """AGENTS.md, its heading and the skill catalogue, cached under the files' modification times (F4).
+    `own`: the identities of Avibe's own files, never read as instructions (a hard link to the token)."""
     from avibe.store.provenance import AGENTS_MD
     from avibe.tools import catalogue_text, discover_skills
 
     def read() -> tuple[str, str, str]:
-        agents_md, heading = _agents_md(workdir, ledger)
+        agents_md, heading = _agents_md(workdir, ledger, own)
         return agents_md, heading, catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger))
 
     return InstructionFiles(read, lambda: [workdir / AGENTS_MD, *skill_files(skill_dirs)])
 
 
-def _agents_md(workdir: Path, ledger: ProvenanceLedger) -> tuple[str, str]:
+def _agents_md(workdir: Path, ledger: ProvenanceLedger, own: Identities = frozenset) -> tuple[str, str]:
     """The workdir's AGENTS.md and its heading in the system prompt: "" (the user's) unless its content
-    is what an agent left there (issue 27 item 7), read once so the text and its mark agree."""
+    is what an agent left there (issue 27 item 7), read once so the text and its mark agree. Read the one
+    way the harness reads the workdir (no link followed, a regular UTF-8 file of bounded size, never
+    Avibe's own): one that cannot be read is one line in the log and, for the model, a note that it was
+    not read - never its target's text, never a failed turn."""
+    from avibe.sources.agent_files import read_agent_file
     from avibe.store.provenance import AGENTS_MD
 
-    path = workdir / AGENTS_MD
-    if not path.is_file():
+    found = read_agent_file(workdir, AGENTS_MD, own=own())
+    if found.status == "missing":
         return "", ""
-    data = path.read_bytes()
-    write = ledger.agent_write(path, hashlib.sha256(data).hexdigest())
+    if not found.ok:
+        log.warning("%s", found.line())
+        return found.note(), fill("agents_md_unread")
+    write = ledger.agent_write(workdir / AGENTS_MD, found.digest)
     heading = "" if write is None else fill("agents_md_agent", session=write.session, seq=write.seq or "?")
-    return data.decode("utf-8"), heading
+    return found.text, heading
 
 
 def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
