@@ -135,8 +135,8 @@ class _VibeyBuilder:
             assign=assign_agent(store),
         )
         feeds = feeds_for(store, ports, self.clock, settings, workdir)  # issue 12
-        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports)
         ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
+        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports, ledger)
         # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
         instructions = _instruction_files(workdir, skill_dirs, ledger, sandbox.own.identities)
         agents_md, agents_md_heading, catalogue = instructions()
@@ -144,7 +144,7 @@ class _VibeyBuilder:
 
         def current_skill(name: str) -> str | None:
             found = find_skill(skill_dirs, name)
-            return skill_text(found) if found else None
+            return skill_text(found, _companion_mark(ledger)) if found else None
 
         config = RunConfig(
             window=self.window,
@@ -187,7 +187,7 @@ class _VibeyBuilder:
 
     def _toolbox(
         self, jobs: BackgroundJobs, delegations: Delegations, skill_dirs: list[Path], sandbox: SandboxPolicy,
-        ports: HostPorts,
+        ports: HostPorts, ledger: ProvenanceLedger,
     ) -> ToolBox:  # fmt: skip
         """Vibey's tools: the files, the shell (background jobs too), skills, the record, and the other
         sessions (send, delegate), each asking the approver where the settings say so."""
@@ -210,6 +210,7 @@ class _VibeyBuilder:
                 sandbox=sandbox,
                 approval=approval,
                 stop=ports.stop,  # the chat's Ctrl-C stops a running command (issue 29)
+                skill_mark=_companion_mark(ledger),
             )
             + session_tools(
                 send=lambda to, text: send_to(to, Source("agent", "vibey", session_id), text),
@@ -260,6 +261,17 @@ def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
 
     def mark(skill: SkillInfo) -> str:
         write = ledger.agent_write(skill.path, skill.version)
+        return "" if write is None else fill("skill_agent", session=write.session, seq=write.seq or "?")
+
+    return mark
+
+
+def _companion_mark(ledger: ProvenanceLedger) -> Callable[[Path, str], str]:
+    """A file beside a SKILL.md, as a loaded skill lists it: the agent's when its content is one an
+    agent left (issue 27 item 7: the person's skill never vouches for the agent's `steps.md`)."""
+
+    def mark(path: Path, digest: str) -> str:
+        write = ledger.agent_write(path, digest)
         return "" if write is None else fill("skill_agent", session=write.session, seq=write.seq or "?")
 
     return mark
