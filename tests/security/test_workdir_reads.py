@@ -251,3 +251,56 @@ def test_a_project_config_that_is_a_link_is_not_read(tmp_path: Path) -> None:
     (target.parent / "config.toml").write_text('sandbox = "read-only"\n')
     with pytest.raises(ConfigError, match="is a link"):
         load_settings({}, project_dir=other, user_config=user)
+
+
+# ---- the one reader, with openat2 and with the walk that stands in for it ---------------------------
+
+
+@pytest.fixture(params=["openat2", "walk"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Both ways the reader opens: the kernel's openat2, and the O_NOFOLLOW walk used without it."""
+    from avibe.sources import agent_files
+
+    if request.param == "walk":
+        monkeypatch.setattr(agent_files, "_libc", lambda: None)
+    elif agent_files._libc() is None:
+        if os.environ.get("CI"):
+            pytest.fail("CI runs on a kernel with openat2")
+        pytest.skip("this kernel has no openat2")
+    return str(request.param)
+
+
+def test_the_reader_refuses_every_way_out(reader: str, tmp_path: Path) -> None:
+    import socket
+
+    from avibe.sources.agent_files import list_agent_dir, read_agent_file
+
+    secret = tmp_path / "secret"
+    secret.write_text(TOKEN)
+    work = tmp_path / "work"
+    (work / "docs").mkdir(parents=True)
+    (work / "docs" / "ok.md").write_text("fine\n")
+    (work / "file.md").symlink_to(secret)
+    (work / "folder").symlink_to(tmp_path)
+    (work / "big.md").write_bytes(b"x" * 2048)
+    (work / "bin.md").write_bytes(b"\xff\xfe\x00")
+    (work / "nul.md").write_bytes(b"a\x00b")
+    os.mkfifo(work / "fifo.md")
+    os.link(secret, work / "hard.md")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(work / "sock.md"))
+        own = {(os.stat(secret).st_dev, os.stat(secret).st_ino)}
+        names = "docs/ok.md file.md folder/secret big.md bin.md nul.md fifo.md hard.md sock.md nothing.md"
+        names += " docs/ok.md/x docs"
+        statuses = {n: read_agent_file(work, n, max_bytes=1024, own=own).status for n in names.split()}
+    assert statuses == {
+        "docs/ok.md": "read", "file.md": "link", "folder/secret": "link", "big.md": "too_big",
+        "bin.md": "binary", "nul.md": "binary", "fifo.md": "not_regular", "hard.md": "own",
+        "sock.md": "not_regular", "nothing.md": "missing", "docs/ok.md/x": "missing", "docs": "not_regular",
+    }  # fmt: skip
+    assert read_agent_file(work, "docs/ok.md").text == "fine\n"
+    with pytest.raises(ValueError):
+        read_agent_file(work, "../secret")
+    assert list_agent_dir(work, "docs") == ["ok.md"] and list_agent_dir(work, "folder") is None
+    line = read_agent_file(work, "file.md").line()
+    assert "\n" not in line and TOKEN not in line and "link" in line
