@@ -32,6 +32,7 @@ MAX_ENTRIES: Final = 50_000  # entries one walk looks at
 MAX_HASHED: Final = 5_000  # changed files hashed per look (instruction-like names first)
 MAX_HASHED_BYTES: Final = 1024 * 1024
 MAX_OBJECTS: Final = 10_000  # new loose git objects read per look
+MAX_LOOK_BYTES: Final = 64 * 1024 * 1024  # bytes read per look, files and objects each
 SKIPPED: Final = frozenset(
     {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache", ".ruff_cache",
      ".pytest_cache", ".tox"}
@@ -96,11 +97,15 @@ def changed(before: Snapshot, after: Snapshot) -> list[str]:
 
 def content_hashes(workdir: Path, paths: Iterable[str]) -> list[tuple[Path, str]]:
     """(path, sha256) of each file read safely (no link, regular, at most MAX_HASHED_BYTES)."""
-    hashes = []
+    hashes, total = [], 0
     for rel in paths:
         found = read_agent_file(workdir, rel, max_bytes=MAX_HASHED_BYTES, text=False)
         if found.digest is not None:
             hashes.append((workdir / rel, found.digest))
+        total += len(found.data)
+        if total > MAX_LOOK_BYTES:
+            log.info("provenance: %d bytes read under %s; the other changed files not hashed", total, workdir)
+            break
     return hashes
 
 
@@ -122,12 +127,15 @@ def _objects(workdir: Path) -> frozenset[str]:
 def new_blobs(workdir: Path, before: Snapshot, after: Snapshot) -> list[str]:
     """The sha256 of the content of each file git stored as a loose blob since `before`."""
     fresh = sorted(after.objects - before.objects)[:MAX_OBJECTS]
-    hashes = []
+    hashes, total = [], 0
     for name in fresh:
         found = read_agent_file(workdir, f".git/objects/{name}", max_bytes=MAX_HASHED_BYTES * 2, text=False)
         content = _blob(found.data) if found.ok else None
         if content is not None:
             hashes.append(hashlib.sha256(content).hexdigest())
+        total += len(found.data)
+        if total > MAX_LOOK_BYTES:
+            break
     return hashes
 
 
