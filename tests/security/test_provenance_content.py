@@ -109,3 +109,32 @@ def test_the_agent_copying_the_persons_agents_md_leaves_it_the_persons(layout: L
     run_session(layout, [_shell("mkdir -p docs && cp AGENTS.md docs/AGENTS.md && touch AGENTS.md")])
     system = run_session(layout, [], task="hello").systems[0]
     assert "# The user's AGENTS.md\n# House rules" in system and not AGENT_MARK.search(system)
+
+
+def test_the_ledger_reads_its_earlier_version_and_forgets_the_oldest_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ledger written by the earlier version (by file) still marks those contents, wherever they are
+    now; past its bound the oldest contents go first, never the newest."""
+    import json
+
+    from avibe.store import provenance
+    from avibe.store.provenance import ProvenanceLedger, file_hash
+
+    home = tmp_path / "home"
+    home.mkdir()
+    old = tmp_path / "old" / "AGENTS.md"
+    old.parent.mkdir()
+    old.write_text(EVIL)
+    digest = file_hash(old)
+    entry = {"sha256": digest, "session": "s-old", "seq": 7, "at": "2026-01-01T00:00:00+00:00"}
+    (home / "provenance.json").write_text(json.dumps({"version": 1, "files": {str(old): [entry]}}))
+    elsewhere = tmp_path / "elsewhere" / "AGENTS.md"
+    elsewhere.parent.mkdir()
+    elsewhere.write_text(EVIL)
+    ledger = ProvenanceLedger(home)
+    assert ledger.agent_write(elsewhere) is not None and ledger.agent_write(elsewhere).seq == 7  # type: ignore[union-attr]
+    monkeypatch.setattr(provenance, "KEEP_CONTENTS", 3)
+    for n in range(5):
+        ledger.record(tmp_path / f"f{n}", f"{99 - n:064x}", "s-new", n)  # newest sorts first
+    assert ledger.known() == {f"{99 - n:064x}" for n in (2, 3, 4)}

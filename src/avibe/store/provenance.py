@@ -149,7 +149,7 @@ class ProvenanceLedger:
         handle, temp = tempfile.mkstemp(prefix=".provenance-", dir=self.path.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(data, out, indent=1, sort_keys=True)
+                json.dump(data, out, indent=1)  # in order: the oldest contents are forgotten first
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(temp, self.path)
