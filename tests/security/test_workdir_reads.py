@@ -66,9 +66,11 @@ def _environ_lines() -> list[str]:
 
 
 @pytest.mark.parametrize("target", ["token", "config", "environ"])
-def test_a_linked_agents_md_never_reaches_the_system_prompt(layout: Layout, target: str) -> None:
+def test_a_linked_agents_md_never_reaches_the_system_prompt(
+    layout: Layout, target: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """The chain's first link (issue finding 1): the next session's system prompt holds no secret and
-    tells the model the file was not read."""
+    tells the model the file was not read; the person's log has one line saying so."""
     path = {
         "token": str(layout.token),
         "config": str(layout.user_config),
@@ -81,6 +83,8 @@ def test_a_linked_agents_md_never_reaches_the_system_prompt(layout: Layout, targ
     assert TOKEN not in system and PASSWORD not in system
     assert not [line for line in _environ_lines() if line in system]
     assert NOT_READ in system and run.finished
+    said = [r.getMessage() for r in caplog.records if "AGENTS.md was not read" in r.getMessage()]
+    assert said and all("\n" not in line and TOKEN not in line for line in said)
 
 
 def test_control_full_access_the_shell_reads_the_token_itself(tmp_path: Path) -> None:
