@@ -139,6 +139,26 @@ def test_a_message_over_tcp_with_the_valid_token_is_403_and_records_nothing(serv
     assert len(served.entries()) == before and served.forged() == 0
 
 
+def test_no_tcp_route_but_callbacks_takes_a_write_whatever_it_carries(served: Served) -> None:
+    """Anything that writes or changes state, asked over TCP with the token, the inspector's key or its
+    cookie: never a 2xx; only a callback (its own secret) is recorded."""
+    before = len(served.entries())
+    s = served.session
+    paths = ["/", "/health", "/sessions", f"/sessions/{s}", f"/sessions/{s}/messages",
+             f"/sessions/{s}/entries", f"/sessions/{s}/stop", "/inspect/", f"/inspect/s/{s}/timeline",
+             f"/inspect/s/{s}/stream", "/inspect/static/inspector.js"]  # fmt: skip
+    key = re.search(r"/inspect/\?key=(\S+)", served.log.read_text())
+    assert key is not None
+    credentials = [served.auth, {"Authorization": f"Bearer {key.group(1)}"},
+                   {"Cookie": f"avibe_inspect_{served.port}={key.group(1)}"}]  # fmt: skip
+    for method in ("POST", "PUT", "PATCH", "DELETE"):
+        for path in paths:
+            for headers in credentials:
+                answer = httpx.request(method, served.base + path, json={"text": FORGED}, headers=headers)
+                assert answer.status_code in (403, 404, 405), (method, path, answer.status_code)
+    assert len(served.entries()) == before and served.forged() == 0
+
+
 def test_the_same_message_through_the_socket_is_recorded_as_the_user(served: Served) -> None:
     """The person's own script, on the socket with the token: recorded once, as the user."""
     text = "Please also look at the release notes."
