@@ -1,4 +1,4 @@
-"""With the network on, the routes that act as the user are still out of reach (C1, T1).
+"""With the network on, the routes that act as the user are still out of reach (T1).
 
 The attack: a token the agent learned (read through a link it planted, seen in a log) and a shell that
 shares the machine's network let it POST `/sessions/S/messages` to `vibe serve` on 127.0.0.1 - a `user`

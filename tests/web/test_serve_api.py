@@ -4,7 +4,7 @@ recorded; a body over its limit is 413, a burst over its rate 429; Idempotency-K
 nothing new; what is recorded is a `callback` input whose tag the harness renders from the feed (T1),
 whatever the body claims. The local socket's app asks the serve token on every other route (issue 27);
 the TCP app takes callbacks, a bare /health and the inspector (its own key), and answers 403 to the
-person's routes whatever token they carry (C1, T1)."""
+person's routes whatever token they carry (T1)."""
 
 from __future__ import annotations
 
@@ -187,7 +187,7 @@ def test_every_endpoint_but_callbacks_needs_the_token(sqlite_store: SqlStore) ->
 
 
 def test_over_tcp_the_persons_routes_are_403_whatever_token(sqlite_store: SqlStore, tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """C1: over TCP no route takes the token: the person's routes answer 403 naming the socket."""
+    """T1: over TCP no route takes the token: the person's routes answer 403 naming the socket."""
     session = sqlite_store.create_session().id
     api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-123")
     socket = tmp_path / "serve" / "8765.sock"

@@ -1,4 +1,4 @@
-"""`vibe serve`'s local socket (C1, T1): the routes that act as the user - reading the sessions, posting
+"""`vibe serve`'s local socket (T1): the routes that act as the user - reading the sessions, posting
 a message as the person - are served only on a Unix socket in Avibe's home, never over TCP.
 
 Why: an agent's sandboxed command may share the machine's network (the person turned it on, or another

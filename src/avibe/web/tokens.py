@@ -1,4 +1,4 @@
-"""The two secrets of `vibe serve` (C1, T1): the serve token and the inspector's key.
+"""The two secrets of `vibe serve` (T1): the serve token and the inspector's key.
 
 - The serve token is the person's: with it, on the local socket (avibe.web.local), a request reads every
   session and posts as the user. It is AVIBE_SERVE_TOKEN, else `serve-token` in Avibe's home (made once,
