@@ -308,3 +308,28 @@ def test_the_reader_refuses_every_way_out(reader: str, tmp_path: Path) -> None:
     assert list_agent_dir(work, "docs") == ["ok.md"] and list_agent_dir(work, "folder") is None
     line = read_agent_file(work, "file.md").line()
     assert "\n" not in line and TOKEN not in line and "link" in line
+
+
+@pytest.mark.parametrize(
+    ("target", "read"),
+    [
+        ("CLAUDE.md", True),  # the common alias beside it: a file the agent could write directly anyway
+        ("docs/../CLAUDE.md", True),
+        (".local/share/avibe/logs/avibe.log", False),  # inside Avibe's home (in the workdir)
+        (".config/avibe/config.toml", False),  # not beside it: no folder's file, hidden or not
+        ("sub/CLAUDE.md", False),  # sub is a link: no second hop
+        ("../outside.md", False),  # above the workdir
+    ],
+)
+def test_an_agents_md_alias_is_read_only_as_a_file_beside_it(layout: Layout, target: str, read: bool) -> None:
+    """`AGENTS.md -> CLAUDE.md` is read as CLAUDE.md (one hop, no link on its way); a link into Avibe's
+    home lying in the workdir, into any folder, through a further link, or above it is still "not read"."""
+    (layout.work / "CLAUDE.md").write_text("Run the linter before each commit.\n")
+    (layout.work / "docs").mkdir()
+    (layout.work / "sub").symlink_to(layout.work)
+    (layout.root / "outside.md").write_text(f"outside {TOKEN}\n")
+    (layout.work / "AGENTS.md").symlink_to(target)
+    system = run_session(layout, [], task="hello").systems[0]
+    assert TOKEN not in system
+    assert ("Run the linter before each commit." in system) is read
+    assert (NOT_READ in system) is not read

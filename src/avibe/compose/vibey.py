@@ -225,6 +225,7 @@ def _instruction_files(
 ) -> InstructionFiles:
     """AGENTS.md, its heading and the skill catalogue, cached under the files' modification times (F4).
     `own`: the identities of Avibe's own files, never read as instructions (a hard link to the token)."""
+    from avibe.sources.agent_files import alias_below
     from avibe.store.provenance import AGENTS_MD
     from avibe.tools import catalogue_text, discover_skills
 
@@ -232,19 +233,25 @@ def _instruction_files(
         agents_md, heading = _agents_md(workdir, ledger, own)
         return agents_md, heading, catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger))
 
-    return InstructionFiles(read, lambda: [workdir / AGENTS_MD, *skill_files(skill_dirs)])
+    def files() -> list[Path]:
+        alias = alias_below(workdir, AGENTS_MD)  # an edit to CLAUDE.md behind AGENTS.md is seen too
+        aliased = [] if alias is None else [workdir / alias]
+        return [workdir / AGENTS_MD, *aliased, *skill_files(skill_dirs)]
+
+    return InstructionFiles(read, files)
 
 
 def _agents_md(workdir: Path, ledger: ProvenanceLedger, own: Identities = frozenset) -> tuple[str, str]:
     """The workdir's AGENTS.md and its heading in the system prompt: "" (the user's) unless its content
     is what an agent left there (issue 27 item 7), read once so the text and its mark agree. Read the one
     way the harness reads the workdir (no link followed, a regular UTF-8 file of bounded size, never
-    Avibe's own): one that cannot be read is one line in the log and, for the model, a note that it was
-    not read - never its target's text, never a failed turn."""
-    from avibe.sources.agent_files import read_agent_file
+    Avibe's own; `AGENTS.md -> CLAUDE.md` beside it is read as that file): one that cannot be read is
+    one line in the log and, for the model, a note that it was not read - never its target's text,
+    never a failed turn."""
+    from avibe.sources.agent_files import read_agent_file_or_alias
     from avibe.store.provenance import AGENTS_MD
 
-    found = read_agent_file(workdir, AGENTS_MD, own=own())
+    found = read_agent_file_or_alias(workdir, AGENTS_MD, own=own())
     if found.status == "missing":
         return "", ""
     if not found.ok:

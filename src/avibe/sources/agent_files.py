@@ -12,6 +12,8 @@ traceback, never the content of what a link pointed at.
 
 API:
     read_agent_file(root, relative, *, max_bytes, own=(), text=True) -> AgentFile
+    read_agent_file_or_alias(root, relative, ...) -> AgentFile  one link hop to a file beside it, as above
+    alias_below(root, relative) -> str | None               where such a link points, below root
     list_agent_dir(root, relative) -> list[str] | None     names in a folder reached with no link
     link_below(root, path) -> bool                          a link on the way from root down to path
     reached_through_link(path, below) -> bool               path is a link, or behind one below a root
@@ -233,6 +235,61 @@ def read_agent_file(
     if "\x00" in decoded:
         return AgentFile(path, "binary", size=len(data))
     return AgentFile(path, "read", data, decoded, len(data))
+
+
+def read_agent_file_or_alias(
+    root: Path,
+    relative: str | Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    own: Collection[Identity] = (),
+) -> AgentFile:
+    """As `read_agent_file`, but where `relative` itself is a link whose target, taken as written, lies
+    below `root` (`AGENTS.md -> CLAUDE.md`, a common alias), that target is read the same way - one hop,
+    no link on its way, never inside a folder of Avibe's own (its identity is in `own`). The target is a
+    file the agent could write directly anyway, so reading it gives the agent nothing new; a target
+    outside `root`, in Avibe's home or behind a further link stays "link", its content never read."""
+    found = read_agent_file(root, relative, max_bytes=max_bytes, own=own)
+    if found.status != "link":
+        return found
+    alias = alias_below(root, relative)
+    if alias is None or _through_own_folder(root, alias, own):
+        return found
+    target = read_agent_file(root, alias, max_bytes=max_bytes, own=own)
+    return AgentFile(found.path, "link") if target.status == "link" else target
+
+
+def alias_below(root: Path, relative: str | Path) -> str | None:
+    """The target of the link `root / relative`, relative to `root`, when it is a file in the same folder
+    as written (normalised without resolving anything); None otherwise, or when `relative` is no link."""
+    try:
+        parts = _parts(relative)
+        if not parts or (len(parts) > 1 and _link_met(root, PurePosixPath(*parts[:-1]))):
+            return None  # a link on the way to the link itself: not an alias beside it
+        target = os.readlink(root / relative)
+    except (OSError, ValueError):
+        return None
+    base = Path(os.path.abspath(root))
+    folder = base.joinpath(*parts[:-1])
+    joined = Path(os.path.normpath(folder / target))
+    if joined.parent != folder:  # beside the link only: never a hidden folder's file (Avibe's, say)
+        return None
+    return joined.relative_to(base).as_posix()
+
+
+def _through_own_folder(root: Path, relative: str, own: Collection[Identity]) -> bool:
+    """Whether a folder on the way from `root` to `relative` is one of Avibe's own (its home lying in the
+    workdir, say): what lies below it is Avibe's, whatever its own identity."""
+    current = root
+    for name in _parts(relative)[:-1]:
+        current = current / name
+        try:
+            info = os.lstat(current)
+        except OSError:
+            return True
+        if (info.st_dev, info.st_ino) in own:
+            return True
+    return False
 
 
 def _read_up_to(fd: int, limit: int) -> bytes:
