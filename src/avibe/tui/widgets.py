@@ -16,10 +16,12 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.geometry import Size
+from textual.markup import escape
 from textual.message import Message
 from textual.widget import Widget
 from textual.widgets import Collapsible, Static, TextArea
 
+from avibe.record.display import shown
 from avibe.tools.approval import ApprovalRequest, Decision
 
 NEWLINE_KEYS: Final = frozenset({"ctrl+j", "shift+enter", "alt+enter", "ctrl+enter"})
@@ -30,9 +32,15 @@ CODE_THEME: Final = "monokai"  # code blocks in replies: a dark theme, like the 
 
 
 def safe(text: str) -> Text:
-    """Text as written, never read as markup or escape sequences (a model's text is shown, not obeyed)."""
-    cleaned = "".join(ch if ch in "\n\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
-    return Text(cleaned)
+    """Text as written, never read as markup, and with every control, format and invisible character
+    shown as its escape (`avibe.record.display.shown`, as on the CLI): a model's text is shown, not
+    obeyed, and hides nothing."""
+    return Text(shown(text))
+
+
+def title_safe(text: str) -> str:
+    """Text for a widget title, which Textual reads as markup: escaped for both, on one line."""
+    return escape(shown(text, lines=False))
 
 
 class ChatInput(TextArea):
@@ -230,11 +238,12 @@ class ToolLine(Collapsible):
 
     def __init__(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
         args = json.dumps(arguments, ensure_ascii=False)
-        brief = args if len(args) <= 100 else args[:99] + "…"
+        brief = title_safe(args if len(args) <= 100 else args[:99] + "…")
         self.args = Static(safe(json.dumps(arguments, ensure_ascii=False, indent=2)), classes="args")
         self.output = Static(Text("(running)", style="dim"), classes="output")
-        super().__init__(self.args, self.output, title=f"⚙ {name} {brief}", collapsed=True, classes="tool")
-        self.call_id, self.tool = call_id, name
+        tool = title_safe(name)
+        super().__init__(self.args, self.output, title=f"⚙ {tool} {brief}", collapsed=True, classes="tool")
+        self.call_id, self.tool = call_id, tool
         self.brief = brief
 
     def finished(self, output: str, is_error: bool) -> None:
@@ -247,12 +256,10 @@ class ToolLine(Collapsible):
     def failed_because(self, reason: str) -> None:
         """An external agent's tool failed: the line says why - its first line, cut, behind the frame
         mark (the tool's words, not the person's) - and expanded, the whole reason."""
-        from textual.markup import escape
-
         first = reason.strip().splitlines()[0] if reason.strip() else ""
         cut = first if len(first) <= REASON_SHOWN else first[: REASON_SHOWN - 1] + "…"
         self.output.update(safe(reason))
-        self.title = f"✗ {self.tool} {self.brief} │ {escape(safe(cut).plain)}"
+        self.title = f"✗ {self.tool} {self.brief} │ {title_safe(cut)}"
         self.add_class("failed")
 
 
