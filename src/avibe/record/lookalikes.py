@@ -81,3 +81,19 @@ def is_foreign_letter(ch: str) -> bool:
     """A letter outside ASCII: in a key spelled otherwise in look-alikes (`ᎻᎪᏒᏁᎬᏚᏚ`), one such letter
     that no table maps still reads as the key's letter in its place."""
     return bool(ch) and not ch.isascii() and unicodedata.category(ch).startswith("L")
+
+
+def latin_fold(text: str) -> str:
+    """`text` as a reader takes it, for matching a few fixed English words: each character case-folded
+    (NFKC first) and, where it is a look-alike of one Latin letter, that letter; characters nobody sees
+    (format, controls) dropped. `Messagе` with a Cyrillic `е` folds to `message`."""
+    out = []
+    for ch in unicodedata.normalize("NFKC", text).casefold():
+        if ch.isascii():
+            out.append(ch)
+        elif unicodedata.category(ch) in {"Cf", "Cc", "Mn", "Me"}:
+            continue
+        else:
+            latin = sorted(x for x in letters_of(ch) if len(x) == 1 and x.isascii() and x.isalpha())
+            out.append(latin[0] if len(latin) == 1 else ch)
+    return "".join(out)
