@@ -355,12 +355,38 @@ def user_label(source: Source) -> str:
 
 def label_tag_lines(text: str, name: str) -> str:
     """The text with `name: ` in front of every line that reads like a tag (T2); else unchanged."""
+    return _mark_tag_lines(text, f"{name}: ")
+
+
+_LINE_NUMBER: Final = re.compile(r" *\d{1,12}\t")  # read_file's `     3\t` in front of each line
+
+
+def frame_tag_lines(text: str) -> str:
+    """A tool's output (a README read, a command's output) with the frame mark in front of every line
+    that reads like a tag or a harness note (`[Avibe: ...]`, `[Harness: ...]`, any look-alike), as other
+    text that is not the person's is framed (T1): no line of it is identical to a note of the harness's.
+    A line number in front (read_file's) stays in front; the mark goes after it."""
+    lines = text.splitlines(keepends=True)
+    numbers = [_LINE_NUMBER.match(line) for line in lines]
+    heads = [number.group() if number else "" for number in numbers]
+    bare = "".join(line[len(head) :] for line, head in zip(lines, heads, strict=True))
+    starts = set(tag_like_lines(bare))
+    if not starts:
+        return text
+    out, at = [], 0
+    for line, head in zip(lines, heads, strict=True):
+        out += [head, f"{FRAME} " if at in starts else "", line[len(head) :]]
+        at += len(line) - len(head)
+    return "".join(out)
+
+
+def _mark_tag_lines(text: str, mark: str) -> str:
     starts = tag_like_lines(text)
     if not starts:
         return text
     pieces, last = [], 0
     for start in starts:
-        pieces += [text[last:start], f"{name}: "]
+        pieces += [text[last:start], mark]
         last = start
     return "".join([*pieces, text[last:]])
 

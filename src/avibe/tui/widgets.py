@@ -22,6 +22,7 @@ from textual.widget import Widget
 from textual.widgets import Collapsible, Static, TextArea
 
 from avibe.record.display import shown
+from avibe.record.sources import frame_tag_lines
 from avibe.tools.approval import ApprovalRequest, Decision
 
 NEWLINE_KEYS: Final = frozenset({"ctrl+j", "shift+enter", "alt+enter", "ctrl+enter"})
@@ -248,7 +249,7 @@ class ToolLine(Collapsible):
 
     def finished(self, output: str, is_error: bool) -> None:
         cut = output if len(output) <= OUTPUT_SHOWN else output[:OUTPUT_SHOWN] + "\n… (cut)"
-        self.output.update(safe(cut or "(no output)"))
+        self.output.update(safe(frame_tag_lines(cut) or "(no output)"))  # no line passes for a note
         if is_error:
             self.title = f"✗ {self.tool} {self.brief}"
             self.add_class("failed")
