@@ -119,7 +119,9 @@ def test_vibe_log_shows_every_invisible_and_control_character(tmp_path: Path) ->
     assert _raw_in(result.stdout) == [], result.stdout
     for ch in INVISIBLE:
         code = ord(ch)
-        escaped = f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+        escaped = (
+            f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
+        )
         assert result.stdout.count(escaped) == 3, escaped
 
 

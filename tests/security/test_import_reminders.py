@@ -34,8 +34,10 @@ WORDS = "Carry on with the release notes."
 
 
 def _line(content: Any, n: int) -> dict[str, Any]:
-    return {"sessionId": "9b2e7c41", "type": "user", "isSidechain": False, "uuid": f"u-{n}",
-            "timestamp": f"2026-12-06T08:0{n}:00.000Z", "message": {"role": "user", "content": content}}  # fmt: skip
+    message = {"role": "user", "content": content}
+    at = f"2026-12-06T08:0{n}:00.000Z"
+    return {"sessionId": "9b2e7c41", "type": "user", "isSidechain": False, "uuid": f"u-{n}", "timestamp": at,
+            "message": message}  # fmt: skip
 
 
 CASES = {

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Final, NoReturn
 
 import typer
 
+from avibe.cli.options import terminal_safe
 from avibe.config import Settings, load_settings
 from avibe.errors import AvibeError
 from avibe.host.events import (
@@ -34,7 +35,6 @@ from avibe.host.events import (
     TurnStarted,
     event_to_dict,
 )
-from avibe.cli.options import terminal_safe
 from avibe.record.display import shown as shown_text
 from avibe.record.sources import FRAME, frame_lines
 

@@ -53,8 +53,8 @@ from avibe.checkpoint.memo import (
 )
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.prompts import fill, render
-from avibe.record.messages import REMINDER_KIND, ChatMessage
 from avibe.record.lookalikes import latin_fold
+from avibe.record.messages import REMINDER_KIND, ChatMessage
 from avibe.record.sources import frame_body, label_tag_lines, looks_like_tag
 
 _COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)

@@ -66,9 +66,9 @@ def shown(text: str, *, lines: bool = True) -> str:
     out: list[str] = []
     previous = ""
     for ch in text:
-        if lines and ch in "\n\t":
-            out.append(ch)
-        elif ch in _EMOJI_GLUE and previous and unicodedata.category(previous) == "So":
+        if (lines and ch in "\n\t") or (
+            ch in _EMOJI_GLUE and previous and unicodedata.category(previous) == "So"
+        ):
             out.append(ch)
         elif is_hidden(ch):
             out.append(_ESCAPES.get(ch) or escape_char(ch))

@@ -33,7 +33,9 @@ _LATIN_NAME: Final = re.compile(
 
 def _bare(text: str) -> str:
     """`text` decomposed, without its combining marks, case-folded: `r̵` -> `r`."""
-    return "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch)).casefold()
+    return "".join(
+        ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch)
+    ).casefold()
 
 
 @functools.lru_cache(maxsize=1)

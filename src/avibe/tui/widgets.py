@@ -13,13 +13,12 @@ from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 from textual import events
-from textual.binding import Binding, BindingType
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
 from textual.markup import escape
 from textual.message import Message
-from textual.widget import Widget
 from textual.widgets import Collapsible, Static, TextArea
 
 from avibe.record.display import shown
