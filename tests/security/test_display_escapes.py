@@ -125,6 +125,22 @@ def test_vibe_log_shows_every_invisible_and_control_character(tmp_path: Path) ->
         assert result.stdout.count(escaped) == 3, escaped
 
 
+def test_vibe_log_json_escapes_them_and_reads_back_unchanged(tmp_path: Path) -> None:
+    """`--json` is for scripts, and read on terminals too: each hidden character is a JSON escape, so the
+    text parses back exactly as recorded."""
+    import json
+
+    store = open_store(f"sqlite:///{tmp_path / 'avibe.db'}")
+    session = store.create_session("t").id
+    body = "x" + "x".join(INVISIBLE) + ESCAPES + "y"
+    record_reply(store, session, body, at=T0)
+    env = {"AVIBE_HOME": str(tmp_path / "home"), "AVIBE_DATABASE_URL": store.url}
+    result = CliRunner().invoke(app, ["log", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    assert _raw_in(result.stdout) == [], ascii(result.stdout)
+    assert [entry["text"] for entry in json.loads(result.stdout)] == [body]
+
+
 # ---- the one function, as a property -------------------------------------------------------------------
 
 IGNORABLE_SAMPLES = st.sampled_from(INVISIBLE + list(ESCAPES) + ["\u2028", "\u2029", "\x85", "\udcff"])

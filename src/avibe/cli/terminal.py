@@ -35,6 +35,7 @@ from avibe.host.events import (
     TurnStarted,
     event_to_dict,
 )
+from avibe.record.display import json_shown
 from avibe.record.display import shown as shown_text
 from avibe.record.sources import FRAME, frame_lines
 
@@ -91,7 +92,7 @@ class EventPrinter:
     def __call__(self, event: Event) -> None:
         if self.json_lines:
             if not (isinstance(event, ReplyDelta) and not event.text):  # a heartbeat shows nothing
-                typer.echo(json.dumps(event_to_dict(event), ensure_ascii=False, default=str))
+                typer.echo(json_shown(json.dumps(event_to_dict(event), ensure_ascii=False, default=str)))
             return
         self._tick(event)
         if isinstance(event, ReplyDelta):

@@ -76,3 +76,21 @@ def shown(text: str, *, lines: bool = True) -> str:
             out.append(ch)
         previous = ch
     return "".join(out)
+
+
+def json_shown(dumped: str) -> str:
+    """JSON text (`json.dumps(..., ensure_ascii=False)`) safe to print: each hidden character written as
+    its JSON escape (`\\u202e`, a surrogate pair past U+FFFF), so the text reads back unchanged while the
+    terminal shows the escape. (json.dumps already escapes controls; this covers the rest.)"""
+    out = []
+    for ch in dumped:
+        if ch not in "\n\t" and is_hidden(ch):
+            code = ord(ch)
+            if code > 0xFFFF:
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}")
+            else:
+                out.append(f"\\u{code:04x}")
+        else:
+            out.append(ch)
+    return "".join(out)
