@@ -240,9 +240,10 @@ class TerminalApprover:
     def __call__(self, request: ApprovalRequest) -> Decision:
         verb = "run" if request.action == "command" else "change"
         detail = f" ({request.detail})" if request.detail else ""
-        sys.stderr.write(
-            f"\n[approve] {request.tool} wants to {verb}{detail}:\n  {terminal_safe(request.subject)}\n"
-        )
+        lines = terminal_safe(request.subject).splitlines() or [""]
+        count = f" - {len(lines)} lines" if verb == "run" and len(lines) > 1 else ""
+        framed = "".join(f"  {FRAME} {line}\n" for line in lines)  # no line of it passes for the question
+        sys.stderr.write(f"\n[approve] {request.tool} wants to {verb}{detail}{count}:\n{framed}")
         if request.diff:
             sys.stderr.write(diff_shown(request.diff, colour=sys.stderr.isatty()))
         while True:
