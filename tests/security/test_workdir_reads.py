@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -333,3 +334,27 @@ def test_an_agents_md_alias_is_read_only_as_a_file_beside_it(layout: Layout, tar
     assert TOKEN not in system
     assert ("Run the linter before each commit." in system) is read
     assert (NOT_READ in system) is not read
+
+
+def test_vibe_run_tells_the_person_in_one_line_that_agents_md_was_not_read(layout: Layout) -> None:
+    """The person sees one line on screen (not only in the log) when a link stands where AGENTS.md
+    should be; the reply and the turn go on."""
+    from openai_chat import serve_chat
+
+    (layout.work / "AGENTS.md").symlink_to(layout.token)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_", "XDG_CONFIG"))}
+    with serve_chat() as chat:
+        chat.say("Hello.")
+        env |= {**layout.env, "OPENAI_API_KEY": "sk-avibe-test-dummy", "OPENAI_BASE_URL": chat.url,
+                "AVIBE_MODEL": "openai/gpt-4o"}  # fmt: skip
+        done = subprocess.run(
+            [sys.executable, "-c", "from avibe.cli import main; main()", "run", "Say hello"],
+            env=env, cwd=layout.work, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    notes = [line for line in done.stdout.splitlines() if line.startswith("[note] ")]
+    assert notes == [f"[note] {layout.work / 'AGENTS.md'} was not read: {_LINK_WHY}"]
+    assert TOKEN not in done.stdout + done.stderr and "vibey> Hello." in done.stdout
+
+
+_LINK_WHY = "it is a link, or lies behind one (Avibe never follows links where the agent can write)"

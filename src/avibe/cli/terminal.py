@@ -27,6 +27,7 @@ from avibe.host.events import (
     InputArrived,
     ModelCalled,
     ModelStarted,
+    Notice,
     Replied,
     ReplyDelta,
     Stopped,
@@ -141,6 +142,8 @@ class EventPrinter:
             return reply_shown(event.text)
         if isinstance(event, Stopped):
             return f"[stop] {event.message}"
+        if isinstance(event, Notice):
+            return f"[note] {event.message}"
         if isinstance(event, ToolCalled):
             arguments = json.dumps(event.arguments, ensure_ascii=False)
             return f"[tool] {shown_text(event.name, lines=False)} {shown_text(arguments[:120], lines=False)}"

@@ -24,7 +24,7 @@ from avibe.compose.instructions import InstructionFiles, skill_files
 from avibe.config import Settings
 from avibe.context.assemble import as_rendering
 from avibe.host.context_log import ContextLog, Limits
-from avibe.host.events import EventSink, ignore_events
+from avibe.host.events import EventSink, Notice, ignore_events
 from avibe.host.sessions import (
     HostedSession,
     HostPorts,
@@ -138,7 +138,9 @@ class _VibeyBuilder:
         ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
         toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports, ledger)
         # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
-        instructions = _instruction_files(workdir, skill_dirs, ledger, sandbox.own.identities)
+        instructions = _instruction_files(
+            workdir, skill_dirs, ledger, sandbox.own.identities, lambda line: self.events(Notice(line))
+        )
         agents_md, agents_md_heading, catalogue = instructions()
         watch = ToolWatch(ledger, workdir, session_id, busy=lambda: bool(jobs.running()))
 
@@ -221,16 +223,21 @@ class _VibeyBuilder:
 
 
 def _instruction_files(
-    workdir: Path, skill_dirs: list[Path], ledger: ProvenanceLedger, own: Identities = frozenset
+    workdir: Path,
+    skill_dirs: list[Path],
+    ledger: ProvenanceLedger,
+    own: Identities = frozenset,
+    unread: Callable[[str], None] = lambda line: None,
 ) -> InstructionFiles:
     """AGENTS.md, its heading and the skill catalogue, cached under the files' modification times (F4).
-    `own`: the identities of Avibe's own files, never read as instructions (a hard link to the token)."""
+    `own`: the identities of Avibe's own files, never read as instructions (a hard link to the token);
+    `unread` tells the person, once per change, that AGENTS.md was not read and why."""
     from avibe.sources.agent_files import alias_below
     from avibe.store.provenance import AGENTS_MD
     from avibe.tools import catalogue_text, discover_skills
 
     def read() -> tuple[str, str, str]:
-        agents_md, heading = _agents_md(workdir, ledger, own)
+        agents_md, heading = _agents_md(workdir, ledger, own, unread)
         return agents_md, heading, catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger))
 
     def files() -> list[Path]:
@@ -241,7 +248,12 @@ def _instruction_files(
     return InstructionFiles(read, files)
 
 
-def _agents_md(workdir: Path, ledger: ProvenanceLedger, own: Identities = frozenset) -> tuple[str, str]:
+def _agents_md(
+    workdir: Path,
+    ledger: ProvenanceLedger,
+    own: Identities = frozenset,
+    unread: Callable[[str], None] = lambda line: None,
+) -> tuple[str, str]:
     """The workdir's AGENTS.md and its heading in the system prompt: "" (the user's) unless its content
     is what an agent left there (issue 27 item 7), read once so the text and its mark agree. Read the one
     way the harness reads the workdir (no link followed, a regular UTF-8 file of bounded size, never
@@ -256,6 +268,7 @@ def _agents_md(workdir: Path, ledger: ProvenanceLedger, own: Identities = frozen
         return "", ""
     if not found.ok:
         log.warning("%s", found.line())
+        unread(found.line())
         return found.note(), fill("agents_md_unread")
     write = ledger.agent_write(workdir / AGENTS_MD, found.digest)
     heading = "" if write is None else fill("agents_md_agent", session=write.session, seq=write.seq or "?")

@@ -144,6 +144,15 @@ class Stopped:
 
 
 @dataclass(frozen=True, slots=True)
+class Notice:
+    """One line for the person about the session's setting, not the model's work: an instruction file
+    that was not read (a link where AGENTS.md should be) and why."""
+
+    message: str
+    kind: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True, slots=True)
 class Idle:
     """The host has nothing to do: no input waiting; `waiting_for` names the jobs still running."""
 
@@ -166,6 +175,7 @@ Event = (
     | ReplyDelta
     | Replied
     | Stopped
+    | Notice
     | Idle
 )
 EventSink = Callable[[Event], None]

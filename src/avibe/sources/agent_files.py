@@ -264,7 +264,7 @@ def alias_below(root: Path, relative: str | Path) -> str | None:
     as written (normalised without resolving anything); None otherwise, or when `relative` is no link."""
     try:
         parts = _parts(relative)
-        if not parts or (len(parts) > 1 and _link_met(root, PurePosixPath(*parts[:-1]))):
+        if not parts or (len(parts) > 1 and _link_met(root, "/".join(parts[:-1]))):
             return None  # a link on the way to the link itself: not an alias beside it
         target = os.readlink(root / relative)
     except (OSError, ValueError):

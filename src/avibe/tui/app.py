@@ -27,6 +27,7 @@ from avibe.host.events import (
     Event,
     ModelCalled,
     ModelStarted,
+    Notice,
     Replied,
     ReplyDelta,
     Stopped,
@@ -225,6 +226,8 @@ class ChatApp(App[None]):
             self._end_reply()
             if StepCancelled.MESSAGE not in event.message:  # a cancel is said by `Cancelled`
                 self._say(f"stopped: {event.message}", "error")
+        elif isinstance(event, Notice):
+            self._say(event.message, "notice")
         elif isinstance(event, CheckpointAccepted | CheckpointFallback):
             pass  # nothing interrupts; the meter dropped
 
