@@ -21,7 +21,9 @@ from avibe.tightening import Remembered, forget, recall, record_file
 
 ProjectOpt = Annotated[
     Path | None,
-    typer.Option("--project", help="The project folder (default: the current directory).", file_okay=False),
+    typer.Option(
+        "--project", help="The project folder (default: the current directory).", exists=True, file_okay=False
+    ),
 ]
 
 config_app = typer.Typer(
