@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from avibe.web.local import local_client
 from openai_chat import ChatServer
 
 T = TypeVar("T")
@@ -61,11 +62,23 @@ def serve_auth(home: Path) -> dict[str, str]:
     return {"Authorization": f"Bearer {(home / 'serve-token').read_text().strip()}"}
 
 
+def local(home: Path, port: int, timeout: float = 10) -> httpx.Client:
+    """The person's client of the `vibe serve` on `port`: through its local socket in `home`, with the
+    token (the routes that act as the user are served there only)."""
+    token = (home / "serve-token").read_text().strip()
+    return local_client(home, port, token, timeout=timeout)
+
+
+def post_message(home: Path, port: int, session: str, text: str, **headers: str) -> httpx.Response:
+    """The person's message into `session`, through the local socket of the `vibe serve` on `port`."""
+    with local(home, port) as client:
+        return client.post(f"/sessions/{session}/messages", json={"text": text}, headers=headers)
+
+
 def hosting(port: int, home: Path) -> list[str]:
     """The sessions the `vibe serve` on `port` (of Avibe's home `home`) hosts now."""
-    found: list[str] = httpx.get(
-        f"http://127.0.0.1:{port}/health", headers=serve_auth(home), timeout=5
-    ).json()["hosting"]
+    with local(home, port, timeout=5) as client:
+        found: list[str] = client.get("/health").json()["hosting"]
     return found
 
 

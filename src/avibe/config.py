@@ -58,6 +58,7 @@ from pydantic import ValidationError
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
+    InitSettingsSource,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
     TomlConfigSettingsSource,
@@ -72,6 +73,7 @@ DEFAULT_MODEL = "embedded-1.5b"
 MIN_WINDOW: Final = 256  # below this no system prompt, let alone a checkpoint, fits
 MAX_WINDOW: Final = 2**31 - 1  # llama.cpp's n_ctx is a C int; no model has more
 PROJECT_CONFIG: Final = Path(".avibe") / "config.toml"
+PROJECT_CONFIG_MAX_BYTES: Final = 1024 * 1024  # a settings file; more is refused with one line
 TRUST_KEY: Final = "trusted_projects"
 # Issue 27 item 1: a project config may set these only when the user trusts the project.
 TRUSTED_ONLY: Final = ("home", "database_url", "model", "user", "model_cache", "serve_url")
@@ -212,13 +214,56 @@ def masked_url(url: str) -> str:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    """The user's own config file (theirs: read as it is, a link to their dotfiles followed)."""
     try:
         with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            return _parsed(path, handle.read().decode("utf-8"))
+    except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML ({exc}); fix or remove it") from None
     except OSError as exc:
         raise ConfigError(f"cannot read {path} ({exc.strerror}); fix its permissions or remove it") from None
+
+
+def _parsed(path: Path, text: str) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path} is not valid TOML ({exc}); fix or remove it") from None
+    except RecursionError:  # tables nested thousands deep: one line, never a traceback
+        raise ConfigError(f"{path} is not valid TOML (nested too deep); fix or remove it") from None
+
+
+def _given_class(values: dict[str, Any]) -> type[_Layers]:
+    """`_Layers` over values already read (the TOML source pydantic-settings uses is this same source)."""
+
+    class Given(_Layers):
+        @classmethod
+        def settings_customise_sources(
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return (InitSettingsSource(settings_cls, init_kwargs=values),)
+
+    return Given
+
+
+def _read_project_toml(path: Path) -> dict[str, Any] | None:
+    """The project's `.avibe/config.toml` - in the workdir, where the agent writes - read the one way the
+    harness reads such places (avibe/sources/agent_files.py): from the project folder down, no link
+    followed, a regular UTF-8 file of bounded size. None when there is none; ConfigError (one line, none
+    of a link's target) when there is one that cannot be read so."""
+    from avibe.sources.agent_files import read_agent_file
+
+    found = read_agent_file(path.parent.parent, PROJECT_CONFIG, max_bytes=PROJECT_CONFIG_MAX_BYTES)
+    if found.status == "missing":
+        return None
+    if not found.ok:
+        raise ConfigError(f"{found.line()}; make it a regular file in the project, or remove it")
+    return _parsed(path, found.text)
 
 
 def _text(value: str | None, where: str) -> str | None:
@@ -397,12 +442,23 @@ def _validation_problems(exc: ValidationError, layer: _Layer) -> str:
 
 
 def _read_layer(environ: Mapping[str, str], path: Path | None) -> _Layer:
-    """The values one source sets: the environment (`path` None) or one config file (absent: none)."""
+    """The values one source sets: the environment (`path` None) or one config file (absent: none). A
+    project's `.avibe/config.toml` is read once, safely (`_read_project_toml`), and those very values are
+    checked - never the file again by path."""
+    layer = _Layer(path, {})
+    if path is not None and path.parts[-2:] == PROJECT_CONFIG.parts:
+        values = _read_project_toml(path)
+        if values is None:
+            return layer
+        try:
+            checked = _given_class(values)()
+        except ValidationError as exc:
+            raise ConfigError(_validation_problems(exc, layer)) from None
+        return _Layer(path, {key: getattr(checked, key) for key in checked.model_fields_set})
     if path is not None:
         if not path.is_file():
-            return _Layer(path, {})
+            return layer
         _read_toml(path)  # a broken file is named as such
-    layer = _Layer(path, {})
     try:
         raw = _layers_class(environ if path is None else {}, () if path is None else (path,))()
     except ValidationError as exc:

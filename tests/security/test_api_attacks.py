@@ -1,6 +1,7 @@
 """Issue 27: the agent can never become the user - attacks on `vibe serve` and `vibe inspect` made as a
-local process would make them. The agent's shell shares the machine's network, so a sandboxed `curl` is
-such a process: it reaches loopback, but not Avibe's home (where the serve token lives).
+local process would make them. Where the agent's shell shares the machine's network, a sandboxed `curl`
+is such a process: it reaches loopback, but not Avibe's home (where the serve token and the local socket
+live). The person's routes are on that socket only; over TCP they are 403, whatever token comes along.
 
 Each test starts the real `vibe serve` (or `vibe inspect`) on loopback over a real SQLite record and talks
 to it with httpx (and headless Chromium for the SVG), as the attacker would."""
@@ -20,7 +21,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, unquote
 
 import httpx
 import pytest
@@ -32,7 +33,7 @@ from avibe.record.entries import EntryQuery, Source
 from avibe.record.feeds import Feed
 from avibe.store import open_store
 from openai_chat import ChatServer, serve_chat
-from serve_support import VIBE, free_port, start_serve, stop, vibe_env
+from serve_support import VIBE, free_port, local, start_serve, stop, vibe_env
 
 PRIVATE = "PRIVATE-PLAN-42: the person's own words"
 SECRET = "callback-secret-for-the-attack-tests"
@@ -51,6 +52,17 @@ class Served:
     @property
     def auth(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+    @property
+    def key(self) -> str:
+        """The inspector's read-only key, from the address `vibe serve` printed."""
+        found = re.search(r"/inspect/\?key=(\S+)", self.log.read_text())
+        assert found is not None, self.log.read_text()
+        return unquote(found.group(1))
+
+    def local(self) -> httpx.Client:
+        """The person's client: through the local socket, with the token."""
+        return local(self.home, self.port, timeout=30)
 
 
 @pytest.fixture(scope="module")
@@ -97,33 +109,42 @@ def _callbacks(served: Served, text: str) -> int:
 
 
 def test_item5_a_local_process_without_the_token_reads_nothing(served: Served) -> None:
-    """issue 27 item 5: on loopback, every route but signed callbacks needs the serve token - a sandboxed
-    `curl` reads no session, no entry, no inspector page (before: all of them were open on loopback)."""
+    """issue 27 item 5: on loopback no route but signed callbacks and a bare /health is open - a sandboxed
+    `curl` reads no session, no entry, no inspector page (before: all of them were open on loopback).
+    The person's routes are not on TCP at all (403, the token too); the inspector wants its own key."""
     s = served.session
-    for path in ("/sessions", f"/sessions/{s}/entries", f"/sessions/{s}/entries?after=0",
-                 "/inspect/", f"/inspect/s/{s}/timeline", f"/inspect/s/{s}/context.json",
+    guesses = ({}, {"Authorization": "Bearer guess"}, {"Cookie": f"avibe_inspect_{served.port}=guess"})
+    for path in ("/sessions", f"/sessions/{s}/entries", f"/sessions/{s}/entries?after=0"):
+        for headers in (*guesses, served.auth):
+            answer = httpx.get(served.base + path, headers=headers, timeout=10)
+            assert answer.status_code == 403, (path, headers, answer.status_code)
+            said = answer.json()["error"].replace(path.split("?")[0], "")  # it names the route asked
+            assert "PRIVATE-PLAN" not in said and s not in said and "local socket" in said
+    for path in ("/inspect/", f"/inspect/s/{s}/timeline", f"/inspect/s/{s}/context.json",
                  "/inspect/static/inspector.js"):  # fmt: skip
-        for headers in ({}, {"Authorization": "Bearer guess"}, {"Cookie": "avibe_inspect=guess"}):
+        for headers in (*guesses, served.auth):  # the token is not the inspector's key
             answer = httpx.get(served.base + path, headers=headers, timeout=10)
             assert answer.status_code == 401, (path, headers, answer.status_code)
             assert "PRIVATE-PLAN" not in answer.text and s not in answer.text
-    bare = httpx.get(f"{served.base}/health", timeout=10)
+    bare = httpx.get(f"{served.base}/health", headers=served.auth, timeout=10)
     assert bare.status_code == 200 and s not in bare.text  # alive, and nothing more
-    read = httpx.get(f"{served.base}/sessions/{s}/entries", headers=served.auth, timeout=10)
-    assert read.status_code == 200 and PRIVATE in read.text  # the person, with the token, reads as before
+    with served.local() as client:
+        read = client.get(f"/sessions/{s}/entries")
+    assert read.status_code == 200 and PRIVATE in read.text  # the person, on the socket, reads as before
 
 
 def test_item5_the_inspector_address_vibe_serve_prints_opens_in_a_browser_without_extra_steps(
     served: Served,
 ) -> None:
-    """issue 27 item 5: the printed inspector address carries the token once; the browser keeps it in an
-    HttpOnly, SameSite=Strict cookie and the address it lands on has no token in it."""
-    printed = re.search(r"(http://\S+/inspect/\S*token=\S+)", served.log.read_text())
+    """issue 27 item 5: the printed inspector address carries its key once (never the token); the browser
+    keeps it in an HttpOnly, SameSite=Strict cookie and the address it lands on has no key in it."""
+    printed = re.search(r"(http://\S+/inspect/\?key=\S+)", served.log.read_text())
     assert printed is not None, served.log.read_text()
+    assert served.token not in printed.group(1)
     with httpx.Client(timeout=10) as browser:
         opened = browser.get(printed.group(1), follow_redirects=True)
         assert opened.status_code == 200 and "private" in opened.text
-        assert "token" not in str(opened.url)
+        assert "key=" not in str(opened.url)
         cookie = opened.history[0].headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie
         assert browser.get(f"{served.base}/inspect/s/{served.session}/timeline").status_code == 200
@@ -135,13 +156,14 @@ def test_item5_the_inspector_address_vibe_serve_prints_opens_in_a_browser_withou
 def test_item5_a_forged_host_header_is_refused_even_with_the_token(served: Served, host: str) -> None:
     """issue 27 item 5: DNS rebinding - a page at evil.example resolving to 127.0.0.1 sends `Host:
     evil.example`; only loopback names and serve_url's host, on the right port, are answered."""
-    headers = served.auth | {"Host": host.format(port=served.port)}
+    with_key = {"Authorization": f"Bearer {served.key}"}
+    headers = with_key | {"Host": host.format(port=served.port)}
     for path in ("/sessions", f"/sessions/{served.session}/entries", "/inspect/", "/health"):
         answer = httpx.get(served.base + path, headers=headers, timeout=10)
         assert answer.status_code == 421, (path, answer.status_code)
         assert "PRIVATE-PLAN" not in answer.text and "Host" in answer.text
     for good in (f"localhost:{served.port}", f"127.0.0.1:{served.port}"):
-        answer = httpx.get(f"{served.base}/sessions", headers=served.auth | {"Host": good}, timeout=10)
+        answer = httpx.get(f"{served.base}/inspect/", headers=with_key | {"Host": good}, timeout=10)
         assert answer.status_code == 200
 
 
@@ -171,9 +193,9 @@ def test_item11_a_malformed_message_body_is_400_naming_what_is_wrong(
 ) -> None:
     """issue 27 item 11: nested or wrong-typed JSON (`{"text": [[[...`) is 400 with a message naming the
     field - never a 500 (before: a deeply nested body raised RecursionError inside the server)."""
-    url = f"{served.base}/sessions/{served.session}/messages"
-    headers = served.auth | {"Content-Type": "application/json"}
-    answer = httpx.post(url, content=body, headers=headers, timeout=30)
+    with served.local() as client:
+        url = f"/sessions/{served.session}/messages"
+        answer = client.post(url, content=body, headers={"Content-Type": "application/json"})
     assert answer.status_code == 400, answer.text[:300]
     assert named in answer.json()["error"]
 
@@ -196,7 +218,12 @@ def test_item11_a_malformed_message_body_is_400_naming_what_is_wrong(
 def test_item11_an_out_of_range_number_in_the_address_is_4xx(served: Served, path: str) -> None:
     """issue 27 item 11: `entries?after=<huge>` (and the inspector's numbers) are 400/404, never a 500
     (before: the number reached SQLite and overflowed)."""
-    answer = httpx.get(served.base + path.format(s=served.session), headers=served.auth, timeout=30)
+    if path.startswith("/inspect/"):  # the inspector: over TCP, with its key
+        with_key = {"Authorization": f"Bearer {served.key}"}
+        answer = httpx.get(served.base + path.format(s=served.session), headers=with_key, timeout=30)
+    else:  # the person's routes: on the local socket
+        with served.local() as client:
+            answer = client.get(path.format(s=served.session))
     assert 400 <= answer.status_code < 500, (answer.status_code, answer.text[:300])
 
 
@@ -225,12 +252,17 @@ def test_item11_no_client_input_is_answered_with_a_5xx(
     the answer is never a 5xx."""
     # A header is bytes on the wire: any but the control characters HTTP itself forbids there.
     header = bytes(b for b in after.encode("utf-8") if b >= 0x20 and b != 0x7F).strip(b" ")
-    with httpx.Client(base_url=served.base, headers=served.auth, timeout=30) as client:
-        url = f"/sessions/{served.session}/messages"
+    url = f"/sessions/{served.session}/messages"
+    with served.local() as person:
         answers = [
-            client.post(url, content=json.dumps(value).encode(), headers={"Idempotency-Key": "fuzz"}),
-            client.post(url, content=raw),
-            client.get(f"/sessions/{served.session}/entries", params={"after": after, "limit": after}),
+            person.post(url, content=json.dumps(value).encode(), headers={"Idempotency-Key": "fuzz"}),
+            person.post(url, content=raw),
+            person.get(f"/sessions/{served.session}/entries", params={"after": after, "limit": after}),
+            person.post(url, content=b'{"text": "fuzz"}', headers={"Idempotency-Key": header}),
+        ]
+    with_key = {"Authorization": f"Bearer {served.key}"}
+    with httpx.Client(base_url=served.base, headers=with_key, timeout=30) as client:
+        answers += [
             client.get(f"/inspect/s/{served.session}/timeline", params={"after": after, "from": after}),
             client.post(
                 f"/callbacks/{quote(key, safe='') or 'x'}", content=raw, headers={"X-Avibe-Signature": header}
@@ -240,7 +272,6 @@ def test_item11_no_client_input_is_answered_with_a_5xx(
                 content=raw,
                 headers={"X-Avibe-Timestamp": header, "X-Avibe-Signature": header},
             ),
-            client.post(url, content=b'{"text": "fuzz"}', headers={"Idempotency-Key": header}),
         ]
     assert all(a.status_code < 500 for a in answers), [(a.request.url, a.status_code) for a in answers]
 

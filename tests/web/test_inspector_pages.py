@@ -266,16 +266,17 @@ def test_mounted_under_a_prefix_every_link_keeps_it(sqlite_store: SqlStore) -> N
     assert client.get("/inspect/static/vendor/uPlot.iife.min.js").status_code == 200
 
 
-def test_a_token_is_required_when_given(sqlite_store: SqlStore) -> None:
+def test_a_key_is_required_when_given(sqlite_store: SqlStore) -> None:
     session = _record(sqlite_store)
-    client = TestClient(inspector_app(sqlite_store, token="s3cret"))
+    client = TestClient(inspector_app(sqlite_store, key="s3cret"))
     assert client.get("/").status_code == 401
     assert client.get("/static/inspector.js").status_code == 401
     assert client.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
     assert client.get("/", headers={"Authorization": "Bearer s3cret"}).status_code == 200
-    opened = client.get(f"/s/{session}/timeline?token=s3cret", follow_redirects=False)
-    assert opened.status_code == 303 and "token" not in opened.headers["location"]
+    opened = client.get(f"/s/{session}/timeline?key=s3cret", follow_redirects=False)
+    assert opened.status_code == 303 and "key" not in opened.headers["location"]
     assert client.get(f"/s/{session}/timeline").status_code == 200  # the cookie it set
+    assert client.post(f"/s/{session}/timeline").status_code == 405  # the key reads, and nothing more
 
 
 def test_read_only_nothing_in_the_record_changes(tmp_path: Path) -> None:
@@ -307,8 +308,10 @@ def _stop(process: subprocess.Popen[str]) -> None:
     process.stdout.close()
 
 
-def _inspect(home: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
+def _inspect(home: Path, *args: str, token: str = "") -> tuple[subprocess.Popen[str], str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AVIBE_")} | {"AVIBE_HOME": str(home)}
+    if token:
+        env["AVIBE_SERVE_TOKEN"] = token
     env.pop("DISPLAY", None)
     process = subprocess.Popen(
         [sys.executable, "-c", "from avibe.cli import main; main()", "inspect", "--port", "0", *args],
@@ -323,21 +326,24 @@ def _inspect(home: Path, *args: str) -> tuple[subprocess.Popen[str], str]:
     return process, found.group(1)
 
 
-def test_vibe_inspect_serves_the_record_read_only_and_needs_its_token(tmp_path: Path) -> None:
+def test_vibe_inspect_serves_the_record_read_only_and_needs_its_key(tmp_path: Path) -> None:
+    """The printed address carries a random read-only key of this run, never the serve token (even
+    with AVIBE_SERVE_TOKEN set: a browser sends the cookie to every port of 127.0.0.1)."""
     home = tmp_path / "home"
     home.mkdir()
     with open_store(f"sqlite:///{home / 'avibe.db'}") as writer:
         session = _record(writer)
     process, url = _inspect(home, "--latest", "--no-browser")  # the README's command after the demo
     try:
-        assert url.startswith("http://127.0.0.1:") and f"/s/{session}/timeline?token=" in url
+        assert url.startswith("http://127.0.0.1:") and f"/s/{session}/timeline?key=" in url
         assert f'id="e{6}"' in httpx.get(url, timeout=10, follow_redirects=True).text
         assert httpx.get(url.split("?")[0], timeout=10).status_code == 401  # loopback too (issue 27)
     finally:
         _stop(process)
-    process, url = _inspect(home, "--host", "0.0.0.0", "--no-browser")
+    process, url = _inspect(home, "--host", "0.0.0.0", "--no-browser", token="the-serve-token-9")
     try:
-        token = url.split("?token=")[1]
+        token = url.split("?key=")[1]
+        assert token != "the-serve-token-9"
         port = url.split(":")[2].split("/")[0]
         assert httpx.get(f"http://127.0.0.1:{port}/", timeout=10).status_code == 401
         authorised = httpx.get(f"http://127.0.0.1:{port}/", headers={"Authorization": f"Bearer {token}"})

@@ -2,11 +2,14 @@
 needs its secret (bearer, or an HMAC over timestamp, Idempotency-Key and body) - else 401 and nothing
 recorded; a body over its limit is 413, a burst over its rate 429; Idempotency-Key makes a retry record
 nothing new; what is recorded is a `callback` input whose tag the harness renders from the feed (T1),
-whatever the body claims. Every other route needs the serve token, on loopback too (issue 27)."""
+whatever the body claims. The local socket's app asks the serve token on every other route (issue 27);
+the TCP app takes callbacks, a bare /health and the inspector (its own key), and answers 403 to the
+person's routes whatever token they carry (T1)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -16,9 +19,11 @@ from avibe.record.entries import EntryQuery
 from avibe.record.feeds import Feed
 from avibe.record.sources import frame_body
 from avibe.store import SqlStore
+from avibe.web.callbacks import RateLimit, sign_callback
 from avibe.web.fleet import Fleet, SessionHandle
 from avibe.web.guard import Hosts
-from avibe.web.server import TOKEN_FILE, Api, RateLimit, build_app, serve_token_file, sign_callback
+from avibe.web.server import Api, build_local_app, build_tcp_app
+from avibe.web.tokens import TOKEN_FILE, serve_token_file
 
 SECRET = "s3cret-s3cret-s3cret"
 PERSON_TOKEN = "person-token-7f3a"
@@ -46,7 +51,7 @@ def setup(sqlite_store: SqlStore) -> Iterator[tuple[TestClient, SqlStore, str, N
     sqlite_store.add_feed(Feed("cb-1", session, "callback", "build", spec))
     fleet = Notified(sqlite_store)
     api = Api(sqlite_store, fleet, SystemClock(), "kofi", token=PERSON_TOKEN, limits=RateLimit())
-    with TestClient(build_app(api), headers=AS_PERSON) as client:
+    with TestClient(build_local_app(api), headers=AS_PERSON) as client:
         yield client, sqlite_store, session, fleet
 
 
@@ -174,22 +179,42 @@ def test_the_machines_serve_token_is_made_once_owner_only_in_avibes_home(tmp_pat
 def test_every_endpoint_but_callbacks_needs_the_token(sqlite_store: SqlStore) -> None:
     session = sqlite_store.create_session().id
     api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-123")
-    with TestClient(build_app(api)) as client:
+    with TestClient(build_local_app(api)) as client:
         assert client.get("/sessions").status_code == 401
         assert client.post(f"/sessions/{session}/messages", json={"text": "x"}).status_code == 401
         assert client.get("/sessions", headers={"Authorization": "Bearer tok-123"}).status_code == 200
     assert sqlite_store.query(EntryQuery(session)) == []
 
 
-def test_vibe_serve_mounts_the_inspector_behind_the_same_token(sqlite_store: SqlStore) -> None:
+def test_over_tcp_the_persons_routes_are_403_whatever_token(sqlite_store: SqlStore, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """T1: over TCP no route takes the token: the person's routes answer 403 naming the socket."""
+    session = sqlite_store.create_session().id
+    api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-123")
+    socket = tmp_path / "serve" / "8765.sock"
+    with TestClient(build_tcp_app(api, socket)) as client:
+        for headers in ({}, {"Authorization": "Bearer tok-123"}):
+            sent = client.post(f"/sessions/{session}/messages", json={"text": "x"}, headers=headers)
+            assert sent.status_code == 403 and str(socket) in sent.json()["error"]
+            assert client.get("/sessions", headers=headers).status_code == 403
+            assert client.get("/health", headers=headers).json() == {"ok": True}
+    assert sqlite_store.query(EntryQuery(session)) == []
+
+
+def test_vibe_serve_mounts_the_inspector_behind_its_own_read_only_key(
+    sqlite_store: SqlStore, tmp_path
+) -> None:  # type: ignore[no-untyped-def]
     from avibe.cli.serve import _inspector
 
     sqlite_store.create_session(title="inspected")
     guarded = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-9")
-    with TestClient(build_app(guarded, extra=_inspector(sqlite_store, "tok-9"))) as client:
-        assert client.get("/inspect/").status_code in (401, 403)
-        page = client.get("/inspect/", headers={"Authorization": "Bearer tok-9"})
+    app = build_tcp_app(guarded, tmp_path / "s.sock", inspector=_inspector(sqlite_store, "key-4"))
+    with TestClient(app) as client:
+        assert client.get("/inspect/").status_code == 401
+        assert client.get("/inspect/", headers={"Authorization": "Bearer tok-9"}).status_code == 401
+        page = client.get("/inspect/", headers={"Authorization": "Bearer key-4"})
         assert page.status_code == 200 and "inspected" in page.text
+        posted = client.post("/inspect/", headers={"Authorization": "Bearer key-4"})
+        assert posted.status_code == 405  # read-only, whatever route sits behind the key
 
 
 @pytest.mark.parametrize(
@@ -221,11 +246,11 @@ def test_issue27_a_forged_host_is_421_but_a_callback_is_its_secrets_business(sql
     spec = {"secret": SECRET, "max_bytes": 100, "per_minute": 3}
     sqlite_store.add_feed(Feed("cb-1", session, "callback", "build", spec))
     api = Api(sqlite_store, Notified(sqlite_store), SystemClock(), "kofi", token="tok-1")
-    app = build_app(api, hosts=Hosts.of("127.0.0.1"))
+    app = build_tcp_app(api, Path("/nowhere.sock"), hosts=Hosts.of("127.0.0.1"))
     with TestClient(app, base_url="http://evil.example:80") as client:
-        refused = client.get("/sessions", headers={"Authorization": "Bearer tok-1"})
+        refused = client.get("/health")
         assert refused.status_code == 421 and "evil.example" in refused.json()["error"]
         posted = client.post("/callbacks/cb-1", content="x", headers={"Authorization": f"Bearer {SECRET}"})
         assert posted.status_code == 202
     with TestClient(app, base_url="http://localhost:80") as client:
-        assert client.get("/sessions", headers={"Authorization": "Bearer tok-1"}).status_code == 200
+        assert client.get("/health").status_code == 200

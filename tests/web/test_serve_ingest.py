@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 import pytest
@@ -16,8 +17,9 @@ from avibe.record.entries import EntryQuery, NewEntry, Source
 from avibe.record.feeds import Feed
 from avibe.store import SqlStore
 from avibe.store.sql import FeedChanged
+from avibe.web.callbacks import RateLimit
 from avibe.web.fleet import Fleet, SessionHandle
-from avibe.web.server import Api, RateLimit, build_app
+from avibe.web.server import Api, build_tcp_app
 
 SECRET = "ingest-secret-ingest-secret"
 BEARER = {"Authorization": f"Bearer {SECRET}"}
@@ -48,7 +50,7 @@ def _feed(store: SqlStore, feed_id: str, *, wake: bool = True) -> Feed:
 
 
 async def _post_all(api: Api, posts: list[tuple[str, str, str]]) -> list[httpx.Response]:
-    transport = httpx.ASGITransport(app=build_app(api))
+    transport = httpx.ASGITransport(app=build_tcp_app(api, Path("/nowhere.sock")))  # callbacks come over TCP
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as client:
         return await asyncio.gather(
             *(

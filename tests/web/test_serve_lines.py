@@ -11,14 +11,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from avibe.record.entries import EntryQuery
 from avibe.record.sources import FRAME
 from avibe.store import open_store
 from openai_chat import ChatServer, serve_chat
-from serve_support import free_port, serve_auth, start_serve, stop, vibe, vibe_env, wait_for
+from serve_support import free_port, post_message, start_serve, stop, vibe, vibe_env, wait_for
 
 FILLER = "an old line of the log\n"
 IDLE = "{'kind': 'idle', 'waiting_for': ()}"
@@ -45,8 +44,7 @@ def _replies(home: Path, session: str) -> int:
 
 
 def _post(port: int, home: Path, session: str, text: str) -> None:
-    url = f"http://127.0.0.1:{port}/sessions/{session}/messages"
-    response = httpx.post(url, json={"text": text}, headers=serve_auth(home), timeout=10)
+    response = post_message(home, port, session, text)  # through the local socket, as the person
     assert response.status_code == 202, response.text
 
 

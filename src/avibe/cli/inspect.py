@@ -1,10 +1,12 @@
 """`vibe inspect`: the web inspector alone, read-only, on 127.0.0.1 (issue 15).
 
 The record is opened read-only (as `vibe log` opens it); live updates read what any other process
-writes. Every request needs a token, on loopback too (an agent's sandboxed command shares the machine's
-network): AVIBE_SERVE_TOKEN, else a random one for this run. The printed address carries it once; the
-browser then keeps it in a cookie. Only loopback names and the address bound are answered as Host (DNS
-rebinding). The browser opens on the address unless --no-browser or no display."""
+writes. Every request needs a key, on loopback too (an agent's sandboxed command may share the machine's
+network): a random read-only one for this run, never the serve token - a browser sends the cookie it
+lands in to every port of 127.0.0.1 (RFC 6265 8.5), a dev server of the agent's included. The printed
+address carries it once; the browser then keeps it in a cookie. Only loopback names and the address
+bound are answered as Host (DNS rebinding). The browser opens on the address unless --no-browser or
+no display."""
 
 from __future__ import annotations
 
@@ -78,14 +80,14 @@ def inspect(
             raise BadArgument("there are no sessions in the record yet")
         session = found.id
     listening = listen_socket(host, port, instead="choose another --port")
-    token = os.environ.get("AVIBE_SERVE_TOKEN") or secrets.token_urlsafe(24)
+    key = secrets.token_urlsafe(24)  # read-only, this run's only (never AVIBE_SERVE_TOKEN)
     app = inspector_app(
-        store, token=token, eval_dir=eval_dir.resolve() if eval_dir else None, hosts=Hosts.of(host)
+        store, key=key, eval_dir=eval_dir.resolve() if eval_dir else None, hosts=Hosts.of(host)
     )
     config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
     path = f"/s/{quote(session)}/timeline" if session else ("/eval" if store is None else "/")
     shown = f"[{host}]" if ":" in host else host
-    url = f"http://{shown}:{listening.getsockname()[1]}{path}?token={quote(token)}"
+    url = f"http://{shown}:{listening.getsockname()[1]}{path}?key={quote(key)}"
     typer.echo(f"[inspect] {url} (read-only; Ctrl-C stops)")
     if browser and _has_display():
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()

@@ -1,6 +1,8 @@
 """`vibe serve`: host live sessions - their turns, background jobs, watches, timers, delegated runs - and
 accept inputs over HTTP (issue 12). Many `vibe serve` processes may share one PostgreSQL record; each
-session is run by one of them at a time (its lease), and any of them accepts its inputs."""
+session is run by one of them at a time (its lease), and any of them accepts its inputs. The person's
+routes are served on a local socket in Avibe's home, TCP keeps callbacks, /health and the read-only
+inspector (avibe.web.local says why); one process serves both."""
 
 from __future__ import annotations
 
@@ -40,6 +42,7 @@ from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 from avibe.record.sources import FRAME
 from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
 from avibe.web.guard import Hosts, listen_socket
+from avibe.web.local import LocalSocket, listen_local, run_servers
 
 log = logging.getLogger("avibe.serve")
 
@@ -238,9 +241,14 @@ def serve(
     # The port before anything is written: one in use is one line, no serve-token made, no lease taken.
     address = _address(settings, host, port)
     listening = None if exit_when_idle else listen_socket(*address)
+    local: LocalSocket | None = None
     try:
-        _serve(settings, model_name, window, workdir, max_steps, session, address[0], listening, quiet)
+        local = None if listening is None else listen_local(settings.home, address[1])
+        sockets = None if listening is None or local is None else (listening, local)
+        _serve(settings, model_name, window, workdir, max_steps, session, address[0], sockets, quiet)
     finally:
+        if local is not None:
+            local.close()
         if listening is not None:
             listening.close()
 
@@ -258,7 +266,7 @@ def _preflight(settings: Settings, model_name: str, *, named: bool) -> None:
 
 def _serve(
     settings: Settings, model_name: str, window: int | None, workdir: Path, max_steps: int,
-    session: str | None, bind: str, listening: socket.socket | None, quiet: bool,
+    session: str | None, bind: str, sockets: tuple[socket.socket, LocalSocket] | None, quiet: bool,
 ) -> None:  # fmt: skip
     log_path = log_to_file(settings)
     announce(settings)  # before it hosts a session (issue 27 item 1)
@@ -268,48 +276,46 @@ def _serve(
         store,
         _host_opener(settings, model_name, workdir, window, max_steps, quiet=quiet),
         only=session,
-        exit_when_idle=listening is None,
+        exit_when_idle=sockets is None,
     )
     stopping = threading.Event()
     listen_for_inputs(settings.database_url, fleet, stopping)
-    if listening is None:
+    if sockets is None:
         try:
             fleet.run()
         finally:
             stopping.set()
             fleet.stop()
         return
-    _serve_http(settings, fleet, store, bind, listening, log_path, stopping)
+    _serve_http(settings, fleet, store, bind, sockets, log_path, stopping)
 
 
 def _serve_http(
-    settings: Settings, fleet: Fleet, store: Any, bind: str, listening: socket.socket, log_path: Path,
-    stopping: threading.Event,
+    settings: Settings, fleet: Fleet, store: Any, bind: str, sockets: tuple[socket.socket, LocalSocket],
+    log_path: Path, stopping: threading.Event,
 ) -> None:  # fmt: skip
-    import uvicorn
+    from avibe.web.local import inspector_key_path
+    from avibe.web.server import Api, build_local_app, build_tcp_app
+    from avibe.web.tokens import TOKEN_FILE, mint_inspector_key, serve_token_file
 
-    from avibe.web.server import TOKEN_FILE, Api, build_app, serve_token_file
-
+    listening, local = sockets
     port_number = listening.getsockname()[1]
-    # Every route but callbacks needs the token, loopback too: an agent's sandboxed command shares the
-    # network. The machine's own token lives in Avibe's home, which the sandbox hides.
+    # The token is asked on the local socket too (a second lock behind the socket's own mode); the
+    # inspector's key is its own, read-only, new at every start: TCP never takes the token.
     token = os.environ.get("AVIBE_SERVE_TOKEN") or serve_token_file(settings.home)
+    key = mint_inspector_key(inspector_key_path(settings.home, port_number), token)
     api = Api(store, fleet, SystemClock(), settings.user_name, token=token)
     hosts = Hosts.of(bind, settings.serve_url)
-    app = build_app(api, extra=_inspector(store, token), hosts=hosts)
-    server = uvicorn.Server(
-        # Open live-update streams (the inspector's) must not keep Ctrl-C from stopping the server.
-        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-    )
+    tcp_app = build_tcp_app(api, local.path, inspector=_inspector(store, key), hosts=hosts)
     fleet_thread = threading.Thread(target=fleet.run, name="serve-fleet", daemon=True)
     fleet_thread.start()
     shown = f"http://{_host_in_url(bind)}:{port_number}"
     typer.echo(f"[serve] {shown} pid {os.getpid()} record {store.display_url} (log: {log_path})")
     where = "AVIBE_SERVE_TOKEN" if os.environ.get("AVIBE_SERVE_TOKEN") else settings.home / TOKEN_FILE
-    typer.echo(f"[serve] the API needs its token (Authorization: Bearer <token>): {where}")
-    typer.echo(f"[serve] inspector: {shown}/inspect/?token={quote(token)}")
+    typer.echo(f"[serve] your routes (messages, sessions): {local.path}, with the token in {where}")
+    typer.echo(f"[serve] inspector (read-only): {shown}/inspect/?key={quote(key)}")
     try:
-        server.run(sockets=[listening])
+        run_servers(tcp_app, listening, build_local_app(api), local)
     finally:
         stopping.set()
         fleet.stop()
@@ -321,13 +327,13 @@ def _host_in_url(bind: str) -> str:
     return f"[{bind}]" if ":" in bind else bind
 
 
-def _inspector(store: RecordStore, token: str) -> list[Any]:
-    """The inspector's app at /inspect (issue 15), behind the same token as the API."""
+def _inspector(store: RecordStore, key: str) -> list[Any]:
+    """The inspector's app at /inspect (issue 15), behind its own read-only key (never the token)."""
     from starlette.routing import Mount
 
     from avibe.web.inspector import inspector_app
 
-    return [Mount("/inspect", app=inspector_app(store, token=token))]
+    return [Mount("/inspect", app=inspector_app(store, key=key))]
 
 
 def register(app: typer.Typer) -> None:

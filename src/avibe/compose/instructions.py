@@ -21,11 +21,12 @@ Stamp = tuple[tuple[str, int, int], ...]
 
 
 def _stamp(paths: Iterable[Path]) -> Stamp:
-    """Each path with its modification time and size; a missing file is (-1, -1), so its creation counts."""
+    """Each path with its modification time and size; a missing file is (-1, -1), so its creation counts.
+    A link is stamped as itself: nothing here reaches through what the agent planted."""
     stamps = []
     for path in paths:
         try:
-            info = os.stat(path)
+            info = os.stat(path, follow_symlinks=False)
             stamps.append((str(path), info.st_mtime_ns, info.st_size))
         except OSError:
             stamps.append((str(path), -1, -1))
@@ -33,12 +34,16 @@ def _stamp(paths: Iterable[Path]) -> Stamp:
 
 
 def skill_files(dirs: Sequence[Path]) -> list[Path]:
-    """The skill folders themselves (a skill added or removed changes their listing) and each SKILL.md."""
+    """The skill folders themselves (a skill added or removed changes their listing) and each SKILL.md
+    (a folder that is a link is stamped, never listed)."""
     found: list[Path] = []
     for folder in dirs:
         found.append(folder)
+        if folder.is_symlink():
+            continue
         try:
-            found += sorted(p / "SKILL.md" for p in folder.iterdir() if p.is_dir())
+            with os.scandir(folder) as entries:
+                found += sorted(Path(e.path) / "SKILL.md" for e in entries if e.is_dir(follow_symlinks=False))
         except OSError:
             continue
     return found

@@ -3,8 +3,8 @@ AGENTS.md built from Settings; `avibe.host.sessions` hosts them."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Iterator
+import logging
+from collections.abc import Callable, Collection, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,6 +50,9 @@ if TYPE_CHECKING:
     from avibe.tools.skills import SkillInfo
 
 VibeySession = HostedSession[Vibey]
+Identities = Callable[[], Collection[tuple[int, int]]]  # Avibe's own files, (st_dev, st_ino)
+
+log = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -132,16 +135,16 @@ class _VibeyBuilder:
             assign=assign_agent(store),
         )
         feeds = feeds_for(store, ports, self.clock, settings, workdir)  # issue 12
-        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports)
         ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
+        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports, ledger)
         # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
-        instructions = _instruction_files(workdir, skill_dirs, ledger)
+        instructions = _instruction_files(workdir, skill_dirs, ledger, sandbox.own.identities)
         agents_md, agents_md_heading, catalogue = instructions()
         watch = ToolWatch(ledger, workdir, session_id, busy=lambda: bool(jobs.running()))
 
         def current_skill(name: str) -> str | None:
             found = find_skill(skill_dirs, name)
-            return skill_text(found) if found else None
+            return skill_text(found, _companion_mark(ledger)) if found else None
 
         config = RunConfig(
             window=self.window,
@@ -184,7 +187,7 @@ class _VibeyBuilder:
 
     def _toolbox(
         self, jobs: BackgroundJobs, delegations: Delegations, skill_dirs: list[Path], sandbox: SandboxPolicy,
-        ports: HostPorts,
+        ports: HostPorts, ledger: ProvenanceLedger,
     ) -> ToolBox:  # fmt: skip
         """Vibey's tools: the files, the shell (background jobs too), skills, the record, and the other
         sessions (send, delegate), each asking the approver where the settings say so."""
@@ -207,6 +210,7 @@ class _VibeyBuilder:
                 sandbox=sandbox,
                 approval=approval,
                 stop=ports.stop,  # the chat's Ctrl-C stops a running command (issue 29)
+                skill_mark=_companion_mark(ledger),
             )
             + session_tools(
                 send=lambda to, text: send_to(to, Source("agent", "vibey", session_id), text),
@@ -216,30 +220,46 @@ class _VibeyBuilder:
         )
 
 
-def _instruction_files(workdir: Path, skill_dirs: list[Path], ledger: ProvenanceLedger) -> InstructionFiles:
-    """AGENTS.md, its heading and the skill catalogue, cached under the files' modification times (F4)."""
+def _instruction_files(
+    workdir: Path, skill_dirs: list[Path], ledger: ProvenanceLedger, own: Identities = frozenset
+) -> InstructionFiles:
+    """AGENTS.md, its heading and the skill catalogue, cached under the files' modification times (F4).
+    `own`: the identities of Avibe's own files, never read as instructions (a hard link to the token)."""
+    from avibe.sources.agent_files import alias_below
     from avibe.store.provenance import AGENTS_MD
     from avibe.tools import catalogue_text, discover_skills
 
     def read() -> tuple[str, str, str]:
-        agents_md, heading = _agents_md(workdir, ledger)
+        agents_md, heading = _agents_md(workdir, ledger, own)
         return agents_md, heading, catalogue_text(discover_skills(skill_dirs), _skill_mark(ledger))
 
-    return InstructionFiles(read, lambda: [workdir / AGENTS_MD, *skill_files(skill_dirs)])
+    def files() -> list[Path]:
+        alias = alias_below(workdir, AGENTS_MD)  # an edit to CLAUDE.md behind AGENTS.md is seen too
+        aliased = [] if alias is None else [workdir / alias]
+        return [workdir / AGENTS_MD, *aliased, *skill_files(skill_dirs)]
+
+    return InstructionFiles(read, files)
 
 
-def _agents_md(workdir: Path, ledger: ProvenanceLedger) -> tuple[str, str]:
+def _agents_md(workdir: Path, ledger: ProvenanceLedger, own: Identities = frozenset) -> tuple[str, str]:
     """The workdir's AGENTS.md and its heading in the system prompt: "" (the user's) unless its content
-    is what an agent left there (issue 27 item 7), read once so the text and its mark agree."""
+    is what an agent left there (issue 27 item 7), read once so the text and its mark agree. Read the one
+    way the harness reads the workdir (no link followed, a regular UTF-8 file of bounded size, never
+    Avibe's own; `AGENTS.md -> CLAUDE.md` beside it is read as that file): one that cannot be read is
+    one line in the log and, for the model, a note that it was not read - never its target's text,
+    never a failed turn."""
+    from avibe.sources.agent_files import read_agent_file_or_alias
     from avibe.store.provenance import AGENTS_MD
 
-    path = workdir / AGENTS_MD
-    if not path.is_file():
+    found = read_agent_file_or_alias(workdir, AGENTS_MD, own=own())
+    if found.status == "missing":
         return "", ""
-    data = path.read_bytes()
-    write = ledger.agent_write(path, hashlib.sha256(data).hexdigest())
+    if not found.ok:
+        log.warning("%s", found.line())
+        return found.note(), fill("agents_md_unread")
+    write = ledger.agent_write(workdir / AGENTS_MD, found.digest)
     heading = "" if write is None else fill("agents_md_agent", session=write.session, seq=write.seq or "?")
-    return data.decode("utf-8"), heading
+    return found.text, heading
 
 
 def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
@@ -248,6 +268,17 @@ def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
 
     def mark(skill: SkillInfo) -> str:
         write = ledger.agent_write(skill.path, skill.version)
+        return "" if write is None else fill("skill_agent", session=write.session, seq=write.seq or "?")
+
+    return mark
+
+
+def _companion_mark(ledger: ProvenanceLedger) -> Callable[[Path, str], str]:
+    """A file beside a SKILL.md, as a loaded skill lists it: the agent's when its content is one an
+    agent left (issue 27 item 7: the person's skill never vouches for the agent's `steps.md`)."""
+
+    def mark(path: Path, digest: str) -> str:
+        write = ledger.agent_write(path, digest)
         return "" if write is None else fill("skill_agent", session=write.session, seq=write.seq or "?")
 
     return mark

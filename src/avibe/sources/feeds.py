@@ -15,10 +15,11 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
+import os
 import re
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -31,6 +32,7 @@ from avibe.errors import AvibeError
 from avibe.ports import Clock, FeedStore, KeyedDelivery
 from avibe.record.entries import Entry, Source
 from avibe.record.feeds import FEED_KINDS, Feed, FeedKind
+from avibe.sources.agent_files import read_agent_file
 from avibe.sources.process import read_bounded
 
 if TYPE_CHECKING:
@@ -40,6 +42,7 @@ log = logging.getLogger(__name__)
 
 MIN_EVERY_S: Final = 1.0
 MAX_EVERY_S: Final = 366 * 86_400.0
+WATCH_MAX_BYTES: Final = 16 * 1024 * 1024  # a watched file larger than this is reported, not read
 SHOWN_CHARS: Final = 2_000  # what a watch input shows of the new output (the head and the tail)
 COMMAND_TIMEOUT_S: Final = 60.0
 URL_TIMEOUT_S: Final = 15.0
@@ -265,15 +268,35 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def observe_file(path: Path) -> Observation:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
+def _watch_root(path: Path, workdir: Path | None) -> tuple[Path, Path]:
+    """(root, path below it) a watched file is read from: the workdir when it lies inside (as written, no
+    link resolved), so no link the agent plants there is followed; else its own folder (the person's
+    choice), the file itself never a link."""
+    if workdir is not None:
+        for base in dict.fromkeys((workdir, workdir.resolve())):
+            if path.is_relative_to(base) and path != base:
+                return base, path.relative_to(base)
+    return path.parent, Path(path.name)
+
+
+def observe_file(
+    path: Path, *, workdir: Path | None = None, own: Collection[tuple[int, int]] = ()
+) -> Observation:
+    """What a watched file holds now, read the one way the harness reads where the agent writes
+    (avibe/sources/agent_files.py): a file that became a link is reported so, its target never read;
+    Avibe's own files (`own`, by identity) are never read."""
+    root, below = _watch_root(Path(os.path.normpath(path)), workdir)
+    found = read_agent_file(root, below, max_bytes=WATCH_MAX_BYTES, own=own, text=False)
+    if found.status == "missing":
         return Observation("missing", f"{path} does not exist (it was deleted or not created yet)")
-    except OSError as exc:
-        return Observation(f"error:{exc.strerror}", f"{path} cannot be read: {exc.strerror}")
-    body = data.decode("utf-8", errors="replace")
-    return Observation(_digest(data), f"{path} changed ({len(data):,} bytes):\n{_shown(body)}")
+    if found.status == "link":
+        return Observation("link", f"{path} became a link; it was not read (links are not followed)")
+    if found.status == "too_big":
+        return Observation(f"too-big:{found.size}", f"{path} changed; {found.why()}, so it is not shown")
+    if not found.ok:
+        return Observation(f"unread:{found.status}:{found.detail}", f"{path} cannot be read: {found.why()}")
+    body = found.data.decode("utf-8", errors="replace")
+    return Observation(_digest(found.data), f"{path} changed ({found.size:,} bytes):\n{_shown(body)}")
 
 
 def observe_url(url: str, timeout_s: float = URL_TIMEOUT_S) -> Observation:
@@ -310,7 +333,8 @@ def observe(feed: Feed, policy: SandboxPolicy | None) -> Observation:
     spec = feed.spec
     if "file" in spec:
         base = policy.workdir if policy is not None else Path.cwd()
-        return observe_file((base / Path(spec["file"]).expanduser()).resolve())
+        own = policy.own.identities() if policy is not None else frozenset()
+        return observe_file(base / Path(spec["file"]).expanduser(), workdir=base, own=own)
     if "url" in spec:
         return observe_url(spec["url"])
     if policy is None:

@@ -1,41 +1,46 @@
 """The provenance ledger (issue 27 item 7): which content of the files a later run shows as instructions -
-the workdir's AGENTS.md and its skills (`.avibe/skills/*/SKILL.md`) - the agent left there, so nothing it
-wrote is ever presented as the user's words.
+any AGENTS.md, every skill's SKILL.md and the files beside it - the agent left, so nothing it wrote is
+ever presented as the user's words.
 
-The ledger is a JSON file in Avibe's home (`$AVIBE_HOME/provenance.json`), out of the agent's reach (the
-sandbox hides the home): for each file, the sha256 of every content an agent left in it, with the session
-and the record entry (#N, the step whose tool call wrote it). A file whose current hash is listed was last
-changed by the agent; once the user edits it (another hash) it is the user's again. Writes are atomic
-(a temp file renamed over the ledger) under a lock, so two processes (a delegated run in the same
-workdir) never lose each other's entries.
+Provenance is by content: the ledger is a JSON file in Avibe's home (`$AVIBE_HOME/provenance.json`), out
+of the agent's reach (the sandbox hides the home), holding the sha256 of every content the agent wrote
+or changed under its workdir - whatever the file, whatever tool - with the session and the record entry
+(#N, the step whose tool call wrote it). A file shown as instructions whose current hash is listed is
+the agent's wherever it is now: an AGENTS.md written in a subfolder later used as the workdir, one
+committed on a branch the person merges, a companion file of the person's skill. Once the person writes
+other content, it is theirs again. Writes are atomic (a temp file renamed over the ledger) under a lock,
+so two processes (a delegated run in the same workdir) never lose each other's entries.
 
-`ToolWatch` fills it: it hashes the watched files around every tool call of a session (write_file,
-edit_file, the shell, a rename: whatever changed them), and between calls while a background job the
-agent started is running.
+`ToolWatch` fills it around every tool call of a session (and between calls while a background job the
+agent started is running): what changed under the workdir (avibe/store/changes.py: new file stamps, new
+git objects) is hashed and recorded. Content the person's instruction files already held, or the person
+wrote while the chat was open, is never recorded as the agent's: the agent copying the person's
+AGENTS.md does not make it the agent's.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import logging
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
+from avibe.sources.agent_files import list_agent_dir, read_agent_file
+from avibe.store.changes import MAX_HASHED_BYTES, changed, content_hashes, new_blobs, snapshot
+
 log = logging.getLogger(__name__)
 
 LEDGER_FILE: Final = "provenance.json"
 AGENTS_MD: Final = "AGENTS.md"
 WORKDIR_SKILLS: Final = Path(".avibe") / "skills"
-HASH_CHUNK: Final = 1 << 20
-KEEP_PER_FILE: Final = 32  # the newest contents an agent left in one file; older ones are forgotten
+KEEP_CONTENTS: Final = 20_000  # the newest contents the agents left; older ones are forgotten
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,42 +54,35 @@ class AgentWrite:
 
 
 def file_hash(path: Path) -> str | None:
-    """The sha256 of a regular file's bytes (links followed), or None when there is none to read. Read
-    in chunks: the agent may point AGENTS.md at a huge file, and this runs around every tool call."""
-    try:
-        if not path.is_file():
-            return None
-        digest = hashlib.sha256()
-        with path.open("rb") as handle:
-            while chunk := handle.read(HASH_CHUNK):
-                digest.update(chunk)
-        return digest.hexdigest()
-    except OSError:
-        return None
+    """The sha256 of a regular file's bytes (the file itself no link, at most MAX_HASHED_BYTES), or None
+    when there is none to read so."""
+    return read_agent_file(path.parent, path.name, max_bytes=MAX_HASHED_BYTES, text=False).digest
 
 
-def watched_files(workdir: Path) -> list[Path]:
-    """The workdir's files a later run shows as instructions: AGENTS.md and every skill's SKILL.md."""
-    skills = workdir / WORKDIR_SKILLS
-    try:
-        found = sorted(skills.glob("*/SKILL.md")) if skills.is_dir() else []
-    except OSError:
-        found = []
-    return [workdir / AGENTS_MD, *found]
+def watched_files(workdir: Path) -> list[str]:
+    """The workdir's files a run shows as instructions, relative: AGENTS.md, and every file of each of
+    its skills (SKILL.md and the files beside it), listed with no link followed."""
+    found = [AGENTS_MD]
+    for skill in list_agent_dir(workdir, WORKDIR_SKILLS) or []:
+        names = list_agent_dir(workdir, WORKDIR_SKILLS / skill) or []
+        found += [(WORKDIR_SKILLS / skill / name).as_posix() for name in names]
+    return found
 
 
-def _key(path: Path) -> str:
-    """The ledger's name for a file: its folder resolved, the name kept (a linked AGENTS.md is itself)."""
-    try:
-        return str(path.parent.resolve() / path.name)
-    except (OSError, RuntimeError):
-        return str(path.absolute())
-
-
-def _entries(files: dict[str, Any], path: Path) -> list[dict[str, Any]]:
-    """The ledger's entries for `path` (anything malformed in a hand-edited ledger left out)."""
-    found = files.get(_key(path))
-    return [entry for entry in found if isinstance(entry, dict)] if isinstance(found, list) else []
+def _contents(data: Any) -> dict[str, dict[str, Any]]:
+    """sha256 -> the agent's write, from a ledger of either version (version 1 listed them by file)."""
+    if not isinstance(data, dict):
+        return {}
+    contents: dict[str, dict[str, Any]] = {}
+    files = data.get("files")
+    for path, entries in files.items() if isinstance(files, dict) else ():
+        for entry in entries if isinstance(entries, list) else ():
+            if isinstance(entry, dict) and isinstance(entry.get("sha256"), str):
+                contents[entry["sha256"]] = {**entry, "path": path}
+    found = data.get("contents")
+    if isinstance(found, dict):
+        contents.update({k: v for k, v in found.items() if isinstance(v, dict)})
+    return contents
 
 
 class ProvenanceLedger:
@@ -93,7 +91,7 @@ class ProvenanceLedger:
     def __init__(self, home: Path) -> None:
         self.path = home / LEDGER_FILE
 
-    def _load(self) -> dict[str, list[dict[str, Any]]]:
+    def _load(self) -> dict[str, dict[str, Any]]:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -101,31 +99,42 @@ class ProvenanceLedger:
         except (OSError, ValueError) as exc:
             log.warning("the provenance ledger %s cannot be read (%s); starting it afresh", self.path, exc)
             return {}
-        files = data.get("files") if isinstance(data, dict) else None
-        return files if isinstance(files, dict) else {}
+        return _contents(data)
 
     def agent_write(self, path: Path, digest: str | None = None) -> AgentWrite | None:
-        """The agent's write that left `path` as it is now (or with the content of sha256 `digest`,
-        when the caller read it already), or None: the user's, or no file."""
+        """The agent's write of the content `path` holds now (or of sha256 `digest`, when the caller read
+        it already), wherever the agent wrote it; None: the user's, or no file."""
         digest = digest or file_hash(path)
-        if digest is None:
+        entry = self._load().get(digest) if digest else None
+        if digest is None or entry is None:
             return None
-        for entry in reversed(_entries(self._load(), path)):
-            if entry.get("sha256") == digest:
-                return AgentWrite(
-                    digest, str(entry.get("session", "?")), entry.get("seq"), str(entry.get("at"))
-                )
-        return None
+        seq = entry.get("seq")
+        return AgentWrite(digest, str(entry.get("session", "?")), seq if isinstance(seq, int) else None,
+                          str(entry.get("at")))  # fmt: skip
+
+    def known(self) -> frozenset[str]:
+        """Every content the agents left (their sha256)."""
+        return frozenset(self._load())
 
     def record(self, path: Path, digest: str, session: str, seq: int | None) -> None:
         """Note that an agent left the content `digest` in `path` (session, the step's entry #seq)."""
-        write = AgentWrite(digest, session, seq, datetime.now(UTC).isoformat(timespec="seconds"))
+        self.record_all([(path, digest)], session, seq)
+
+    def record_all(self, found: Iterable[tuple[Path, str]], session: str, seq: int | None) -> None:
+        """Note each (path, sha256) as the agent's, at one step; the newest KEEP_CONTENTS are kept."""
+        at = datetime.now(UTC).isoformat(timespec="seconds")
+        writes = {digest: {**asdict(AgentWrite(digest, session, seq, at)), "path": str(path)}
+                  for path, digest in found}  # fmt: skip
+        if not writes:
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked():
-            files = self._load()
-            entries = [e for e in _entries(files, path) if e.get("sha256") != digest]
-            files[_key(path)] = [*entries, asdict(write)][-KEEP_PER_FILE:]
-            self._write({"version": 1, "files": files})
+            contents = self._load()
+            for digest in writes:
+                contents.pop(digest, None)  # re-recorded: the newest write, kept longest
+            contents.update(writes)
+            kept = dict(list(contents.items())[-KEEP_CONTENTS:])
+            self._write({"version": 2, "contents": kept})
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -140,7 +149,7 @@ class ProvenanceLedger:
         handle, temp = tempfile.mkstemp(prefix=".provenance-", dir=self.path.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(data, out, indent=1, sort_keys=True)
+                json.dump(data, out, indent=1)  # in order: the oldest contents are forgotten first
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(temp, self.path)
@@ -150,20 +159,27 @@ class ProvenanceLedger:
 
 
 class ToolWatch:
-    """Hashes a session's watched files around each of its tool calls and records what the agent
-    changed. Between calls a change is the agent's only while a background job it started may be
-    running (`busy`); otherwise it is the user's (an edit in their editor while the chat is open)."""
+    """Records what changes under the workdir around each of a session's tool calls as the agent's.
+    Between calls a change is the agent's only while a background job it started may be running
+    (`busy`); otherwise it is the user's (an edit in their editor while the chat is open)."""
 
     def __init__(
         self, ledger: ProvenanceLedger, workdir: Path, session: str, busy: Callable[[], bool] = lambda: False
     ) -> None:
         self.ledger, self.workdir, self.session, self.busy = ledger, workdir, session, busy
-        self._seen = self._hashes()
+        self._skip = (ledger.path.parent,)  # Avibe's home: its own files change at every step
+        self._snap = snapshot(workdir, self._skip)
+        self._seen = self._instructions()
+        agents = ledger.known()
+        self._user = {digest for digest in self._seen.values() if digest and digest not in agents}
         self._step: int | None = None
         self._busy = False  # a job was running at the last look
 
-    def _hashes(self) -> dict[Path, str | None]:
-        return {path: file_hash(path) for path in watched_files(self.workdir)}
+    def _instructions(self) -> dict[str, str | None]:
+        """The instruction files' hashes (read each look, whatever their stamps say)."""
+        read = (read_agent_file(self.workdir, rel, max_bytes=MAX_HASHED_BYTES, text=False) for rel in
+                watched_files(self.workdir))  # fmt: skip
+        return {str(found.path.relative_to(self.workdir)): found.digest for found in read}
 
     @contextmanager
     def __call__(self, call: object, seq: int | None) -> Iterator[None]:
@@ -186,12 +202,17 @@ class ToolWatch:
         self._look(by_agent=self._busy or self.busy())
 
     def _look(self, *, by_agent: bool) -> None:
-        now = self._hashes()
+        now, seen = snapshot(self.workdir, self._skip), self._instructions()
+        found = content_hashes(self.workdir, changed(self._snap, now))
+        found += [(self.workdir / rel, d) for rel, d in seen.items() if d and d != self._seen.get(rel)]
         if by_agent:
-            for path, digest in now.items():
-                if digest is not None and digest != self._seen.get(path):
-                    try:
-                        self.ledger.record(path, digest, self.session, self._step)
-                    except OSError as exc:  # the run goes on; the file is then not marked
-                        log.error("cannot record %s in the provenance ledger: %s", path, exc)
-        self._seen, self._busy = now, self.busy()
+            found += [(self.workdir / ".git", d) for d in new_blobs(self.workdir, self._snap, now)]
+            mine = [(path, digest) for path, digest in found if digest not in self._user]
+            try:  # content the person's files already held is theirs, even when the agent copies it
+                self.ledger.record_all(mine, self.session, self._step)
+            except OSError as exc:  # the run goes on; the files are then not marked
+                log.error("cannot record the agent's changes in the provenance ledger: %s", exc)
+        else:
+            agents = self.ledger.known() if found else frozenset()
+            self._user.update(d for _, d in found if d not in agents)
+        self._snap, self._seen, self._busy = now, seen, self.busy()

@@ -34,6 +34,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
+from avibe.sources.agent_files import reached_through_link
 from avibe.tools.guard import DenyIdentities, Identity, OwnFiles, identity, identity_of
 
 # Most characters one tool output may hold. The loop cuts again against the window (SPEC V9); this
@@ -304,7 +305,9 @@ class PathPolicy:
                  its folders, the skills in its home, stays readable).
     deny:        what the person's deny rules match, by identity: never changed.
 
-    Paths are resolved (symlinks followed) before the check, so neither `..` nor a link leads out.
+    Paths are resolved (symlinks followed) before the check, so neither `..` nor a link leads out. A
+    read root that is itself a link, or is reached through one below the workdir, is no read root (the
+    agent's `.avibe/skills -> <Avibe's home>` or `-> /` would make that one).
     """
 
     workdir: Path
@@ -317,8 +320,10 @@ class PathPolicy:
     _exempt: tuple[Path, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        given = self.workdir
         object.__setattr__(self, "workdir", self.workdir.resolve())
-        roots = (self.workdir, *(r.resolve() for r in self.read_roots))
+        kept = (r for r in self.read_roots if not reached_through_link(r, (given, self.workdir)))
+        roots = (self.workdir, *(r.resolve() for r in kept))
         object.__setattr__(self, "_roots", roots)
         own = self.own
         object.__setattr__(self, "_exempt", tuple(r for r in roots[1:] if own and own.owns(r)))

@@ -28,6 +28,7 @@ from typing import Any, Final, Literal
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
+from avibe.sources.agent_files import read_agent_file
 from avibe.tools.approval import ApprovalPolicy
 from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, PathPolicy, cut_text, schema
 
@@ -88,14 +89,9 @@ def _approved(
 
 def _current_text(path: Path) -> str | None:
     """The file's text as it is now, for a preview; None when there is none to show (missing, too large,
-    binary, not UTF-8)."""
-    try:
-        if not path.is_file() or path.stat().st_size > MAX_PREVIEW_BYTES:
-            return None
-        data = path.read_bytes()
-        return None if b"\x00" in data[:_BINARY_PROBE] else data.decode("utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
+    binary, not UTF-8, or a link swapped in since the path was checked: read the one safe way)."""
+    found = read_agent_file(path.parent, path.name, max_bytes=MAX_PREVIEW_BYTES)
+    return found.text if found.ok else None
 
 
 def _added(content: str, shown: str) -> str:

@@ -5,12 +5,17 @@ The system prompt carries a one-line catalogue (`catalogue_text`); `skill_load` 
 text and reports `skill_loaded` so the checkpoint can put loaded skills back by recency at their
 *current* version (SPEC A1) - `SkillInfo.version` is the sha256 of the file, so a change is visible.
 A malformed SKILL.md is skipped with a logged warning naming the file; it never stops discovery.
+
+The project's skills folder lies in the workdir, where the agent writes, so every SKILL.md is read the
+one way the harness reads such places (avibe/sources/agent_files.py): a project's `.avibe/skills` from
+the project folder down, another skills folder from itself down, never through a link, only a regular
+UTF-8 file of bounded size. One that cannot be read so is skipped with one logged line.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -22,6 +27,7 @@ import yaml
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
+from avibe.sources.agent_files import list_agent_dir, read_agent_file
 from avibe.tools.base import BaseTool, cut_text, schema
 
 log = logging.getLogger(__name__)
@@ -30,6 +36,8 @@ SKILL_FILE: Final = "SKILL.md"
 MAX_NAME_CHARS: Final = 64
 MAX_CATALOGUE_DESCRIPTION: Final = 200  # one line per skill in the system prompt
 MAX_SKILL_CHARS: Final = 60_000
+MAX_SKILL_BYTES: Final = 256 * 1024  # a SKILL.md is instructions: more than this is not read
+PROJECT_DIR: Final = ".avibe"  # a project's skills folder is `.avibe/skills` in it
 _PLAIN_FIELD: Final = re.compile(r"([A-Za-z_][\w-]*):(.*)$")
 
 
@@ -43,6 +51,16 @@ class SkillInfo:
     @property
     def folder(self) -> Path:
         return self.path.parent
+
+    def read(self) -> tuple[Path, Path]:
+        """(root, path below it) the skill's files are read from: see `skill_root`."""
+        root, below = skill_root(self.folder.parent)
+        return root, below / self.folder.name
+
+
+# What a skill's text may show beside a companion file (issue 27 item 7: the agent's, never the user's):
+# given the file and the sha256 of its content, "" or a mark.
+CompanionMark = Callable[[Path, str], str]
 
 
 class MalformedSkill(ValueError):
@@ -91,24 +109,40 @@ def _field(meta: dict[str, Any], key: str) -> str:
     return value.strip()
 
 
-def parse_skill(path: Path) -> SkillInfo:
-    """The SkillInfo of one SKILL.md; MalformedSkill (or OSError) when it cannot be used."""
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MalformedSkill("is not UTF-8 text") from exc
+def skill_root(folder: Path) -> tuple[Path, Path]:
+    """(root, folder below it): a project's `.avibe/skills` is read from the project folder down (so a
+    link for `.avibe` or `skills` is refused too), another skills folder (Avibe's home's) from itself."""
+    if folder.parent.name == PROJECT_DIR:
+        return folder.parent.parent, Path(PROJECT_DIR, folder.name)
+    return folder, Path()
+
+
+def _read_skill(root: Path, below: Path) -> tuple[str, str]:
+    """(text, sha256) of the SKILL.md at `root / below`; MalformedSkill naming why it was not read."""
+    found = read_agent_file(root, below, max_bytes=MAX_SKILL_BYTES)
+    if not found.ok or found.digest is None:
+        raise MalformedSkill(f"not read: {found.why()}")
+    return found.text, found.digest
+
+
+def parse_skill(path: Path, root: Path | None = None) -> SkillInfo:
+    """The SkillInfo of one SKILL.md (read from `root` down; by default from its own folder, the file
+    itself no link); MalformedSkill when it cannot be used."""
+    base = root or path.parent
+    text, digest = _read_skill(base, path.relative_to(base))
     meta, _ = _front_matter(text)
     name, description = _field(meta, "name"), _field(meta, "description")
     if len(name) > MAX_NAME_CHARS or any(ch.isspace() for ch in name):
         raise MalformedSkill(f"name {name!r} must be one word of at most {MAX_NAME_CHARS} characters")
-    return SkillInfo(name, " ".join(description.split()), path, hashlib.sha256(data).hexdigest())
+    return SkillInfo(name, " ".join(description.split()), path, digest)
 
 
-def _candidates(folder: Path) -> list[Path]:
-    if not folder.is_dir():
-        return []
-    return sorted(p / SKILL_FILE for p in folder.iterdir() if (p / SKILL_FILE).is_file())
+def _candidates(folder: Path) -> list[tuple[Path, Path]]:
+    """(root, SKILL.md) of each skill folder in `folder`, listed with no link followed below the root."""
+    root, below = skill_root(folder)
+    names = list_agent_dir(root, below) or []
+    found = [(root, folder / name / SKILL_FILE) for name in names]
+    return [(root, path) for root, path in found if os.path.lexists(path)]
 
 
 def skill_dirs(workdir: Path, avibe_home: Path) -> list[Path]:
@@ -121,9 +155,9 @@ def discover_skills(dirs: Iterable[Path]) -> list[SkillInfo]:
     project's own skills before the user's)."""
     found: dict[str, SkillInfo] = {}
     for folder in dirs:
-        for path in _candidates(folder):
+        for root, path in _candidates(folder):
             try:
-                skill = parse_skill(path)
+                skill = parse_skill(path, root)
             except (MalformedSkill, OSError) as exc:
                 log.warning("skipping skill file %s: %s", path, exc)
                 continue
@@ -151,19 +185,43 @@ def find_skill(dirs: Iterable[Path], name: str) -> SkillInfo | None:
     return next((s for s in discover_skills(dirs) if s.name == name), None)
 
 
-def skill_text(skill: SkillInfo) -> str:
+def skill_text(skill: SkillInfo, mark: CompanionMark | None = None) -> str:
     """The skill's full text as loaded into the context: a header naming it and its folder, then the
-    whole SKILL.md."""
-    body = skill.path.read_bytes().decode("utf-8", errors="replace")
+    whole SKILL.md as it is now (read the one safe way; a note when it no longer can be), then - with
+    `mark` - the other files of its folder that the agent last changed, each with its mark."""
+    root, below = skill.read()
+    try:
+        body, _ = _read_skill(root, below / SKILL_FILE)
+    except MalformedSkill as exc:
+        body = f"(SKILL.md {exc})"
     header = f"Skill '{skill.name}' (folder {skill.folder}; other files there belong to it):"
-    return f"{header}\n\n{body.rstrip()}\n"
+    marked = companion_marks(skill, mark) if mark else []
+    tail = "".join(f"\n{line}" for line in marked)
+    if marked:
+        tail = f"\n\nFiles in its folder that the agent changed (not the user's words):{tail}"
+    return f"{header}\n\n{body.rstrip()}{tail}\n"
+
+
+def companion_marks(skill: SkillInfo, mark: CompanionMark) -> list[str]:
+    """'- NAME<mark>' for each file beside SKILL.md (one level, no link followed) whose content is one
+    the agent left (issue 27 item 7)."""
+    root, below = skill.read()
+    lines = []
+    for name in list_agent_dir(root, below) or []:
+        if name == SKILL_FILE:
+            continue
+        found = read_agent_file(root, below / name, max_bytes=MAX_SKILL_BYTES * 4, text=False)
+        shown = mark(skill.folder / name, found.digest) if found.digest else ""
+        if shown:
+            lines.append(f"- {name}{shown}")
+    return lines
 
 
 class SkillLoad(BaseTool):
     """Load a skill from the catalogue by name."""
 
-    def __init__(self, dirs: Sequence[Path]) -> None:
-        self._dirs = tuple(dirs)
+    def __init__(self, dirs: Sequence[Path], mark: CompanionMark | None = None) -> None:
+        self._dirs, self._mark = tuple(dirs), mark
         self._spec = ToolSpec(
             name="skill_load",
             description="Load the full instructions of a skill from the skill catalogue, by its name.",
@@ -176,5 +234,7 @@ class SkillLoad(BaseTool):
         if skill is None:
             names = ", ".join(s.name for s in skills) or "none are installed"
             raise ToolError(f"skill_load: no skill named {args['name']!r}; available: {names}")
-        text = cut_text(skill_text(skill), f"read the rest with read_file on {skill.path}", MAX_SKILL_CHARS)
+        text = cut_text(
+            skill_text(skill, self._mark), f"read the rest with read_file on {skill.path}", MAX_SKILL_CHARS
+        )
         return ToolResult(output=text, skill_loaded=skill.name)

@@ -1,44 +1,43 @@
-"""`vibe serve`: the HTTP API of a host of live sessions (issue 12), an ASGI app served by uvicorn.
+"""`vibe serve`: the HTTP API of a host of live sessions (issue 12), ASGI apps served by uvicorn - two
+of them, one per way in (T1; avibe.web.local says why).
 
-    GET  /health                         alive (no token); with the token: the sessions hosted, and why
-                                         a session's host last failed
+On the local socket (`<Avibe's home>/serve/<port>.sock`, 0600), the person's routes, each with the token:
+    GET  /health                         alive; with the token: the sessions hosted, and why a session's
+                                         host last failed
     GET  /sessions                       every session of the record
     GET  /sessions/{id}/entries?after=N  the record after seq N, each entry with its harness-written tag
     POST /sessions/{id}/messages         the person's message ({"text": ...}); Idempotency-Key honoured
+    POST /callbacks/{id}                 as over TCP
+On TCP (127.0.0.1:8765 by default), only what acts for nobody:
+    GET  /health                         alive, no more (no token is asked, none is read)
     POST /callbacks/{id}                 a callback's body becomes a tagged input (its own secret)
-    /inspect                             the inspector, where installed (read-only)
+    /inspect                             the inspector, where installed: GET only, with its own read-only
+                                         key (avibe.web.tokens), never the token
+    /sessions...                         403, one line naming the socket - a valid token changes nothing
 
-Every route but callbacks (and a bare /health) needs the serve token, on loopback too: `Authorization:
-Bearer <token>` (the inspector also takes it once as `?token=`, then keeps it in a cookie). An agent's
-sandboxed command shares the machine's network, so on loopback it is just another local process: without
-the token it could read every session, and post its own words into the record as the person's (T1). The
-token is AVIBE_SERVE_TOKEN, else `serve-token` in Avibe's home, which the sandbox hides. The Host header
-must name this server (avibe.web.guard): a web page whose name resolves to 127.0.0.1 gets 421.
+An agent's sandboxed command may share the machine's network: on loopback it is just another local
+process, and a token it learned would have let it post its own words as the person's (T1). Over TCP no
+route takes the token now. The Host header must name this server (avibe.web.guard): a web page whose
+name resolves to 127.0.0.1 gets 421.
 
 A callback request must carry its secret - `Authorization: Bearer <secret>`, or a signature:
 `X-Avibe-Timestamp: <unix seconds>` and `X-Avibe-Signature: sha256=<hex HMAC-SHA256 of
 "{timestamp}.{Idempotency-Key}.{body}">` (the key empty when none is sent) - else 401 and nothing is
-recorded. A signature is good for 5 minutes either side of this host's clock, and within them it records
-once: its Idempotency-Key (or, without one, the signature itself) is the delivery key, and a new key
-breaks the signature. A body over the callback's limit is 413, more requests a minute than it allows
-429. `Idempotency-Key` makes a retry record nothing new (exactly once into the record, whichever host the
-retry reaches). A request is answered 202 only once its input is committed. Client input is never
-answered with a 5xx: a body or number of the wrong shape is 400, naming what is wrong.
+recorded (avibe.web.callbacks). A signature is good for 5 minutes either side of this host's clock, and
+within them it records once: its Idempotency-Key (or, without one, the signature itself) is the delivery
+key, and a new key breaks the signature. A body over the callback's limit is 413, more requests a minute
+than it allows 429. `Idempotency-Key` makes a retry record nothing new (exactly once into the record,
+whichever host the retry reaches). A request is answered 202 only once its input is committed. Client
+input is never answered with a 5xx: a body or number of the wrong shape is 400, naming what is wrong.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
-import os
-import secrets
 import threading
-import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,8 +58,11 @@ from avibe.record.entries import Entry, EntryQuery, NewEntry, Source
 from avibe.record.feeds import Feed
 from avibe.record.sources import render_entry_text
 from avibe.store.sql import Appended, FeedChanged, SqlStore
+from avibe.web.callbacks import CALLBACKS, RateLimit, callback_refused
 from avibe.web.fleet import Fleet
 from avibe.web.guard import HostGuard, Hosts
+from avibe.web.local import SocketOnly
+from avibe.web.tokens import bearer_is, refuse_unauthorised
 
 log = logging.getLogger("avibe.serve")
 
@@ -68,35 +70,11 @@ MAX_KEY_CHARS: Final = 150
 MAX_MESSAGE_BYTES: Final = 1024 * 1024
 MAX_SEQ: Final = 2**62  # past any record's size, and below what SQLite's integers hold
 PAGE: Final = 500
-TOKEN_FILE: Final = "serve-token"
-SIGNATURE_WINDOW_S: Final = 300  # a signed callback is good this long either side of this host's clock
-CALLBACKS: Final = "/callbacks/"
 BATCH: Final = 512  # inputs committed in one transaction at most
 WRITER_IDLE_S: Final = (
     2.0  # the ingest writer thread ends after this long without input (made anew on demand)
 )
 FEED_CACHE: Final = 4096  # callback feeds kept in memory (each checked again in the commit's transaction)
-
-
-class RateLimit:
-    """At most `per_minute` accepted requests per callback in any sliding minute (per host)."""
-
-    def __init__(self, now: Callable[[], float] = time.monotonic) -> None:
-        self._now = now
-        self._seen: dict[str, deque[float]] = {}
-        self._lock = threading.Lock()
-
-    def allow(self, key: str, per_minute: int) -> float:
-        """0 when allowed (and counted); else the seconds until it would be."""
-        now = self._now()
-        with self._lock:
-            times = self._seen.setdefault(key, deque())
-            while times and now - times[0] >= 60.0:
-                times.popleft()
-            if len(times) >= per_minute:
-                return 60.0 - (now - times[0])
-            times.append(now)
-            return 0.0
 
 
 @dataclass
@@ -256,106 +234,11 @@ def message_text(body: bytes) -> str:
     return text
 
 
-def callback_signature(secret: str, timestamp: str, key: str, body: bytes) -> str:
-    """`sha256=<hex HMAC-SHA256 of "{timestamp}.{key}.{body}">`: what a signed callback carries in
-    X-Avibe-Signature (the key is its Idempotency-Key header, empty when it sends none)."""
-    message = f"{timestamp}.{key}.".encode() + body
-    return "sha256=" + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
-
-
-def sign_callback(secret: str, body: bytes, key: str = "", now: float | None = None) -> dict[str, str]:
-    """The headers of a signed callback request (for senders written in Python, and the tests)."""
-    timestamp = str(int(time.time() if now is None else now))
-    headers = {
-        "X-Avibe-Timestamp": timestamp,
-        "X-Avibe-Signature": callback_signature(secret, timestamp, key, body),
-    }
-    return headers | ({"Idempotency-Key": key} if key else {})
-
-
-def _signature_refused(request: Request, secret: str, body: bytes, now: float) -> str | None:
-    """Why a signed callback is refused, or None when its signature is good and fresh."""
-    timestamp = request.headers.get("x-avibe-timestamp", "").strip()
-    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
-        return "a signed callback needs X-Avibe-Timestamp: <unix seconds>"
-    if abs(now - int(timestamp)) > SIGNATURE_WINDOW_S:
-        return (
-            f"X-Avibe-Timestamp is more than {SIGNATURE_WINDOW_S} s from this host's clock "
-            "(a replay, or the sender's clock is wrong)"
-        )
-    given = request.headers.get("x-avibe-signature", "").strip().lower()
-    key = request.headers.get("idempotency-key", "")
-    expected = callback_signature(secret, timestamp, key, body)
-    if not hmac.compare_digest(given.encode(), expected.encode()):
-        return 'wrong signature (HMAC-SHA256 of "{timestamp}.{Idempotency-Key}.{body}")'
-    return None
-
-
-def _callback_refused(request: Request, secret: str, body: bytes, now: float) -> str | None:
-    """Why a callback request is refused (no or wrong secret, a stale signature), or None."""
-    if "x-avibe-signature" in request.headers:  # a signature decides, whatever else the request carries
-        return _signature_refused(request, secret, body, now)
-    bearer = request.headers.get("authorization", "")
-    if bearer.lower().startswith("bearer "):
-        if hmac.compare_digest(bearer[7:].strip().encode(), secret.encode()):
-            return None
-        return "wrong secret"
-    return "missing secret (Authorization: Bearer <secret>, or a signature)"
-
-
-def _bearer_is(request: Request, token: str) -> bool:
-    given = request.headers.get("authorization", "")
-    return bool(token) and hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
-
-
-def serve_token_file(home: Path) -> str:
-    """The token of this machine's `vibe serve` kept in Avibe's home (made once, owner-only): the person's
-    scripts read it there; an agent's sandboxed command cannot (the sandbox hides the home). Several
-    hosts started at once on one home agree on one token: the file is made whole, then linked in place,
-    and only the first link wins."""
-    path = home / TOKEN_FILE
-    token = _read_token(path)
-    if token:
-        return token
-    home.mkdir(parents=True, exist_ok=True)
-    token = secrets.token_urlsafe(24)
-    made = home / f".{TOKEN_FILE}.{os.getpid()}.{secrets.token_hex(4)}"
-    descriptor = os.open(made, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(descriptor, "w", encoding="utf-8") as out:
-        out.write(token + "\n")
-    try:
-        os.link(made, path)
-    except FileExistsError:
-        found = _read_token(path)
-        if found:
-            return found  # another process made it first
-        os.replace(made, path)  # an empty file: make it anew
-    finally:
-        made.unlink(missing_ok=True)
-    return token
-
-
-def _read_token(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return ""
-
-
 def _key(request: Request, scope: str) -> str:
     key = request.headers.get("idempotency-key", "")
     if len(key) > MAX_KEY_CHARS or not key.isprintable():
         raise BadInput(f"Idempotency-Key must be printable and at most {MAX_KEY_CHARS} characters")
     return f"{scope}:{key}" if key else ""
-
-
-def _refuse_unauthorised() -> JSONResponse:
-    return _error(
-        401,
-        "this needs the serve token (Authorization: Bearer <token>; on this machine it is in Avibe's "
-        "home, serve-token, or AVIBE_SERVE_TOKEN)",
-        **{"WWW-Authenticate": 'Bearer realm="avibe"'},
-    )
 
 
 @dataclass
@@ -378,8 +261,8 @@ class Api:
         self, endpoint: Callable[[Request], Awaitable[Response]]
     ) -> Callable[[Request], Awaitable[Response]]:
         async def run(request: Request) -> Response:
-            if not _bearer_is(request, self.token):
-                return _refuse_unauthorised()
+            if not bearer_is(request, self.token):
+                return refuse_unauthorised()
             return await self.answered(endpoint, request)
 
         return run
@@ -398,7 +281,7 @@ class Api:
             return _error(503 if "unavailable" in str(exc) else 400, str(exc))
 
     async def health(self, request: Request) -> Response:
-        if not _bearer_is(request, self.token):
+        if not bearer_is(request, self.token):
             return JSONResponse({"ok": True})  # alive; which sessions it hosts is for the token holder
         return JSONResponse(
             {"ok": True, "hosting": self.fleet.hosted(), "failures": dict(self.fleet.failures)}
@@ -462,7 +345,7 @@ class Api:
         return feed
 
     async def _callback_with(self, request: Request, feed: Feed, body: bytes) -> Response | FeedChanged:
-        refused = _callback_refused(request, str(feed.spec["secret"]), body, self.clock.now().timestamp())
+        refused = callback_refused(request, str(feed.spec["secret"]), body, self.clock.now().timestamp())
         if refused is not None:
             return _error(401, refused, **{"WWW-Authenticate": 'Bearer realm="avibe"'})
         wait = self.limits.allow(feed.id, int(feed.spec["per_minute"]))
@@ -513,8 +396,9 @@ class Api:
         )
 
 
-def build_app(api: Api, *, extra: list[Mount | Route] | None = None, hosts: Hosts | None = None) -> Starlette:
-    """The API's app. `hosts`: the names it answers to (every route but callbacks; see guard.HostGuard)."""
+def build_local_app(api: Api) -> Starlette:
+    """The local socket's app: every route, each but callbacks (and a bare /health) with the token. No
+    Host check: no browser reaches a Unix socket, so no page can rebind a name to it."""
     guard = api.guarded
     routes: list[Route | Mount] = [
         Route("/health", api.health),  # bare: alive; with the token, what it hosts
@@ -522,12 +406,29 @@ def build_app(api: Api, *, extra: list[Mount | Route] | None = None, hosts: Host
         Route("/sessions/{session}/entries", guard(api.entries)),
         Route("/sessions/{session}/messages", guard(api.message), methods=["POST"]),
         Route(CALLBACKS + "{feed}", api.callback, methods=["POST"]),  # its own secret
-        *(extra or []),
+    ]
+    return Starlette(routes=routes, middleware=[Middleware(_CallbackPath, api=api)])
+
+
+def build_tcp_app(
+    api: Api, socket: Path, *, inspector: list[Mount] | None = None, hosts: Hosts | None = None
+) -> Starlette:
+    """The TCP app: signed callbacks, a bare /health and the read-only inspector; the local socket's
+    routes answer 403 naming `socket`. `hosts`: the names it answers to (all but callbacks; HostGuard)."""
+    routes: list[Route | Mount] = [
+        Route("/health", _alive, methods=["GET"]),
+        Route(CALLBACKS + "{feed}", api.callback, methods=["POST"]),  # its own secret
+        Route("/sessions{rest:path}", SocketOnly(socket)),  # any method: the person's routes
+        *(inspector or []),
     ]
     middleware = [Middleware(_CallbackPath, api=api)]
     if hosts is not None:
         middleware.append(Middleware(HostGuard, hosts=hosts, exempt=[CALLBACKS]))
     return Starlette(routes=routes, middleware=middleware)
+
+
+async def _alive(request: Request) -> Response:
+    return JSONResponse({"ok": True})  # which sessions it hosts is asked on the local socket
 
 
 class _CallbackPath:

@@ -10,13 +10,16 @@
     GET /eval                              an eval results folder's report (`vibe inspect --eval DIR`)
     GET /static/...                        the script, the style sheet, the vendored uPlot
 
-Read-only: every route is a GET, the store is only read. With a token (`vibe serve` and `vibe inspect`
+Read-only: every route is a GET, the store is only read. With a key (`vibe serve` and `vibe inspect`
 always give one, loopback too: an agent's sandboxed command is a local process), every request needs it:
-`Authorization: Bearer <token>`, or `?token=<token>` once (it is then kept in an HttpOnly, SameSite=Strict
-cookie of this port). Every response carries a strict Content-Security-Policy (the page's own script and
-style files only, never framed); a file of an eval folder gets one that forbids script altogether and
-sandboxes it (an SVG can hold a script). Live updates poll the record for entries after the last seq, so
-they work whichever process writes.
+`Authorization: Bearer <key>`, or `?key=<key>` once (it is then kept in an HttpOnly, SameSite=Strict
+cookie). The key is a read-only capability of its own, never the serve token (avibe.web.tokens): a
+browser sends the cookie to every port of the host (RFC 6265 8.5), so a dev server the agent runs on
+another port of 127.0.0.1 may see it - it reads the pages, and can post nothing anywhere. Under `vibe
+serve` the cookie's path is /inspect, so it only goes with requests for that path. Every response carries
+a strict Content-Security-Policy (the page's own script and style files only, never framed); a file of an
+eval folder gets one that forbids script altogether and sandboxes it (an SVG can hold a script). Live
+updates poll the record for entries after the last seq, so they work whichever process writes.
 """
 
 from __future__ import annotations
@@ -83,38 +86,43 @@ def _templates() -> jinja2.Environment:
 
 
 def cookie_name(scope: Scope) -> str:
-    """The token's cookie, one per port: browsers share cookies between the ports of a host, and `vibe
-    serve`'s inspector and `vibe inspect`'s have different tokens."""
+    """The key's cookie, one per port: browsers share cookies between the ports of a host, and `vibe
+    serve`'s inspector and `vibe inspect`'s have different keys."""
     server = scope.get("server")
     return f"{COOKIE}_{server[1]}" if server and server[1] else COOKIE
 
 
-class TokenGuard:
-    """Every request carries the token (header, cookie, or `?token=` which sets the cookie), else 401."""
+class KeyGuard:
+    """Every request carries the inspector's key (header, cookie, or `?key=` which sets the cookie), else
+    401. Only GET and HEAD pass: the key is read-only whatever route sits behind it."""
 
-    def __init__(self, app: ASGIApp, token: str) -> None:
-        self.app, self.token = app, token
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        self.app, self.key = app, key
 
     def _ok(self, given: str) -> bool:
-        return bool(given) and hmac.compare_digest(given.encode(), self.token.encode())
+        return bool(given) and hmac.compare_digest(given.encode(), self.key.encode())
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if scope["method"] not in ("GET", "HEAD"):
+            refused = Response("the inspector is read-only", status_code=405, media_type="text/plain")
+            await refused(scope, receive, send)
+            return
         request = Request(scope)
         header = request.headers.get("authorization", "")
         bearer = header[7:].strip() if header.lower().startswith("bearer ") else ""
-        query = request.query_params.get("token", "")
         cookie = cookie_name(scope)
         if self._ok(bearer) or self._ok(request.cookies.get(cookie, "")):
             await self.app(scope, receive, send)
-        elif self._ok(query):
-            response = RedirectResponse(str(request.url.remove_query_params("token")), status_code=303)
-            response.set_cookie(cookie, self.token, httponly=True, samesite="strict")
+        elif self._ok(request.query_params.get("key", "")):
+            response = RedirectResponse(str(request.url.remove_query_params("key")), status_code=303)
+            path = scope.get("root_path") or "/"  # under vibe serve: /inspect only
+            response.set_cookie(cookie, self.key, path=path, httponly=True, samesite="strict")
             await response(scope, receive, send)
         else:
-            message = "the inspector needs its token: open the address `vibe inspect` printed"
+            message = "the inspector needs its key: open the address `vibe serve` or `vibe inspect` printed"
             await Response(message, status_code=401, media_type="text/plain")(scope, receive, send)
 
 
@@ -262,12 +270,13 @@ def _safe(inspector: Inspector, endpoint: Any) -> Any:
 def inspector_app(
     store: RecordStore | None,
     *,
-    token: str | None = None,
+    key: str | None = None,
     eval_dir: Path | None = None,
     hosts: Hosts | None = None,
 ) -> Starlette:
     """The inspector over `store` (read only). `vibe serve` mounts it at /inspect, `vibe inspect` serves
-    it alone. With `token`, every request must carry it (both commands always give one). `eval_dir`: an
+    it alone. With `key` (a read-only capability, never the serve token), every request must carry it
+    (both commands always give one). `eval_dir`: an
     eval results folder shown at /eval. `hosts`: the Host names it answers to (when served alone)."""
     inspector = Inspector(store, eval_dir)
 
@@ -288,9 +297,9 @@ def inspector_app(
         Mount("/static", app=StaticFiles(directory=HERE / "static"), name="static"),
     ]
     app = Starlette(routes=routes)
-    if token is not None:
-        app.add_middleware(TokenGuard, token=token)
-    app.add_middleware(SecurityHeaders)  # outside the token: a 401 is a page too
+    if key is not None:
+        app.add_middleware(KeyGuard, key=key)
+    app.add_middleware(SecurityHeaders)  # outside the key: a 401 is a page too
     if hosts is not None:
         app.add_middleware(HostGuard, hosts=hosts)
     return app
