@@ -69,21 +69,25 @@ def _env(tmp_path: Path, url: str = "http://127.0.0.1:9") -> dict[str, str]:
                   "XDG_CONFIG_HOME": str(tmp_path / "config")}  # fmt: skip
 
 
-def _vibe(tmp_path: Path, work: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _vibe(
+    tmp_path: Path, work: Path, url: str, *args: str, sandbox: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = _env(tmp_path, url) | ({} if sandbox is None else {"AVIBE_SANDBOX": sandbox})
     return subprocess.run(
         [sys.executable, "-c", "from avibe.cli import main; main()", *args],
-        env=_env(tmp_path, url), cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-        timeout=120,
+        env=env, cwd=work, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
 
-def _start(tmp_path: Path, work: Path, chat: ChatServer, *, attack: bool = False) -> str:
+def _start(
+    tmp_path: Path, work: Path, chat: ChatServer, *, attack: bool = False, sandbox: str | None = None
+) -> str:
     """One `vibe run`; with `attack`, the model runs a command and writes under vendor/. Its stderr."""
     if attack:
         chat.call("shell", command="touch ran")
         chat.call("write_file", path="vendor/y.py", content="planted\n")
     chat.say("Done.")
-    done = _vibe(tmp_path, work, chat.url, "run", "tidy up")
+    done = _vibe(tmp_path, work, chat.url, "run", "tidy up", sandbox=sandbox)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     return done.stderr
@@ -120,17 +124,25 @@ def test_removing_the_config_between_starts_keeps_ask_and_the_deny_rules(
     _attack_held(work, chat)
 
 
-def test_the_agent_removing_the_config_from_its_sandboxed_shell_changes_no_later_start(
-    tmp_path: Path, chat: ChatServer, sandbox_runs: None
+@pytest.mark.parametrize("mode", ["workspace-write", "full-access"])
+def test_the_agent_removing_the_config_and_the_record_from_its_shell(
+    tmp_path: Path, chat: ChatServer, sandbox_runs: None, mode: str
 ) -> None:
-    """The whole attack: the model's own command deletes the person's file (approval auto, deny rules
-    only: the sandbox lets it write the workdir); the next run still refuses vendor/."""
+    """The whole attack: the model's own command deletes the person's file and Avibe's record of it
+    (approval auto, deny rules only). In workspace-write the sandbox lets it delete the file but hides
+    Avibe's home, so the next run still refuses vendor/. The control: in full-access the command runs as
+    the person, the record goes too, and the next run writes vendor/ - what full-access means."""
     work = _work(tmp_path, '[rules]\ndeny = ["vendor/**"]\n')
-    chat.call("shell", command="rm -f .avibe/config.toml")
-    _start(tmp_path, work, chat)
+    home = tmp_path / "home"
+    chat.call("shell", command=f"rm -f .avibe/config.toml; rm -rf {home / 'tightening'}")
+    _start(tmp_path, work, chat, sandbox=mode)
     (work / ".avibe" / "config.toml").unlink(missing_ok=True)  # gone, whatever the sandbox allowed
+    assert record_file(home, work.resolve()).exists() == (mode != "full-access")
     chat.call("write_file", path="vendor/y.py", content="planted\n")
-    stderr = _start(tmp_path, work, chat)
+    stderr = _start(tmp_path, work, chat, sandbox=mode)
+    if mode == "full-access":
+        assert (work / "vendor" / "y.py").read_text(encoding="utf-8") == "planted\n"
+        return
     assert any('keeping what it asked for before: deny = ["vendor/**"]' in ln for ln in stderr.splitlines())
     assert not (work / "vendor" / "y.py").exists()
     assert 'deny = ["vendor/**"]' in chat.tool_outputs()[0]
