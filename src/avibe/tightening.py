@@ -146,18 +146,14 @@ def recall(home: Path, project: Path) -> Remembered | None:
     except OSError as exc:
         raise ConfigError(f"cannot read {path} ({exc.strerror}); fix its permissions") from None
     try:
-        found = _parsed(json.loads(data), project) if len(data) <= _MAX_RECORD_BYTES else None
-    except (ValueError, TypeError) as exc:
-        found = None
-        why = str(exc)
-    else:
-        why = "too large or not this project's"
-    if found is None:
+        if len(data) > _MAX_RECORD_BYTES:
+            raise ValueError("over 1 MiB")
+        return _parsed(json.loads(data), project)
+    except (ValueError, TypeError, RecursionError) as exc:
         raise ConfigError(
-            f"the record of what {project}'s config tightened ({path}) is damaged ({why}); run "
+            f"the record of what {project}'s config tightened ({path}) is damaged ({exc}); run "
             f"`{FORGET_COMMAND}` in {project} to drop it"
-        )
-    return found
+        ) from None
 
 
 def _strings(value: Any) -> tuple[str, ...]:
@@ -166,19 +162,16 @@ def _strings(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _parsed(data: Any, project: Path) -> Remembered | None:
+def _parsed(data: Any, project: Path) -> Remembered:
     if not isinstance(data, dict) or data.get("project") != str(project):
-        return None
+        raise ValueError("not a record of this project")
     sandbox, approval, window = data.get("sandbox"), data.get("approval"), data.get("model_window")
     if sandbox not in (None, *SANDBOX_ORDER) or approval not in (None, "ask"):
         raise ValueError(f"sandbox={sandbox!r}, approval={approval!r}")
     if window is not None and (not isinstance(window, int) or isinstance(window, bool) or window < 1):
         raise ValueError(f"model_window={window!r}")
-    allow = {
-        key: None if data.get(key) is None else _strings(data[key])
-        for key in ("allow_commands", "allow_writes")
-    }
-    tightening = Tightening(sandbox, approval, window, _strings(data.get("deny", [])), **allow)
+    commands, writes = (None if data.get(key) is None else _strings(data[key]) for key in _ALLOW_KEYS)
+    tightening = Tightening(sandbox, approval, window, _strings(data.get("deny", [])), commands, writes)
     for rule in (*tightening.deny, *(tightening.allow_writes or ())):
         compile_path_rule(rule)  # ValueError: damaged
     return Remembered(project, str(data.get("since", "")), tightening)
