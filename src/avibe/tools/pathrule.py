@@ -12,7 +12,8 @@ name) would let a rule stall the next start. Matching here never backtracks more
 The meaning (module docstring of avibe.tools.approval): `*` and `?` stay within one name, `**` crosses
 folders, a pattern without a `/` matches a name at any depth, a leading `/` anchors it, and a pattern
 that matches a folder covers everything below it. Patterns longer than MAX_RULE_CHARS or with more than
-MAX_RULE_STARS stars are refused with one line (nobody writes one; an agent planting one gains nothing).
+MAX_RULE_STARS stars are refused with one line (nobody writes one; an agent planting one gains nothing);
+a stated ban past them binds nothing, like any other sentence that is no valid rule (avibe.tools.approval).
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-MAX_RULE_CHARS: Final = 256
-MAX_RULE_STARS: Final = 16
+MAX_RULE_CHARS: Final = 1024  # a path is at most 4096, but no rule anyone writes is near this
+MAX_RULE_STARS: Final = 32
 _STAR: Final = "*"
 
 
