@@ -53,7 +53,7 @@ ALLOWED_INSIDE = {
 # (checkpoint <-> context, through context/prompts) went when the texts moved to avibe.prompts (issue 10).
 KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 # third-party modules the pure core may use (DESIGN: "small pure libs")
-PURE_THIRD_PARTY = {"jinja2", "markupsafe"}
+PURE_THIRD_PARTY = {"jinja2", "markupsafe", "disarm"}  # disarm: Unicode confusable skeletons, no IO
 IO_MODULES = {
     "os",
     "io",

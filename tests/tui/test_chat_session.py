@@ -197,7 +197,7 @@ def test_ask_mode_asks_on_the_screen_and_yes_runs_the_action(make_chat: Any, wor
             await pilot.press(*"Write out.txt", "enter")
             await until(pilot, lambda: app.query(ApprovalBar), what="the question")
             bar = app.query_one(ApprovalBar)
-            assert "write_file wants to change" in str(bar.render()) and "out.txt" in str(bar.render())
+            assert "write_file wants to change" in bar.text() and "out.txt" in bar.text()
             assert "asking" in status(app)
             bar.asked_at = math.inf  # "just asked" however slow the machine (not a race with SETTLE_S)
             await pilot.press("y")  # typed as the question appeared: meant for the input, not an answer
@@ -223,7 +223,7 @@ def test_ask_mode_always_approves_that_file_for_the_rest_of_the_session(
         async with app.run_test() as pilot:
             await pilot.press(*"Write both files", "enter")
             await until(pilot, lambda: app.query(ApprovalBar), what="the first question")
-            asked.append(str(app.query_one(ApprovalBar).render()))
+            asked.append(app.query_one(ApprovalBar).text())
             await pilot.pause(ApprovalBar.SETTLE_S)
             await pilot.press("a")
             await until(pilot, lambda: bubbles(app, "assistant") == ["vibey› Done."], what="the turn's end")

@@ -194,7 +194,7 @@ def test_an_approval_shows_the_diff_or_the_new_file_before_y_n_a_issue_29(
                     pilot, lambda n=number: len(asked) < n and app.query(ApprovalBar), what="a question"
                 )
                 bar = app.query_one(ApprovalBar)
-                asked.append(str(bar.render()))
+                asked.append(bar.text())
                 bar.asked_at = math.inf
                 _approve(bar)
                 await pilot.press("y")

@@ -45,6 +45,7 @@ from avibe.ports import StoredCheckpoint, ToolResult
 from avibe.record.checkpoint import Carry, Provenance, SkillRef
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ToolCall
+from avibe.record.sources import frame_tag_lines
 
 __all__ = [
     "LiveRoom",
@@ -125,7 +126,7 @@ def after_reply(state: LiveState, text: str, calls: Sequence[ToolCall], seq: int
 
 def after_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveState:
     """The tool's output joins the live context (A3: never the record), then its bookkeeping."""
-    text = result.output + repeat_note(state.messages, call, result.is_error)
+    text = frame_tag_lines(result.output) + repeat_note(state.messages, call, result.is_error)
     if result.plan is not None and not result.is_error:
         text += plan_note(result.plan, state.file_events)
     output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)

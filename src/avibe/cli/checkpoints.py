@@ -26,6 +26,7 @@ from avibe.cli.options import (
 from avibe.config import load_settings
 from avibe.errors import NoRecord
 from avibe.ports import RecordStore, StoredCheckpoint
+from avibe.record.sources import frame_body, frame_lines
 
 ProjectOpt = Annotated[
     Path,
@@ -99,11 +100,20 @@ def _memo(c: StoredCheckpoint) -> list[dict[str, Any]]:
     return [item.to_dict() if hasattr(item, "to_dict") else dict(item) for item in items]
 
 
+def _kept(seq: object, text: str) -> str:
+    """A kept message under its number; its later lines framed, so none passes for another's number."""
+    first, *rest = text.splitlines() or [""]
+    return "\n".join([f"#{seq}: {first}", *frame_lines("\n".join(rest))])
+
+
 def _show(c: StoredCheckpoint) -> str:
-    memo = "\n".join(f"#{m.get('seq', '?')}: {m.get('text', '')}" for m in _memo(c)) or "(empty)"
+    """A checkpoint as `--show` prints it: the mind and the scene (the model's words) framed below their
+    headings, so no line of them passes for a heading or a kept message; shown terminal-safe."""
+    memo = "\n".join(_kept(m.get("seq", "?"), str(m.get("text", ""))) for m in _memo(c)) or "(empty)"
     meta = json.dumps(c.meta, indent=2, default=str, ensure_ascii=False)
     summary = "  ".join(_row(c, []))
-    parts = [summary, f"## Mind\n{c.mind.strip()}", f"## Memo\n{memo}", f"## Scene\n{c.scene}"]
+    mind, scene = frame_body(c.mind.strip()), frame_body(c.scene.strip())
+    parts = [summary, f"## Mind\n{mind}", f"## Memo\n{memo}", f"## Scene\n{scene}"]
     return terminal_safe("\n\n".join([*parts, f"## Meta\n{meta}"]))
 
 

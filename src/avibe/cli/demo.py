@@ -27,7 +27,15 @@ from avibe.cli.demo_compare import (
     side_by_side,
 )
 from avibe.cli.demo_judge import judge, snapshot
-from avibe.cli.options import DemoWorkdirOpt, ModelOpt, StepsOpt, WindowOpt, log_to_file, preflight_model
+from avibe.cli.options import (
+    DemoWorkdirOpt,
+    ModelOpt,
+    StepsOpt,
+    WindowOpt,
+    log_to_file,
+    preflight_model,
+    terminal_safe,
+)
 from avibe.cli.terminal import EventPrinter, announce, die, settings_or_die, terminal_approver
 from avibe.compose import VibeySession, open_session
 from avibe.errors import AvibeError
@@ -103,7 +111,7 @@ class DemoPrinter(EventPrinter):
             stored = self.store.list_checkpoints(self.session)
             kept = fresh_checkpoint_for_display(stored[-1] if stored else None)
             typer.echo(f"  [checkpoint {event.number}: {since / 60:.1f} min after the first model request]")
-            typer.echo("  " + kept.replace("\n", "\n  "))
+            typer.echo("  " + terminal_safe(kept).replace("\n", "\n  "))  # the model's text: shown
 
 
 def transcript_now(store: RecordStore, session: str) -> list[ChatMessage]:
@@ -296,7 +304,7 @@ def demo(
             ]
         path = target.parent / f"{target.name}-{REPORT_FILE}"
         path.write_text("\n".join(report) + "\n", encoding="utf-8")
-        typer.echo("\n" + "\n".join(report))
+        typer.echo("\n" + terminal_safe("\n".join(report)))
         typer.echo(f"(this report is also in {path})")
     except AvibeError as exc:
         die(str(exc))

@@ -18,6 +18,7 @@ import typer
 from avibe.cli.options import MAX_SQL_INT, BadArgument, check_session_id, print_table, terminal_safe
 from avibe.config import load_settings
 from avibe.errors import NoRecord
+from avibe.record.display import json_shown
 from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, SessionInfo
 from avibe.record.sources import clean_field, frame_lines, render_tag, render_user_text
 from avibe.store import SqlStore, open_store
@@ -140,7 +141,9 @@ def _entry_human(entry: Entry) -> str:
 
 def _show_entries(entries: list[Entry], as_json: bool) -> None:
     if as_json:
-        typer.echo(json.dumps([_entry_json(entry) for entry in entries], ensure_ascii=False, indent=2))
+        typer.echo(
+            json_shown(json.dumps([_entry_json(entry) for entry in entries], ensure_ascii=False, indent=2))
+        )
     elif entries:
         typer.echo("\n\n".join(_entry_human(entry) for entry in entries))
 
@@ -245,7 +248,9 @@ def sessions(
     except NoRecord:
         found = []
     if as_json:
-        typer.echo(json.dumps([_session_json(info) for info in found], ensure_ascii=False, indent=2))
+        typer.echo(
+            json_shown(json.dumps([_session_json(info) for info in found], ensure_ascii=False, indent=2))
+        )
     elif not found:
         typer.echo("No sessions yet.")
     else:

@@ -20,6 +20,7 @@ import typer
 
 from avibe.config import MAX_WINDOW, MIN_WINDOW
 from avibe.errors import AuthError, AvibeError, ConfigError
+from avibe.record.display import shown as shown_text
 
 if TYPE_CHECKING:
     from avibe.config import Settings
@@ -29,9 +30,6 @@ MAX_SESSION_ID: Final = 128
 MAX_SQL_INT: Final = 2**63 - 1  # SQLite's and PostgreSQL's bigint
 log = logging.getLogger("avibe.cli")
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # every control but tab and newline
-# Line separators and bidirectional overrides: they break a line or reorder what the reader sees.
-_INVISIBLE = re.compile("[\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _SESSION_ID = re.compile(r"[^\s]+")
 
 
@@ -40,12 +38,11 @@ class BadArgument(AvibeError):
 
 
 def terminal_safe(text: str) -> str:
-    """Show control characters (escape sequences in a watch's output, a checkpoint's text) as `\\x1b`
-    instead of letting the terminal obey them; tab and newline stay. Lone surrogates (undecodable bytes
-    of a file name or argument) are shown as `\\udcff`."""
-    shown = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    shown = _INVISIBLE.sub(lambda m: f"\\u{ord(m.group()):04x}", shown)
-    return shown.encode("utf-8", "backslashreplace").decode("utf-8")
+    """Text the model, a tool or the world wrote, safe to print: every control, format and invisible
+    character (escape sequences, bidi marks, zero-width characters, tags, lone surrogates) shown as its
+    escape (`\\x1b`, `\\u200b`) instead of obeyed or hidden; tab and newline stay. The CLI's one way to
+    show such text (`avibe.record.display.shown`, which the chat uses too)."""
+    return shown_text(text)
 
 
 def one_line(text: str) -> str:

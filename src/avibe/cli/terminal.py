@@ -5,6 +5,7 @@ Sessions themselves are built in `avibe.compose` and hosted by `avibe.host.sessi
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Final, NoReturn
 
 import typer
 
+from avibe.cli.options import terminal_safe
 from avibe.config import Settings, load_settings
 from avibe.errors import AvibeError
 from avibe.host.events import (
@@ -33,6 +35,8 @@ from avibe.host.events import (
     TurnStarted,
     event_to_dict,
 )
+from avibe.record.display import json_shown
+from avibe.record.display import shown as shown_text
 from avibe.record.sources import FRAME, frame_lines
 
 if TYPE_CHECKING:
@@ -85,34 +89,46 @@ class EventPrinter:
         self._ticker: _Ticker | None = None
         self._line_open = False  # a streamed reply's line is being written
         self._streamed = False  # the current model call streamed text
+        self._fresh_line = False  # a streamed reply's line just ended: the next piece starts a framed one
 
     def __call__(self, event: Event) -> None:
         if self.json_lines:
             if not (isinstance(event, ReplyDelta) and not event.text):  # a heartbeat shows nothing
-                typer.echo(json.dumps(event_to_dict(event), ensure_ascii=False, default=str))
+                typer.echo(json_shown(json.dumps(event_to_dict(event), ensure_ascii=False, default=str)))
             return
         self._tick(event)
         if isinstance(event, ReplyDelta):
             self._stream(event.text)
             return
         if self._line_open:
-            typer.echo("")
-            self._line_open = False
+            if not self._fresh_line:
+                typer.echo("")
+            self._line_open = self._fresh_line = False
         if isinstance(event, ModelStarted):
             self._streamed = False
         if isinstance(event, Replied) and self._streamed:
             return  # it was shown as it came
         line = self._line(event)
         if line is not None:
-            typer.echo(line)
+            typer.echo(terminal_safe(line))
 
     def _stream(self, text: str) -> None:
+        """A piece of a streamed reply: shown terminal-safe, and every line after the first behind the
+        frame mark, so no line of it starts where a person's prompt or a harness line would."""
         if not text:
             return
         if not self._line_open:
-            typer.echo("vibey> ", nl=False)
+            typer.echo(REPLY_PREFIX, nl=False)
             self._line_open = self._streamed = True
-        typer.echo(text, nl=False)
+        for piece in re.split(r"(\n)", terminal_safe(text)):
+            if piece == "\n":
+                typer.echo("")
+                self._fresh_line = True
+            elif piece:
+                if self._fresh_line:
+                    typer.echo(f"{FRAME} ", nl=False)
+                    self._fresh_line = False
+                typer.echo(piece, nl=False)
 
     def _tick(self, event: Event) -> None:
         """Elapsed time while the model works (a silent first call on the embedded model takes minutes)."""
@@ -124,25 +140,34 @@ class EventPrinter:
 
     def _line(self, event: Event) -> str | None:
         if isinstance(event, Replied):
-            return f"vibey> {event.text}"
+            return reply_shown(event.text)
         if isinstance(event, Stopped):
             return f"[stop] {event.message}"
         if isinstance(event, ToolCalled):
             arguments = json.dumps(event.arguments, ensure_ascii=False)
-            return f"[tool] {event.name} {arguments[:120]}"
+            return f"[tool] {shown_text(event.name, lines=False)} {shown_text(arguments[:120], lines=False)}"
         if isinstance(event, ToolFinished) and event.is_error:
-            return f"[tool] {event.name} failed" + (f" {failure_shown(event.error)}" if event.error else "")
+            name = shown_text(event.name, lines=False)
+            return f"[tool] {name} failed" + (f" {failure_shown(event.error)}" if event.error else "")
         if isinstance(event, InputArrived) and event.source not in ("user",):
-            from avibe.cli.options import terminal_safe
-
-            # the tag, then the body framed and with no escape sequence obeyed: no line of it passes for
-            # a tag, a reply or a header
-            return terminal_safe("\n".join([event.tag, *frame_lines(event.text[:200])]))
+            # the tag, then the body framed: no line of it passes for a tag, a reply or a header
+            return "\n".join([event.tag, *frame_lines(event.text[:200])])
         if isinstance(event, TurnStarted | ModelCalled | Idle) and self.verbose:
             return _verbose_line(event)
         if event.kind in CHECKPOINT_KINDS and self.verbose:
             return _verbose_line(event)
         return None
+
+
+REPLY_PREFIX: Final = "vibey> "
+
+
+def reply_shown(text: str) -> str:
+    """A reply as `vibe run` prints it: behind `vibey> `, every further line behind the frame mark, so
+    no line the model wrote starts at the left edge, where a prompt (`user>`) or a harness line starts.
+    (The caller prints it terminal-safe.)"""
+    first, *rest = text.replace("\r\n", "\n").split("\n")
+    return "\n".join([f"{REPLY_PREFIX}{first}", *(f"{FRAME} {line}" if line else FRAME for line in rest)])
 
 
 def failure_shown(reason: str, limit: int = REASON_SHOWN) -> str:
@@ -215,13 +240,12 @@ class TerminalApprover:
     ANSWERS: Final = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
 
     def __call__(self, request: ApprovalRequest) -> Decision:
-        from avibe.cli.options import terminal_safe
-
         verb = "run" if request.action == "command" else "change"
         detail = f" ({request.detail})" if request.detail else ""
-        sys.stderr.write(
-            f"\n[approve] {request.tool} wants to {verb}{detail}:\n  {terminal_safe(request.subject)}\n"
-        )
+        lines = terminal_safe(request.subject).splitlines() or [""]
+        count = f" - {len(lines)} lines" if verb == "run" and len(lines) > 1 else ""
+        framed = "".join(f"  {FRAME} {line}\n" for line in lines)  # no line of it passes for the question
+        sys.stderr.write(f"\n[approve] {request.tool} wants to {verb}{detail}{count}:\n{framed}")
         if request.diff:
             sys.stderr.write(diff_shown(request.diff, colour=sys.stderr.isatty()))
         while True:
@@ -245,8 +269,6 @@ DIFF_LINES: Final = 40  # the question must stay on the screen
 def diff_shown(diff: str, *, colour: bool, limit: int = DIFF_LINES) -> str:
     """A write's diff before the question, as the chat shows it: terminal-safe, indented, additions green
     and removals red on a terminal, at most `limit` lines and then how many more."""
-    from avibe.cli.options import terminal_safe
-
     lines = diff.splitlines()
     shown = []
     for line in lines[:limit]:

@@ -39,7 +39,6 @@ steps (a prompt cache keeps it).
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
@@ -54,13 +53,18 @@ from avibe.checkpoint.memo import (
 )
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.prompts import fill, render
+from avibe.record.lookalikes import latin_fold
 from avibe.record.messages import REMINDER_KIND, ChatMessage
 from avibe.record.sources import frame_body, label_tag_lines, looks_like_tag
 
 _COMMENT: Final = re.compile(r"<!--.*?(?:-->|\Z)", re.DOTALL)
 _BLANK_RUNS: Final = re.compile(r"\n{3,}")
-# The memo's heading and an entry's header (`Message #12:`), behind any decoration, after NFKC + casefold.
-_MEMO_LIKE: Final = re.compile(r"[\W_]*(?:message\W*\d|the user\W*s (?:own )?words)")
+# The memo's heading and an entry's header (`Message #12:`) and what reads like one (`Msg #12:`,
+# `User message 12:`, `Entry #12:`), behind any decoration, look-alike letters folded (`latin_fold`).
+_MEMO_LIKE: Final = re.compile(
+    r"[\W_]*(?:(?:the\W*)?(?:user\W*s?\W*)?(?:kept\W*)?(?:message|msg|entry)\W*(?:no\W*)?\d"
+    r"|the\W*user\W*s\W*(?:own\W*)?words)"
+)
 
 Rendering = Literal["sections", "rules-last", "plain"]
 RENDERINGS: Final[tuple[Rendering, ...]] = ("sections", "rules-last", "plain")
@@ -116,7 +120,7 @@ def _quoted(text: str) -> str:
 
 def _reads_like_memo(line: str) -> bool:
     """Whether a line reads like the recollection's own memo parts: its heading or an entry's header."""
-    return bool(_MEMO_LIKE.match(unicodedata.normalize("NFKC", line).casefold()))
+    return bool(_MEMO_LIKE.match(latin_fold(line)))
 
 
 def _own(text: str) -> str:

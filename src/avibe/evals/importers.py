@@ -90,12 +90,11 @@ CLAUDE_FORMS: Final[tuple[FormRule, ...]] = (
         "command",
     ),
 )
-# Elements Claude Code puts beside the person's text in the same message (a system reminder among them);
-# removed from it. A text that is nothing but such elements says nothing; one that merely starts with an
-# opening tag is the person's.
-_CLAUDE_INLINE: Final = re.compile(
-    r"<(system-reminder|ide_opened_file|ide_selection|ide_diagnostics)>.*?</\1>\s*", re.DOTALL
-)
+# Elements Claude Code puts beside the person's text in the same message (a system reminder among them):
+# each a text block of its own, or at the start or the end of one; removed by that structure
+# (`_without_elements`). A text that is nothing but such elements says nothing; one that merely starts
+# with an opening tag, with no closing tag after it, is the person's.
+_CLAUDE_INLINE: Final = ("system-reminder", "ide_opened_file", "ide_selection", "ide_diagnostics")
 CODEX_FORMS: Final[tuple[FormRule, ...]] = (
     ("<user_shell_command>", "shell-command", "a shell command the person ran with `!`", "command"),
     ("<environment_context>", "context", "the working directory, sandbox and approval settings", "skip"),
@@ -128,6 +127,35 @@ def _form(forms: tuple[FormRule, ...], text: str) -> tuple[str, Form]:
 def _element(text: str, name: str) -> str:
     found = re.search(rf"<{name}>(.*?)</{name}>", text, re.DOTALL)
     return found.group(1).strip() if found else ""
+
+
+def _leading_element(text: str) -> str:
+    """The name of the element `text` opens with (after whitespace), or ""."""
+    head = text.lstrip()
+    return next((name for name in _CLAUDE_INLINE if head.startswith(f"<{name}>")), "")
+
+
+def _without_elements(text: str) -> str:
+    """A user-role text without the elements Claude Code put at its start or end. An element at the
+    start runs to the LAST closing tag of its name in the text, one at the end from the FIRST opening tag
+    of its name: a reminder quotes file contents, and a `</system-reminder>` inside them must not end it
+    early and turn what follows into the person's words (a person's text holding such a tag loses that
+    part rather than the agent's text becoming theirs; logged)."""
+    rest, cut = text, False
+    while name := _leading_element(rest):
+        head = rest.lstrip()
+        close = head.rfind(f"</{name}>")
+        if close < 0:
+            break  # an opening tag the person typed: their words
+        if head.find(f"</{name}>") != close:
+            log.warning("a <%s> element quotes its closing tag; it runs to the last one", name)
+        rest, cut = head[close + len(name) + 3 :], True
+    tail = rest.rstrip()
+    for name in _CLAUDE_INLINE:
+        if tail.endswith(f"</{name}>") and (start := tail.find(f"<{name}>")) >= 0:
+            rest, cut = tail[:start].rstrip(), True
+            tail = rest
+    return rest.lstrip() if cut else text
 
 
 def _claude_command(text: str, ref: str) -> str:
@@ -305,7 +333,7 @@ def _claude_user_text(c: _Collector, text: str, at: datetime) -> str:
         return ""
     if action == "skip":
         return ""
-    return _CLAUDE_INLINE.sub("", text)
+    return _without_elements(text)
 
 
 def _content(c: _Collector, content: object, role: str) -> list[Mapping[str, Any]] | str:

@@ -19,24 +19,12 @@ from datetime import UTC, datetime
 from typing import Final
 
 from avibe.record.entries import Entry, Kind, Source
+from avibe.record.lookalikes import is_foreign_letter, is_like
 
 TAG_OPENER: Final = "[Harness:"
 NOTE_OPENER: Final = "[Avibe:"  # the harness's own notes inside tool output and messages
 _KEYS: Final = ("harness", "avibe")
-# What a reader could take for each letter of "harness" and "avibe" (after NFKD and casefold): Cyrillic,
-# Greek, Armenian and small-capital look-alikes that Unicode normalisation does not map to Latin.
-_LOOK_ALIKES: Final[dict[str, frozenset[str]]] = {
-    "h": frozenset("hһнηհʜħɦɧꞕⲏᏂᎻᕼꓧн#"),
-    "a": frozenset("aаαɑᴀɐⲁᎪᗅꓮ⍺@4"),
-    "r": frozenset("rгʀɼɽɾᴦᎡᏒᖇꓣ"),
-    "n": frozenset("nпνηɴոռⲛᑎꓠ"),
-    "e": frozenset("eеεєᴇɛҽ℮ɘꬲⲉᎬᗴꓰ3€"),
-    "s": frozenset("sѕꜱʂƽᏚᏕᔕꓢ5$§"),
-    "v": frozenset("vνѵᴠʋⱱ∨Ꮩᐯꓦѵ"),
-    "i": frozenset("iіıɪιӏlǀᎥꓲ1!|"),
-    "b": frozenset("bвьβʙᏼƅɓƀᏴᏏᗷᑲꓐ6"),
-}
-_FIRSTS: Final[frozenset[str]] = frozenset[str]().union(*(_LOOK_ALIKES[key[0]] for key in _KEYS))
+_FIRSTS: Final = frozenset(key[0] for key in _KEYS)
 # Enclosed letters that Unicode normalisation leaves alone: negative circled, negative squared and
 # regional-indicator A-Z.
 _ENCLOSED: Final = (0x1F150, 0x1F170, 0x1F1E6)
@@ -50,7 +38,7 @@ _HTML: Final = re.compile(
     re.IGNORECASE,
 )
 _MAX_MARKER: Final = 3  # `1.`, `12)`, `iv.`, `(a)`
-_MAX_GAP: Final = 3  # separators between two letters of a disguised key (`H - a`)
+_MAX_GAP: Final = 64  # separators between two letters of a disguised key (`H - a`, `H....arness`)
 _MAX_FIELD: Final = 80
 _KIND_LABEL: Final[dict[Kind, str]] = {
     "watch": "watch",
@@ -130,6 +118,9 @@ class _Visible:
         """The visible character at `index`, or "" past the end."""
         while len(self._seen) <= index and self._next < len(self._text):
             at = self._next
+            if self._text[at] == "<" and (end := _markup_end(self._text, at)) >= 0:
+                self._next = end  # markup inside a word (`Har<!-- -->ness`) is not seen either
+                continue
             raw = self._read()
             if raw in _BREAKS:
                 self._after[len(self._seen)] = self._next
@@ -161,7 +152,7 @@ class _Visible:
 
 def _is_like(ch: str, letter: str) -> bool:
     """Whether a reader could take the visible character `ch` for `letter` (any case, look-alike)."""
-    return bool(ch) and (ch.casefold() in _LOOK_ALIKES[letter] or ch.lower() in _LOOK_ALIKES[letter])
+    return is_like(ch, letter)
 
 
 def _is_word(ch: str) -> bool:
@@ -169,25 +160,36 @@ def _is_word(ch: str) -> bool:
 
 
 def _spells_key(chars: _Visible, i: int) -> bool:
-    """Whether "harness" or "avibe" is spelled from `i` on: each letter in any case or look-alike, with
-    up to _MAX_GAP separators (`H-a-r-n-e-s-s`, `H.a.r...`) between letters but never another letter."""
+    """Whether "harness" or "avibe" is spelled from `i` on: each letter in any case or look-alike (UTS #39
+    skeletons, `lookalikes`), with up to _MAX_GAP separators (`H-a-r-n-e-s-s`, `H....arness`) between
+    letters but never another letter; one letter after the first may be any non-ASCII letter when the
+    rest spell the key (`ᎻᎪᏒᏁᎬᏚᏚ`: a script's letter no table maps, among its look-alikes)."""
     first = chars.at(i)
-    if first.casefold() not in _FIRSTS and first.lower() not in _FIRSTS:
+    if not any(_is_like(first, key) for key in _FIRSTS):
         return False
-    for key in _KEYS:
-        at, found = i, 0
-        while found < len(key):
-            gap = 0
-            while found and not _is_like(chars.at(at), key[found]) and gap < _MAX_GAP:
-                if _is_word(chars.at(at)) or chars.at(at) in {"", "\n"}:
-                    break
-                at, gap = at + 1, gap + 1
-            if not _is_like(chars.at(at), key[found]):
+    return any(_spells(chars, i, key) for key in _KEYS)
+
+
+def _spells(chars: _Visible, i: int, key: str) -> bool:
+    at, found, odd = i, 0, 0
+    while found < len(key):
+        gap = 0
+        while found and not _matches(chars.at(at), key[found], odd) and gap < _MAX_GAP:
+            if _is_word(chars.at(at)) or chars.at(at) in {"", "\n"}:
                 break
-            at, found = at + 1, found + 1
-        if found == len(key):
-            return True
-    return False
+            at, gap = at + 1, gap + 1
+        ch = chars.at(at)
+        if not _is_like(ch, key[found]):
+            if not found or odd or not is_foreign_letter(ch):
+                return False
+            odd = 1
+        at, found = at + 1, found + 1
+    return True
+
+
+def _matches(ch: str, letter: str, odd: int) -> bool:
+    """Where the gap before a letter ends: at its look-alike, or (once) at a foreign letter."""
+    return _is_like(ch, letter) or (not odd and is_foreign_letter(ch))
 
 
 def _skip(chars: _Visible, i: int) -> int:
@@ -258,8 +260,25 @@ def looks_like_tag(text: str) -> bool:
     """True when the text, read by a model, would start like a harness tag or note (T2): an opening
     bracket of any style (`[`, `<`, full-width, look-alikes, `&lt;`), then "harness" or "avibe" in any
     case or look-alike letters - whatever invisible characters, whitespace, decoration, list markers or
-    inline markup (`<!-- -->`, `<b>`, backticks) come before."""
-    return _tag_like_at(text, 0)
+    inline markup (`<!-- -->`, `<b>`, backticks) come before; also as a bidi override shows it."""
+    if _tag_like_at(text, 0):
+        return True
+    first = text.splitlines()[0] if text else ""
+    return _RLO in first and _tag_like_at(_as_shown(first), 0)
+
+
+_RLO, _PDF = "\u202e", "\u202c"  # right-to-left override; pop directional formatting
+
+
+def _as_shown(line: str) -> str:
+    """A line in the order a right-to-left override shows it: each overridden run reversed (to its
+    pop or the line's end), so `\u202e:ssenraH[` is read as the `[Harness:` a person sees."""
+    pieces, rest = [], line
+    while _RLO in rest:
+        before, _, after = rest.partition(_RLO)
+        run, _, rest = after.partition(_PDF)
+        pieces += [before, run[::-1]]
+    return "".join([*pieces, rest])
 
 
 def tag_like_lines(text: str) -> list[int]:
@@ -275,7 +294,8 @@ def tag_like_lines(text: str) -> list[int]:
     found = []
     for start, line in reversed(list(zip(starts, lines, strict=True))):
         known[start] = _tag_like_at(text, start, known)
-        if known[start] and any(not _is_invisible(ch) for ch in line):
+        shown_reversed = _RLO in line and _tag_like_at(_as_shown(line), 0)
+        if (known[start] or shown_reversed) and any(not _is_invisible(ch) for ch in line):
             found.append(start)
     return found[::-1]
 
@@ -335,12 +355,38 @@ def user_label(source: Source) -> str:
 
 def label_tag_lines(text: str, name: str) -> str:
     """The text with `name: ` in front of every line that reads like a tag (T2); else unchanged."""
+    return _mark_tag_lines(text, f"{name}: ")
+
+
+_LINE_NUMBER: Final = re.compile(r" *\d{1,12}\t")  # read_file's `     3\t` in front of each line
+
+
+def frame_tag_lines(text: str) -> str:
+    """A tool's output (a README read, a command's output) with the frame mark in front of every line
+    that reads like a tag or a harness note (`[Avibe: ...]`, `[Harness: ...]`, any look-alike), as other
+    text that is not the person's is framed (T1): no line of it is identical to a note of the harness's.
+    A line number in front (read_file's) stays in front; the mark goes after it."""
+    lines = text.splitlines(keepends=True)
+    numbers = [_LINE_NUMBER.match(line) for line in lines]
+    heads = [number.group() if number else "" for number in numbers]
+    bare = "".join(line[len(head) :] for line, head in zip(lines, heads, strict=True))
+    starts = set(tag_like_lines(bare))
+    if not starts:
+        return text
+    out, at = [], 0
+    for line, head in zip(lines, heads, strict=True):
+        out += [head, f"{FRAME} " if at in starts else "", line[len(head) :]]
+        at += len(line) - len(head)
+    return "".join(out)
+
+
+def _mark_tag_lines(text: str, mark: str) -> str:
     starts = tag_like_lines(text)
     if not starts:
         return text
     pieces, last = [], 0
     for start in starts:
-        pieces += [text[last:start], f"{name}: "]
+        pieces += [text[last:start], mark]
         last = start
     return "".join([*pieces, text[last:]])
 

@@ -428,6 +428,9 @@ class ChatApp(App[None]):
             self.query_one("#below", Static).display = False
 
     def action_page(self, direction: int) -> None:
+        if self._ask is not None:  # a question is open: PageUp / PageDown read it
+            self._ask.action_scroll_body("page_down" if direction > 0 else "page_up")
+            return
         log = self.query_one("#log", ChatLog)
         if direction > 0:
             log.scroll_page_down(animate=False)

@@ -13,13 +13,16 @@ from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 from textual import events
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
+from textual.containers import Vertical, VerticalScroll
 from textual.geometry import Size
+from textual.markup import escape
 from textual.message import Message
-from textual.widget import Widget
 from textual.widgets import Collapsible, Static, TextArea
 
+from avibe.record.display import shown
+from avibe.record.sources import frame_tag_lines
 from avibe.tools.approval import ApprovalRequest, Decision
 
 NEWLINE_KEYS: Final = frozenset({"ctrl+j", "shift+enter", "alt+enter", "ctrl+enter"})
@@ -30,9 +33,15 @@ CODE_THEME: Final = "monokai"  # code blocks in replies: a dark theme, like the 
 
 
 def safe(text: str) -> Text:
-    """Text as written, never read as markup or escape sequences (a model's text is shown, not obeyed)."""
-    cleaned = "".join(ch if ch in "\n\t" or ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
-    return Text(cleaned)
+    """Text as written, never read as markup, and with every control, format and invisible character
+    shown as its escape (`avibe.record.display.shown`, as on the CLI): a model's text is shown, not
+    obeyed, and hides nothing."""
+    return Text(shown(text))
+
+
+def title_safe(text: str) -> str:
+    """Text for a widget title, which Textual reads as markup: escaped for both, on one line."""
+    return escape(shown(text, lines=False))
 
 
 class ChatInput(TextArea):
@@ -230,16 +239,17 @@ class ToolLine(Collapsible):
 
     def __init__(self, call_id: str, name: str, arguments: dict[str, Any]) -> None:
         args = json.dumps(arguments, ensure_ascii=False)
-        brief = args if len(args) <= 100 else args[:99] + "…"
+        brief = title_safe(args if len(args) <= 100 else args[:99] + "…")
         self.args = Static(safe(json.dumps(arguments, ensure_ascii=False, indent=2)), classes="args")
         self.output = Static(Text("(running)", style="dim"), classes="output")
-        super().__init__(self.args, self.output, title=f"⚙ {name} {brief}", collapsed=True, classes="tool")
-        self.call_id, self.tool = call_id, name
+        tool = title_safe(name)
+        super().__init__(self.args, self.output, title=f"⚙ {tool} {brief}", collapsed=True, classes="tool")
+        self.call_id, self.tool = call_id, tool
         self.brief = brief
 
     def finished(self, output: str, is_error: bool) -> None:
         cut = output if len(output) <= OUTPUT_SHOWN else output[:OUTPUT_SHOWN] + "\n… (cut)"
-        self.output.update(safe(cut or "(no output)"))
+        self.output.update(safe(frame_tag_lines(cut) or "(no output)"))  # no line passes for a note
         if is_error:
             self.title = f"✗ {self.tool} {self.brief}"
             self.add_class("failed")
@@ -247,12 +257,10 @@ class ToolLine(Collapsible):
     def failed_because(self, reason: str) -> None:
         """An external agent's tool failed: the line says why - its first line, cut, behind the frame
         mark (the tool's words, not the person's) - and expanded, the whole reason."""
-        from textual.markup import escape
-
         first = reason.strip().splitlines()[0] if reason.strip() else ""
         cut = first if len(first) <= REASON_SHOWN else first[: REASON_SHOWN - 1] + "…"
         self.output.update(safe(reason))
-        self.title = f"✗ {self.tool} {self.brief} │ {escape(safe(cut).plain)}"
+        self.title = f"✗ {self.tool} {self.brief} │ {title_safe(cut)}"
         self.add_class("failed")
 
 
@@ -274,15 +282,30 @@ def diff_text(diff: str, limit: int) -> Text:
     return shown
 
 
-class ApprovalBar(Widget, can_focus=True):
-    """Ask mode: the action waiting for the person's yes / no / always."""
+class ApprovalBar(Vertical, can_focus=True):
+    """Ask mode: the action waiting for the person's yes / no / always. The whole command (and the diff)
+    is shown, scrollable when it is taller than the room it has, under a line saying how many lines it
+    has; y and a are taken only once every line has been on the screen (scrolled to the end, or it fits):
+    before that the question line says how much is still hidden. n and Esc answer at any time."""
 
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("y", "answer('yes')", "yes"),
         Binding("n", "answer('no')", "no"),
         Binding("a", "answer('always')", "always"),
         Binding("escape", "answer('no')", "no", show=False),
+        Binding("down", "scroll_body('down')", "scroll", show=False),
+        Binding("up", "scroll_body('up')", "scroll", show=False),
+        Binding("pagedown", "scroll_body('page_down')", "scroll", show=False),
+        Binding("pageup", "scroll_body('page_up')", "scroll", show=False),
+        Binding("end", "scroll_body('end')", "scroll", show=False),
+        Binding("home", "scroll_body('home')", "scroll", show=False),
+        Binding("space", "scroll_body('page_down')", "scroll", show=False),
     ]
+    DEFAULT_CSS = """
+    ApprovalBar { height: auto; }
+    ApprovalBar > .approval-body { height: auto; max-height: 60vh; scrollbar-size-vertical: 1; }
+    ApprovalBar > .approval-ask { height: 1; text-style: bold; }
+    """
 
     class Answered(Message):
         def __init__(self, decision: Decision) -> None:
@@ -292,24 +315,75 @@ class ApprovalBar(Widget, can_focus=True):
     SETTLE_S: ClassVar[float] = (
         0.5  # keys typed this soon after the question appears were meant for the input
     )
+    ALLOW: ClassVar[str] = "allow? [y]es / [n]o / [a]lways (this session)"
 
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__(classes="approval")
         self.request = request
         self.asked_at = time.monotonic()
+        self.lines = len(request.subject.splitlines()) or 1  # the command's (or the path's) lines
+        self.question = question_text(request)
+        self.body = VerticalScroll(Static(self.question), classes="approval-body", can_focus=False)
+        self.ask = Static(Text(""), classes="approval-ask")
+        self.seen_end = False  # every line has been on the screen
+        verb = "run" if request.action == "command" else "change"
+        detail = f" ({request.detail})" if request.detail else ""
+        count = f" - {self.lines} lines" if self.lines != 1 else " - 1 line"
+        self.header = f"{request.tool} wants to {verb}{detail}{count if verb == 'run' else ''}:"
 
-    def render(self) -> Text:
-        r = self.request
-        verb = "run" if r.action == "command" else "change"
-        detail = f" ({r.detail})" if r.detail else ""
-        text = Text(f"{r.tool} wants to {verb}{detail}:\n", style="bold")
-        text.append_text(safe(r.subject))
-        if r.diff:
-            text.append("\n")
-            text.append_text(diff_text(r.diff, DIFF_SHOWN))
-        text.append("\nallow? [y]es / [n]o / [a]lways (this session)", style="bold")
-        return text
+    def compose(self) -> ComposeResult:
+        yield Static(Text(self.header, style="bold"))
+        yield self.body
+        yield self.ask
+
+    def text(self) -> str:
+        """All the question says, as plain text: its header, the command and diff, the question line."""
+        return "\n".join([self.header, self.question.plain, str(self.ask.render())])
+
+    def on_mount(self) -> None:
+        self.watch(self.body, "scroll_y", lambda _: self._update_ask(), init=False)
+        self.call_after_refresh(self._update_ask)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._update_ask)
+
+    def hidden_lines(self) -> int:
+        """How many lines of the question are below the visible part (before any layout: all of them)."""
+        body = self.body
+        if body.size.height == 0:
+            return self.question.plain.count("\n") + 1
+        return max(0, body.virtual_size.height - int(body.scroll_y) - body.size.height)
+
+    def _update_ask(self) -> None:
+        hidden = self.hidden_lines()
+        if hidden == 0 and self.body.size.height:
+            self.seen_end = True
+        if self.seen_end:
+            self.ask.update(Text(self.ALLOW))
+        else:
+            self.ask.update(
+                Text(f"{hidden} more lines below: scroll to the end (↓ PgDn End) to allow; [n]o refuses")
+            )
+
+    def action_scroll_body(self, how: str) -> None:
+        """Scroll the question: down, up, page_down, page_up, end or home."""
+        getattr(self.body, f"scroll_{how}")(animate=False)
+        self.call_after_refresh(self._update_ask)
 
     def action_answer(self, decision: Decision) -> None:
-        if time.monotonic() - self.asked_at >= self.SETTLE_S:
-            self.post_message(self.Answered(decision))
+        if time.monotonic() - self.asked_at < self.SETTLE_S:
+            return
+        self._update_ask()
+        if decision != "no" and not self.seen_end:
+            self.app.bell()  # part of the command was never on the screen: no yes to it
+            return
+        self.post_message(self.Answered(decision))
+
+
+def question_text(r: ApprovalRequest) -> Text:
+    """What an approval asks about: the whole command (or the path), then the write's diff."""
+    text = safe(r.subject)
+    if r.diff:
+        text.append("\n")
+        text.append_text(diff_text(r.diff, DIFF_SHOWN))
+    return text
