@@ -8,8 +8,7 @@ one line says so, until the person runs `vibe config forget-tightening`. A confi
 one line, never a RecursionError; a pathological deny glob is matched in linear time.
 
 Real `vibe run` in a subprocess against a loopback stand-in model, real files, the real bubblewrap
-sandbox where a command runs (tests/tools/conftest.py skips it where bubblewrap cannot run, never
-under CI).
+sandbox where a command runs (`sandbox_runs`: skipped where bubblewrap cannot start, failed under CI).
 """
 
 from __future__ import annotations
