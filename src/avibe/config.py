@@ -8,9 +8,11 @@ full-access), ask instead of auto, more deny rules, a smaller model_window, an a
 settings already cover - unless the user's own file lists the project (resolved) in
 `trusted_projects = ["/abs/path", ...]`; then it applies in full. A project value that would loosen is
 ignored and named in `Settings.warnings`; every loosened setting in force is in `Settings.announcements`
-(the CLI prints both at every start). The files use the field names below as keys (`user` for
-AVIBE_USER), e.g. `model = "anthropic/claude-sonnet-4-5"`. Read with pydantic-settings; every bad value
-is a ConfigError that names the variable or the file and says what to set.
+(the CLI prints both at every start). What an untrusted project's file tightened is remembered in Avibe's
+home and stays in force when the file goes, breaks or loosens (avibe.tightening). The files use the
+field names below as keys (`user` for AVIBE_USER), e.g. `model = "anthropic/claude-sonnet-4-5"`. Read
+with pydantic-settings; every bad value is a ConfigError that names the variable or the file and says what
+to set.
 
 | field         | environment              | default                                            |
 |---------------|--------------------------|----------------------------------------------------|
@@ -63,6 +65,7 @@ from pydantic_settings import (
 )
 
 from avibe.errors import ConfigError
+from avibe.tightening import HELD_KEYS, Remembered, Tightening, asked, hold, pending, project_state, recall
 
 # Vibey's agent on the 1.5B tier by default (issue 32 item 2, measured in docs/configuration.md): the 0.5B
 # ended "Say hi in five words" and a three-step edit in a loop stop; the 1.5B answered in one step.
@@ -78,6 +81,7 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 SANDBOX_MODES: Final = ("read-only", "workspace-write", "full-access")
 APPROVAL_MODES: Final = ("auto", "ask")  # avibe.tools.approval.APPROVAL_MODES (a test keeps them equal)
 RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
+MAX_DEPTH: Final = 8  # tables and lists within each other: the settings need 3 ([rules] deny = [...])
 # avibe.context.assemble.RENDERINGS, spelled out: the edge does not import the core's texts (a test in
 # tests/context/test_recollection_renderings.py keeps the two lists equal). Issue 31 item 3.
 RECOLLECTION_RENDERINGS: Final = ("sections", "rules-last", "plain")
@@ -102,6 +106,9 @@ class Settings:
     # ignored because they would loosen, then the loosened settings in force.
     warnings: tuple[str, ...] = ()
     announcements: tuple[str, ...] = ()
+    # What this start remembers of the project's tightening (avibe.tightening), written when a session
+    # starts (avibe.cli.terminal.announce); None: nothing new.
+    remember: Remembered | None = None
 
     @property
     def notices(self) -> tuple[str, ...]:
@@ -459,6 +466,34 @@ def _read_layer(environ: Mapping[str, str], path: Path | None) -> _Layer:
     return _Layer(path, {key: getattr(raw, key) for key in raw.model_fields_set})
 
 
+def _nested_too_deep(value: object) -> bool:
+    """Whether `value` nests tables and lists deeper than MAX_DEPTH (checked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return True
+        if isinstance(item, dict):
+            stack.extend((child, depth + 1) for child in item.values())
+        elif isinstance(item, list):
+            stack.extend((child, depth + 1) for child in item)
+    return False
+
+
+def _checked_layer(environ: Mapping[str, str], path: Path | None) -> _Layer:
+    """_read_layer with the nesting bounded: a file nested thousands deep (the agent may write the
+    project's) is one ConfigError, never a RecursionError from the TOML or JSON reader."""
+    where = "AVIBE_RULES" if path is None else str(path)
+    too_deep = ConfigError(f"{where} nests tables or lists more than {MAX_DEPTH} deep; fix or remove it")
+    try:
+        layer = _read_layer(environ, path)
+    except RecursionError:
+        raise too_deep from None
+    if _nested_too_deep(layer.values):
+        raise too_deep
+    return layer
+
+
 def _project_dir(project_dir: Path | None) -> Path | None:
     if project_dir is not None:
         return project_dir
@@ -510,17 +545,24 @@ class _Sources:
     trusted: bool
     warnings: list[str]
     origins: dict[str, str]  # key -> where the value in force came from (announcements)
+    project_error: str | None = None  # the project's file could not be read: why (see `held`)
 
     @classmethod
     def read(cls, environ: Mapping[str, str], project_dir: Path | None, user_config: Path | None) -> _Sources:
         folder = _project_dir(project_dir)
-        user = _read_layer({}, user_config_file() if user_config is None else user_config)
-        no_project = _Layer(Path(PROJECT_CONFIG), {})  # the current directory is gone: no project
-        project = no_project if folder is None else _read_layer({}, folder / PROJECT_CONFIG)
-        env = _read_layer(environ, None)
+        user = _checked_layer({}, user_config_file() if user_config is None else user_config)
         resolved = None if folder is None else _resolved(folder)
         trusted = resolved is not None and resolved in _trusted_folders(user)
-        sources = cls(env, project, user, resolved, trusted, [], {})
+        project, broken = _Layer(Path(PROJECT_CONFIG), {}), None  # the current directory is gone: no project
+        if folder is not None:
+            try:
+                project = _checked_layer({}, folder / PROJECT_CONFIG)
+            except ConfigError as exc:  # fatal unless a record of its tightening stands in (`held`)
+                if trusted:
+                    raise
+                project, broken = _Layer(folder / PROJECT_CONFIG, {}), str(exc)
+        env = _checked_layer(environ, None)
+        sources = cls(env, project, user, resolved, trusted, [], {}, broken)
         if TRUST_KEY in project.values:
             sources.warnings.append(
                 f"ignoring {TRUST_KEY} in {project.path}: only your own config ({user.path}) can trust "
@@ -603,6 +645,23 @@ class _Sources:
                 raise ConfigError(f"[rules]: {exc}") from None
         return found
 
+    def held(self, home: Path, in_force: Tightening) -> tuple[Tightening, Remembered | None]:
+        """The settings in force held to what the project's config tightened at earlier starts (the
+        record in Avibe's home, avibe.tightening), and the record this start leaves. A project file that
+        cannot be read is fatal, as ever, unless such a record stands in for it."""
+        if self.trusted or self.folder is None:
+            return in_force, None
+        record = recall(home, self.folder)
+        if self.project_error is not None and record is None:
+            raise ConfigError(self.project_error)
+        config, env_rules = self.project.path or Path(PROJECT_CONFIG), _rule_table(self.env)
+        skip = frozenset(key for key in HELD_KEYS if key in self.env.values or key in env_rules)
+        held, line = hold(record, in_force, skip, project_state(config, self.project_error), config)
+        self.warnings.extend(() if line is None else (line,))
+        here = {key for key, origin in self.origins.items() if origin == str(config)}
+        now = asked(in_force, here, _rule_table(self.project).get("deny", ()))
+        return held, pending(record, now, self.folder)
+
     def announcements(self, settings: Settings) -> tuple[str, ...]:
         """Every loosened setting in force, in plain words, with where it came from."""
         lines = []
@@ -672,6 +731,19 @@ def _smaller_window(new: int | None, old: int | None) -> bool:
     return new is not None and (old is None or new <= old)
 
 
+def own_home(env: Mapping[str, str] | None = None, *, user_config: Path | None = None) -> Path:
+    """Avibe's home as the environment or the user's own config sets it, never a project's: where the
+    record of a project's tightening lives, found even when that file or the record is broken."""
+    layers = (
+        _checked_layer(os.environ if env is None else env, None),
+        _checked_layer({}, user_config_file() if user_config is None else user_config),
+    )
+    layer = next((layer for layer in layers if "home" in layer.values), None)
+    if layer is None:
+        return _default_home()
+    return _folder(layer.values["home"], layer.where("home"), _default_home())
+
+
 def load_settings(
     env: Mapping[str, str] | None = None,
     *,
@@ -680,7 +752,9 @@ def load_settings(
 ) -> Settings:
     """Read the settings (environment, then the project's and the user's config.toml); raise ConfigError
     naming the bad variable or file. `env` replaces os.environ (tests); `project_dir` the current
-    directory; `user_config` the user's config file. Nothing is created or written here.
+    directory; `user_config` the user's config file. Nothing is created or written here: what a project
+    tightened is read from its record in the home, and the record this start leaves is `remember`
+    (written where a session starts, avibe.cli.terminal.announce).
 
     Issue 27 item 1: the project's config may only tighten, unless the user's config lists the project
     in `trusted_projects`; what it tried to loosen is named in `warnings`, and every loosened setting in
@@ -695,17 +769,23 @@ def load_settings(
     sandbox = sources.tightened("sandbox", _sandbox_mode, _stricter_sandbox)
     mine_approval = _approval_mode(*sources.mine("approval"))
     approval = sources.tightened("approval", _approval_mode, _stricter_approval)
+    window = sources.tightened("model_window", _window, _smaller_window)
+    in_force = Tightening(sandbox, approval, window, **sources.rules(mine_approval))
+    held, remember = sources.held(home, in_force)  # what the project tightened before stays
     settings = Settings(
         home=home,
         database_url=_database_url(database_url, where, home),
         model=(_text(model, model_where) or "").strip() or DEFAULT_MODEL,
         user_name=(_text(user, user_where) or "").strip() or _login_name(),
         model_cache=_folder(cache, cache_where, _default_cache()),
-        model_window=sources.tightened("model_window", _window, _smaller_window),
-        sandbox=sandbox,
-        approval=approval,
+        model_window=held.model_window,
+        sandbox=held.sandbox or sandbox,
+        approval="ask" if held.approval == "ask" else "auto",
+        deny=held.deny,
+        allow_commands=held.allow_commands or (),
+        allow_writes=held.allow_writes or (),
         serve_url=_serve_url(serve_url, serve_where),
         recollection=sources.tightened("recollection", _recollection, _any_rendering),
-        **sources.rules(mine_approval),
+        remember=remember,
     )
     return replace(settings, warnings=tuple(sources.warnings), announcements=sources.announcements(settings))

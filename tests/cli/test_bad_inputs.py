@@ -50,6 +50,7 @@ COMMANDS = (
     "agents",
     "inspect",
     "chat",
+    "config",
 )
 BIG = 2**63  # one past SQLite's largest integer
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AVIBE_DATABASE_URL")
@@ -514,6 +515,19 @@ def _agents_cases() -> st.SearchStrategy[Case]:
     )
 
 
+def _config_cases() -> st.SearchStrategy[Case]:
+    verbs = st.sampled_from(["show-tightening", "forget-tightening"])
+    homes = st.sampled_from([("AVIBE_HOME", "{dir}/a-file"), ("AVIBE_HOME", "{dir}/a-file/home")])
+    return st.one_of(
+        st.builds(
+            lambda verb, folder: Case(("config", verb, "--project", folder)),
+            verbs,
+            st.sampled_from(["{dir}/nowhere", "{dir}/a-file", "\udcff"]),
+        ),
+        st.builds(lambda verb, home: Case(("config", verb), env=(home,), why="bad home"), verbs, homes),
+    )
+
+
 def _chat_cases() -> st.SearchStrategy[Case]:
     bad = st.one_of(
         _option("--window", _bad_window),
@@ -569,6 +583,7 @@ STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "agents": _agents_cases(),
     "inspect": _inspect_cases(),
     "chat": _chat_cases(),
+    "config": _config_cases(),
 }
 
 

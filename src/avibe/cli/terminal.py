@@ -67,10 +67,12 @@ def announce(settings: Settings) -> None:
     """Settings.notices on stderr - what a project config tried to loosen, the loosened settings in force
     (issue 27 item 1) - one `vibe: ` line each, once per process. Called where a session starts: once
     `vibe run` holds the session's lease (`on_hosted`), in `vibe chat` before its screen, in `vibe serve`
-    before it listens; after the pre-flight checks, so a command that fails still says one line (exit 2)."""
+    before it listens; after the pre-flight checks, so a command that fails still says one line (exit 2).
+    The session starts here, so here the project's tightening is remembered (avibe.tightening)."""
     from avibe.cli.options import one_line
+    from avibe.tightening import remember
 
-    for line in settings.notices:
+    for line in (*settings.notices, *remember(settings.home, settings.remember)):
         if line not in _announced:
             _announced.add(line)
             typer.echo(f"vibe: {one_line(line)}", err=True)

@@ -23,7 +23,9 @@ Rules are set by the person in the project's `.avibe/config.toml` (or the user's
 Path patterns are gitignore-style, relative to the working directory: `*` and `?` stay within one
 folder name, `**` crosses folders, a pattern without a `/` matches a name at any depth, a leading `/`
 anchors it at the working directory, and a pattern that matches a folder covers everything below it.
-Paths are matched after links are resolved, so a link into `vendor/` is `vendor/`. Command patterns are
+Paths are matched after links are resolved, so a link into `vendor/` is `vendor/`. The matching takes
+linear time whatever the pattern (avibe.tools.pathrule; a project's rules may be the agent's), and a
+pattern is at most MAX_RULE_CHARS characters, a list at most MAX_RULES patterns. Command patterns are
 shell-style (`fnmatch`) over the whole command line; a command holding a control operator or a
 substitution (`;`, `&`, `|`, `` ` ``, `$(`, `>`, `<`, a line break) never matches one, so `pytest*`
 cannot let `pytest; rm -rf .` through.
@@ -41,12 +43,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 from avibe.errors import ToolError
+from avibe.tools.pathrule import MAX_RULE_CHARS, PathRule, compile_path_rule
+
+__all__ = ["compile_path_rule"]  # re-exported: the rules' matcher lives in avibe.tools.pathrule
 
 if TYPE_CHECKING:
     from avibe.checkpoint.stated import StatedBan
 
 APPROVAL_MODES: Final = ("auto", "ask")
 RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
+MAX_RULES: Final = 1000  # patterns per list: more is refused with one line
 ApprovalMode = Literal["auto", "ask"]
 Decision = Literal["yes", "no", "always"]
 Action = Literal["command", "write"]
@@ -74,57 +80,6 @@ class Approver(Protocol):
     def __call__(self, request: ApprovalRequest) -> Decision: ...
 
 
-def _segment(pattern: str) -> str:
-    """Regex for glob characters within one folder name (`*`, `?`, `[...]`)."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "*":
-            out.append("[^/]*")
-        elif char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = pattern.find("]", i + 2 if pattern[i + 1 : i + 2] in ("!", "^") else i + 1)
-            if end < 0:
-                raise ValueError(f"path rule {pattern!r}: '[' without a closing ']'")
-            body = pattern[i + 1 : end]
-            if body.startswith(("!", "^")):
-                body = "^" + body[1:]
-            out.append(f"(?!/)[{body.replace(chr(92), chr(92) * 2)}]")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def compile_path_rule(pattern: str) -> re.Pattern[str]:
-    """A gitignore-style path pattern (see the module docstring) as a regex over workdir-relative paths
-    with `/` separators. ValueError for an empty or malformed pattern."""
-    text = pattern.strip()
-    if not text or text in {"/", "./"}:
-        raise ValueError(f"path rule {pattern!r} is empty; give a path pattern such as vendor/**")
-    if "\x00" in text:
-        raise ValueError(f"path rule {pattern!r} contains a NUL character")
-    if text.startswith("./"):
-        text = text[2:]
-    anchored = text.startswith("/") or "/" in text.rstrip("/")
-    parts = [part for part in text.strip("/").split("/") if part not in ("", ".")]
-    if any(part == ".." for part in parts):
-        raise ValueError(f"path rule {pattern!r}: '..' has no meaning here; rules are inside the workdir")
-    regex: list[str] = []
-    for index, part in enumerate(parts):
-        last = index == len(parts) - 1
-        if part == "**":
-            regex.append(".*" if last else "(?:[^/]+/)*")
-        else:
-            regex.append(_segment(part) + ("" if last else "/"))
-    body = "".join(regex)
-    prefix = "" if anchored else "(?:[^/]+/)*"
-    return re.compile(f"{prefix}{body}(?:/.*)?")
-
-
 def command_allowed(patterns: Iterable[str], command: str) -> str | None:
     """The allow rule that covers `command` (whole line, fnmatch), or None; never one for a command that
     chains, redirects or substitutes."""
@@ -141,22 +96,27 @@ class Rules:
     deny: tuple[str, ...] = ()
     allow_commands: tuple[str, ...] = ()
     allow_writes: tuple[str, ...] = ()
-    _deny: tuple[tuple[str, re.Pattern[str]], ...] = field(init=False, repr=False, compare=False)
-    _writes: tuple[tuple[str, re.Pattern[str]], ...] = field(init=False, repr=False, compare=False)
+    _deny: tuple[tuple[str, PathRule], ...] = field(init=False, repr=False, compare=False)
+    _writes: tuple[tuple[str, PathRule], ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        for key in RULE_KEYS:
+            if len(getattr(self, key)) > MAX_RULES:
+                raise ValueError(f"{key} holds more than {MAX_RULES} patterns; keep the list shorter")
         for command in self.allow_commands:
             if not command.strip():
                 raise ValueError("an allow_commands rule is empty; give a command pattern such as pytest*")
+            if len(command.strip()) > MAX_RULE_CHARS:
+                raise ValueError(f"an allow_commands rule is over {MAX_RULE_CHARS} characters; shorten it")
         object.__setattr__(self, "_deny", tuple((p, compile_path_rule(p)) for p in self.deny))
         object.__setattr__(self, "_writes", tuple((p, compile_path_rule(p)) for p in self.allow_writes))
 
     def denied_by(self, path: str) -> str | None:
         """The deny rule that matches the workdir-relative `path`, or None."""
-        return next((rule for rule, regex in self._deny if regex.fullmatch(_clean(path))), None)
+        return next((rule for rule, matcher in self._deny if matcher.fullmatch(_clean(path))), None)
 
     def write_allowed_by(self, path: str) -> str | None:
-        return next((rule for rule, regex in self._writes if regex.fullmatch(_clean(path))), None)
+        return next((rule for rule, matcher in self._writes if matcher.fullmatch(_clean(path))), None)
 
 
 def stated_ban_on(bans: Iterable[StatedBan], path: str) -> StatedBan | None:
@@ -173,12 +133,19 @@ def _of(ban: StatedBan) -> str:
     return f" of session {ban.session}" if ban.session else ""
 
 
-_MATCHES_NOTHING: Final = re.compile(r"(?!)")
+class _Nothing:
+    """The rule a stated pattern that is no valid path rule becomes: it matches nothing."""
+
+    def fullmatch(self, path: str) -> bool:
+        return False
+
+
+_MATCHES_NOTHING: Final = _Nothing()
 
 
 @functools.lru_cache(maxsize=256)
-def _stated_rule(pattern: str) -> re.Pattern[str]:
-    """A stated pattern as a regex; one that is no valid path rule matches nothing (the user's words
+def _stated_rule(pattern: str) -> PathRule | _Nothing:
+    """A stated pattern as a rule; one that is no valid path rule matches nothing (the user's words
     are not checked like config: they are read as well as can be)."""
     try:
         return compile_path_rule(pattern)
