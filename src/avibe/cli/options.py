@@ -211,12 +211,12 @@ def preflight_model(name: str, settings: Settings) -> None:
 
 def _preflight(name: str, settings: Settings) -> None:
     from avibe.providers import check_model_name, model_facts, needs_window
-    from avibe.providers.modelfile import EMBEDDED_MODELS, check_gguf, model_path, verify_model_file
+    from avibe.providers.modelfile import EMBEDDED_MODELS, check_gguf, model_path, records_dir, verify_model_file
 
     check_model_name(name)
     if name in EMBEDDED_MODELS:
         spec = EMBEDDED_MODELS[name]
-        verify_model_file(model_path(settings.model_cache, spec), spec)
+        verify_model_file(model_path(settings.model_cache, spec), spec, records=records_dir(settings.home))
         return
     if name.startswith("local:"):
         check_gguf(Path(name.removeprefix("local:")).expanduser())
