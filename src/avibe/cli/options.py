@@ -12,6 +12,7 @@ database file or model exists - one line `vibe: ...`, exit code 2 (see `avibe.cl
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final
@@ -148,6 +149,19 @@ def check_task(value: str) -> str:
     return value
 
 
+def check_network(value: str | None) -> str | None:
+    """`--network on|off`: this run's sandboxed commands have a network or not (issue 48). The person's
+    own choice, like AVIBE_NETWORK, which it sets for this process before the settings are read (a project
+    config cannot open the network)."""
+    if value is None:
+        return None
+    chosen = value.strip().lower()
+    if chosen not in ("on", "off"):
+        raise typer.BadParameter(f"{shown(value)} is not on or off")
+    os.environ["AVIBE_NETWORK"] = chosen
+    return chosen
+
+
 # -- the option types (typer.Annotated) ----------------------------------------------------------------
 
 TaskArg = Annotated[
@@ -182,6 +196,15 @@ StepsOpt = Annotated[
 WorkdirOpt = Annotated[
     Path,
     typer.Option("--workdir", "-C", help="Folder Vibey works in (must exist).", callback=check_workdir),
+]
+NetworkOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--network",
+        help="on: the agent's sandboxed commands may use the network (default off: none, loopback "
+        "included; the setting is network / AVIBE_NETWORK).",
+        callback=check_network,
+    ),
 ]
 DemoWorkdirOpt = Annotated[
     Path | None,
