@@ -56,27 +56,25 @@ def bwrap_args(policy: SandboxPolicy) -> list[str]:
     args += _cover(around, remount=False)
     args += ["--bind" if writable else "--ro-bind", str(work), str(work)]
     args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
-    links: list[Path] = []
+    # Second names of Avibe's files already in the workdir (finding 16): covered like the files.
+    own = [*(h for h in policy.hidden if not h.is_dir()), *_files_directly_in(policy.folders)]
+    links = linked_own_files(own, work, skip=[h for h in covers if h.is_dir()])
     if writable:  # (read-only: nothing can be renamed or changed anyway)
-        args, links = _writable(policy, args, covers, inside)
+        args += _writable(policy, covers, inside, links)
     args += _cover(inside, keep=_resolver_files(inside) if policy.network else ())
     args += [a for link in links for a in ("--ro-bind", "/dev/null", str(link))]
     args += ["--chdir", str(work)]
     return args
 
 
-def _writable(
-    policy: SandboxPolicy, args: list[str], covers: list[Path], inside: list[Path]
-) -> tuple[list[str], list[Path]]:
-    """The workspace-write binds: pins, the home's read-only top level, the read-only paths; and the
-    hard links to Avibe's files found in the workdir (covered with the rest)."""
+def _writable(policy: SandboxPolicy, covers: list[Path], inside: list[Path], links: list[Path]) -> list[str]:
+    """The workspace-write binds: pins (also on the way to `links`, the hard links to Avibe's files,
+    covered last), the home's read-only top level, the read-only paths."""
     work, home = policy.workdir, _guarded_home(policy)
     denied = protected_paths(work, (*policy.protected, *stated_patterns(policy.stated())))
     # Deny matches inside a covered folder are out of sight already: not bound into the cover.
     protected = [Path(p) for p in denied if not covered(Path(p), covers, work)]
     kept = [k for k in policy.kept if _inside(k, work) and k.exists() and not covered(k, covers, work)]
-    own = [*(h for h in policy.hidden if not h.is_dir()), *_files_directly_in(policy.folders)]
-    links = linked_own_files(own, work, skip=[h for h in covers if h.is_dir()])
     targets = [*(h for h in inside if h.exists()), *protected, *kept, *links]
     pins = pinned(work, [*targets, *([home] if home else [])], covers)
     # A pin in the home's read-only part is needed no more (nothing there can be renamed), and a
@@ -84,13 +82,13 @@ def _writable(
     ro_home = [p for p in pins if home is not None and in_home_top(p, home, work)]
     outer = [p for p in pins if p not in ro_home and not (home and p.is_relative_to(home))]
     inner = [p for p in pins if p not in ro_home and p not in outer]
-    args += [a for pin in outer for a in ("--bind", str(pin), str(pin))]
+    args = [a for pin in outer for a in ("--bind", str(pin), str(pin))]
     if home is not None:
         args += ["--ro-bind", str(home), str(home)]
         args += [a for entry in _home_entries(home, covers) for a in ("--bind", str(entry), str(entry))]
     args += [a for pin in inner for a in ("--bind", str(pin), str(pin))]
     args += [a for path in (*protected, *kept) for a in ("--ro-bind", str(path), str(path))]
-    return args, links
+    return args
 
 
 def _guarded_home(policy: SandboxPolicy) -> Path | None:
