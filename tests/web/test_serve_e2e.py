@@ -149,10 +149,10 @@ def test_vibe_run_attaches_to_a_session_vibe_serve_hosts(tmp_path: Path, chat: C
 
 
 def _a_session_vibe_serve_hosts(
-    home: Path, work: Path, chat: ChatServer, log: Path
+    home: Path, work: Path, chat: ChatServer, log: Path, extra: dict[str, str] | None = None
 ) -> tuple[dict[str, str], str, subprocess.Popen[bytes], int]:
     """A session whose first turn ("Wait for my go.") is answered, then `vibe serve` on a free port."""
-    env = vibe_env(home, chat)
+    env = vibe_env(home, chat) | (extra or {})
     chat.say("Ready.")
     first = vibe(env, work, "run", "--no-wait", "--json", "Wait for my go.")
     session = next(
@@ -174,19 +174,22 @@ def _answered(home: Path, session: str, reply: str) -> list[Entry]:
         return wait_for(done, timeout=60, what=f"the reply {reply!r}")
 
 
+@pytest.mark.parametrize("network", ["off", "on"])
 def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_serve(
-    tmp_path: Path, chat: ChatServer, request: pytest.FixtureRequest
+    network: str, tmp_path: Path, chat: ChatServer, request: pytest.FixtureRequest
 ) -> None:
-    """The sandbox shares the host's network, so the agent can reach `vibe serve` on loopback. Its shell
-    command tries the API without a token and with the token file's contents: neither records anything,
-    while the person, holding the token from Avibe's home, posts their message as usual. (The home is
-    made outside /tmp: the sandbox's private /tmp alone would hide one under it.)"""
+    """The agent's shell command tries `vibe serve`'s API on loopback without a token and with the token
+    file's contents: neither records anything, while the person, holding the token from Avibe's home,
+    posts their message as usual. By default the sandbox has no network (issue 48): loopback refuses the
+    connection. With the person's `network = on` it reaches the server, which answers 401 (the token
+    file is covered). (The home is made outside /tmp: the sandbox's private /tmp would hide it.)"""
     work = tmp_path / "work"
     work.mkdir()
     outside_tmp = Path(tempfile.mkdtemp(prefix="avibe-serve-token-", dir="/var/tmp"))
     request.addfinalizer(lambda: shutil.rmtree(outside_tmp, ignore_errors=True))
     home = outside_tmp / "home"
-    _, session, serve, port = _a_session_vibe_serve_hosts(home, work, chat, tmp_path / "serve.log")
+    extra = {"AVIBE_NETWORK": network}
+    _, session, serve, port = _a_session_vibe_serve_hosts(home, work, chat, tmp_path / "serve.log", extra)
     api = f"http://127.0.0.1:{port}/sessions/{session}/messages"
     forge = (
         "import json, urllib.request as r\n"
@@ -215,7 +218,9 @@ def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_se
         stop(serve)
     assert [e.text for e in entries if e.is_user] == ["Wait for my go.", "Go."]
     output = next(text for text in chat.tool_outputs() if "bare" in text)
-    assert "bare 401 file unreadable 401" in output, output
+    refused = "URLError(ConnectionRefusedError(111, 'Connection refused'))"
+    expected = "bare 401 file unreadable 401" if network == "on" else f"bare {refused} file unreadable {refused}"
+    assert expected in output, output
 
 
 def test_vibe_send_from_a_terminal_is_the_persons_message_and_the_host_answers_it(
