@@ -14,7 +14,6 @@ import os
 import shutil
 import socket
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from avibe.ports import RecordStore
 from avibe.store import open_store
 from avibe.tools.sandbox import SandboxPolicy, bwrap_problem
 from avibe.tools.shell import Shell
+from listeners import Listener
 
 SANDBOXED = ("read-only", "workspace-write")
 CONNECT = (
@@ -41,32 +41,6 @@ def require_sandbox() -> None:
     if os.environ.get("CI"):
         pytest.fail(f"CI must run the sandbox tests, but the sandbox cannot start: {problem}")
     pytest.skip(f"the sandbox cannot start here: {problem}")
-
-
-class Listener:
-    """A real server (TCP on loopback, or a Unix socket) that answers `ok` and counts connections."""
-
-    def __init__(self, family: int, address: str | tuple[str, int]) -> None:
-        self.sock = socket.socket(family, socket.SOCK_STREAM)
-        self.sock.bind(address)
-        self.sock.listen(8)
-        self.address = self.sock.getsockname()
-        self.accepted = 0
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.accepted += 1
-            with conn:
-                conn.recv(16)
-                conn.sendall(b"ok")
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 @pytest.fixture
