@@ -42,6 +42,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from listeners import Listener
 
 from avibe.compose import open_session
 from avibe.config import Settings, load_settings
@@ -51,7 +52,6 @@ from avibe.record.entries import EntryQuery
 from avibe.record.messages import ToolCall
 from avibe.store import open_store
 from avibe.tools.sandbox import bwrap_problem
-from listeners import Listener
 
 TOKEN = "SECRET-SERVE-TOKEN-4d1f"
 PASSWORD = "SECRET-DB-PASSWORD-9a7c"
@@ -65,7 +65,7 @@ CONFIG = ".config/avibe"
 REAL_HOME, PORT, HOST_SOCKET = "@HOME@", "@PORT@", "@SOCKET@"
 STARTUP = (".bashrc", ".bash_login", ".zshenv", ".local/bin/vibe", ".config/environment.d/50-x.conf")
 CONNECT = (
-    "python3 -c \"import socket; s=socket.socket(socket.{family}); s.settimeout(3); s.connect({address}); "
+    'python3 -c "import socket; s=socket.socket(socket.{family}); s.settimeout(3); s.connect({address}); '
     "s.sendall(b'x'); print('CONNECTED', s.recv(4))\""
 )
 DB_INSERT = (
@@ -182,7 +182,11 @@ class Layout:
 
     def filled(self, calls: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
         """The calls with the placeholders filled in for this layout."""
-        values = {REAL_HOME: str(self.work), PORT: str(self.servers[0].address[1]), HOST_SOCKET: str(self.runtime / "bus")}
+        values = {
+            REAL_HOME: str(self.work),
+            PORT: str(self.servers[0].address[1]),
+            HOST_SOCKET: str(self.runtime / "bus"),
+        }
 
         def fill(value: Any) -> Any:
             if not isinstance(value, str):

@@ -175,7 +175,12 @@ def test_a_pth_file_cannot_be_planted_in_the_venv_avibe_runs_from_inside_the_wor
     env = {k: v for k, v in os.environ.items() if not k.startswith("AVIBE_")}
     env |= {"PYTHONPATH": f"{SRC}:{deps}", "AVIBE_HOME": str(scratch / "home"), "AVIBE_SANDBOX": mode}
     done = subprocess.run(
-        [str(python), "-c", WORKER, str(work), rel], env=env, cwd=work, capture_output=True, text=True, timeout=120
+        [str(python), "-c", WORKER, str(work), rel],
+        env=env,
+        cwd=work,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.splitlines()[-1])
@@ -194,7 +199,9 @@ def test_a_pth_file_cannot_be_planted_in_the_venv_avibe_runs_from_inside_the_wor
 
 
 def _tiny_spec(scratch: Path, data: bytes) -> ModelFileSpec:
-    return ModelFileSpec("tiny.gguf", len(data), hashlib.sha256(data).hexdigest(), scratch / "req.txt", "tiny")
+    return ModelFileSpec(
+        "tiny.gguf", len(data), hashlib.sha256(data).hexdigest(), scratch / "req.txt", "tiny"
+    )
 
 
 def test_a_forged_sidecar_beside_a_swapped_model_is_not_believed(
@@ -334,4 +341,6 @@ def test_the_start_check_refuses_a_kept_path_reached_through_a_replaceable_link(
     with pytest.raises(UnsafeLayout, match=r"through the link .*/work/cache in the working directory") as exc:
         check_sandbox(settings, work)
     assert "\n" not in str(exc.value)
-    check_sandbox(load_settings({**env, "AVIBE_SANDBOX": "read-only"}, project_dir=work, user_config=user), work)
+    check_sandbox(
+        load_settings({**env, "AVIBE_SANDBOX": "read-only"}, project_dir=work, user_config=user), work
+    )

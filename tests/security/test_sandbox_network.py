@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from listeners import Listener
 
 from avibe.compose.common import sandbox_for
 from avibe.config import load_settings
@@ -25,11 +26,10 @@ from avibe.ports import RecordStore
 from avibe.store import open_store
 from avibe.tools.sandbox import SandboxPolicy, bwrap_problem
 from avibe.tools.shell import Shell
-from listeners import Listener
 
 SANDBOXED = ("read-only", "workspace-write")
 CONNECT = (
-    "python3 -c \"import socket,sys; s=socket.socket(socket.{family}); s.settimeout(3); "
+    'python3 -c "import socket,sys; s=socket.socket(socket.{family}); s.settimeout(3); '
     "s.connect({address!r}); s.sendall(b'hi'); print('CONNECTED', s.recv(16).decode())\" 2>&1 | tail -1"
 )
 
@@ -52,7 +52,9 @@ def store(tmp_path: Path) -> Iterator[RecordStore]:
 @pytest.fixture
 def outside() -> Iterator[Path]:
     """A folder outside /tmp (the sandbox has its own /tmp)."""
-    made = Path(tempfile.mkdtemp(prefix="avibe-net-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None))
+    made = Path(
+        tempfile.mkdtemp(prefix="avibe-net-", dir="/var/tmp" if os.access("/var/tmp", os.W_OK) else None)
+    )
     yield made
     shutil.rmtree(made, ignore_errors=True)
 

@@ -219,7 +219,9 @@ def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_se
     assert [e.text for e in entries if e.is_user] == ["Wait for my go.", "Go."]
     output = next(text for text in chat.tool_outputs() if "bare" in text)
     refused = "URLError(ConnectionRefusedError(111, 'Connection refused'))"
-    expected = "bare 401 file unreadable 401" if network == "on" else f"bare {refused} file unreadable {refused}"
+    expected = (
+        "bare 401 file unreadable 401" if network == "on" else f"bare {refused} file unreadable {refused}"
+    )
     assert expected in output, output
 
 

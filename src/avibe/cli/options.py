@@ -234,7 +234,13 @@ def preflight_model(name: str, settings: Settings) -> None:
 
 def _preflight(name: str, settings: Settings) -> None:
     from avibe.providers import check_model_name, model_facts, needs_window
-    from avibe.providers.modelfile import EMBEDDED_MODELS, check_gguf, model_path, records_dir, verify_model_file
+    from avibe.providers.modelfile import (
+        EMBEDDED_MODELS,
+        check_gguf,
+        model_path,
+        records_dir,
+        verify_model_file,
+    )
 
     check_model_name(name)
     if name in EMBEDDED_MODELS:

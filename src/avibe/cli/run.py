@@ -86,7 +86,7 @@ def run(
     session: SessionOpt = None,
     workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
-    network: NetworkOpt = None,  # noqa: ARG001 (its callback sets AVIBE_NETWORK before the settings are read)
+    network: NetworkOpt = None,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
     ] = False,

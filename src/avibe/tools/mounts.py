@@ -42,7 +42,19 @@ def bwrap_args(policy: SandboxPolicy) -> list[str]:
     """bwrap and its options, up to the command."""
     work = policy.workdir
     args = [shutil.which("bwrap") or "bwrap", *ISOLATION, *(() if policy.network else ("--unshare-net",))]
-    args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
+    args += [
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+        "--tmpfs",
+        "/tmp",
+        "--dir",
+        SANDBOX_HOME,
+    ]
     sockets = () if policy.host_sockets else host_socket_paths(os.environ, work, policy.real_home)
     covers = [*(h for h in policy.hidden if h != work), *(s for s in sockets if s != work)]
     # A covered directory that holds the workdir is covered first, then the workdir bound over it;
@@ -117,7 +129,10 @@ def covered(path: Path, covers: Sequence[Path], work: Path) -> bool:
     directory, does not bring it back)."""
     back = path.is_relative_to(work)
     return any(
-        h not in (path, work) and h.is_dir() and path.is_relative_to(h) and not (back and work.is_relative_to(h))
+        h not in (path, work)
+        and h.is_dir()
+        and path.is_relative_to(h)
+        and not (back and work.is_relative_to(h))
         for h in covers
     )
 

@@ -130,7 +130,9 @@ def linked_own_files(own_files: Iterable[Path], workdir: Path, skip: Sequence[Pa
                 found.append(path)
         seen += len(dirs) + len(files)
         if seen > MAX_LINK_WALK:
-            log.warning("hard links to Avibe's files: stopped looking after %d entries under %s", seen, workdir)
+            log.warning(
+                "hard links to Avibe's files: stopped looking after %d entries under %s", seen, workdir
+            )
             break
     return found
 

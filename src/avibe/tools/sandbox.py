@@ -31,9 +31,11 @@ all, loopback included, so nothing Avibe or the person serves on 127.0.0.1 (`vib
 server) is reachable from it - unless the person's own settings say `network = "on"` (never a project's).
 The host's sockets, what the next start runs or trusts, and hard links to Avibe's files are kept out of
 reach too (avibe/tools/reach.py); the bwrap options are built in avibe/tools/mounts.py, the start check
-is avibe/tools/layout.py. Nothing in the sandbox knows the database's password. A tiny Python supervisor inside the sandbox runs the command and reports its exact
-exit status and how many processes it left running through a file descriptor (bwrap alone reports only
-128+signal, and the kernel's kill leaves no trace of what it killed).
+is avibe/tools/layout.py. Nothing in the sandbox knows the database's password.
+
+A tiny Python supervisor inside the sandbox runs the command and reports its exact exit status and how
+many processes it left running through a file descriptor (bwrap alone reports only 128+signal, and the
+kernel's kill leaves no trace of what it killed).
 """
 
 from __future__ import annotations
@@ -54,14 +56,13 @@ from typing import IO, TYPE_CHECKING, Final
 
 from avibe.errors import ToolError
 from avibe.sources.process import kill_marked, process_alive, shell_program, spawn, stop_group
-from avibe.tools.approval import stated_patterns
+from avibe.tools import mounts
 from avibe.tools.base import PathPolicy
 from avibe.tools.guard import KeptPaths, OwnFiles
 from avibe.tools.guard import protected_paths as protected_paths  # its home before issue 27
 from avibe.tools.layout import MODES, sqlite_path
 from avibe.tools.layout import UnsafeLayout as UnsafeLayout  # their home before issue 48
 from avibe.tools.layout import check_layout as check_layout
-from avibe.tools import mounts
 from avibe.tools.mounts import ISOLATION
 from avibe.tools.mounts import SANDBOX_HOME as SANDBOX_HOME
 
@@ -200,7 +201,15 @@ class SandboxPolicy:
             ]
         hidden = (*folders, *files)
         return cls(
-            mode, workdir, hidden, tuple(protected), tuple(folders), stated, network, host_sockets, tuple(kept),
+            mode,
+            workdir,
+            hidden,
+            tuple(protected),
+            tuple(folders),
+            stated,
+            network,
+            host_sockets,
+            tuple(kept),
             real_home,
         )
 
@@ -225,7 +234,9 @@ class SandboxPolicy:
         """What the file tools refuse to change because the next start runs or trusts it: the kept paths,
         and the home's top level and dot folders when the workdir holds the home (as the shell's)."""
         home = self.real_home
-        guarded = home if home is not None and (home == self.workdir or home.is_relative_to(self.workdir)) else None
+        guarded = (
+            home if home is not None and (home == self.workdir or home.is_relative_to(self.workdir)) else None
+        )
         return KeptPaths(self.kept, guarded) if self.kept or guarded else None
 
     def check(self) -> None:
@@ -310,6 +321,7 @@ class SandboxPolicy:
             f"\n[read-only here: {paths} - the user forbade changing it ({said}). Do not try another way "
             "round; if the work needs it changed, ask the user.]"
         )
+
 
 @dataclass(frozen=True, slots=True)
 class Ended:
