@@ -34,7 +34,7 @@ from avibe.providers.modelfile import ModelFileSpec, verify_model_file
 from avibe.record.messages import ToolCall
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
-from avibe.tools.sandbox import UnsafeLayout, bwrap_problem
+from avibe.tools.sandbox import UnsafeLayout, bwrap_problem, check_layout
 
 SANDBOXED = ("read-only", "workspace-write")
 MODES = (*SANDBOXED, "full-access")
@@ -344,3 +344,17 @@ def test_the_start_check_refuses_a_kept_path_reached_through_a_replaceable_link(
     check_sandbox(
         load_settings({**env, "AVIBE_SANDBOX": "read-only"}, project_dir=work, user_config=user), work
     )
+
+
+def test_a_link_inside_a_kept_folder_is_no_reason_to_refuse(scratch: Path) -> None:
+    """A venv's `lib64 -> lib` lies inside the venv, which is bound read-only: nothing can replace it.
+    The same link outside a kept folder is refused."""
+    work = scratch / "work"
+    venv = work / ".venv"
+    (venv / "lib" / "site-packages").mkdir(parents=True)
+    (venv / "lib64").symlink_to("lib")
+    kept = [venv, venv / "lib64" / "site-packages"]
+    home, url = scratch / "home", "sqlite:///:memory:"
+    check_layout("workspace-write", work, home=home, config_dir=None, database_url=url, kept=kept)
+    with pytest.raises(UnsafeLayout, match="lib64"):
+        check_layout("workspace-write", work, home=home, config_dir=None, database_url=url, kept=kept[1:])

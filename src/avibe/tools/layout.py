@@ -86,8 +86,10 @@ def check_layout(
                 "could replace with a folder or file of its own; point the setting (AVIBE_HOME, "
                 "AVIBE_DATABASE_URL, XDG_CONFIG_HOME) at the real path, or use AVIBE_SANDBOX=read-only"
             )
+    # A link inside a kept folder (a venv's `lib64 -> lib`) is read-only with it: not replaceable.
+    fixed = [_real(path) for path in kept]
     for path in kept:
-        link = _replaceable_link(path, work, real_home)
+        link = _replaceable_link(path, work, real_home, fixed)
         if link is not None:
             raise UnsafeLayout(
                 f"{path} (run or trusted at the next start) is reached through the link {link} in the "
@@ -96,18 +98,29 @@ def check_layout(
             )
 
 
-def _replaceable_link(path: Path, work: Path, real_home: Path | None = None) -> Path | None:
+def _real(path: Path) -> Path:
+    try:
+        return path.expanduser().resolve()
+    except (OSError, RuntimeError):
+        return path.expanduser().absolute()
+
+
+def _replaceable_link(
+    path: Path, work: Path, real_home: Path | None = None, fixed: Sequence[Path] = ()
+) -> Path | None:
     """The first link on the way to `path` (as configured, not resolved) whose own entry lies inside
     `work`: a command can remove it and put something else there, and Avibe would follow that next time.
     An entry in the read-only part of a home inside `work` (its top level and dot folders,
-    avibe/tools/mounts.py) cannot be replaced."""
+    avibe/tools/mounts.py), or inside a `fixed` folder (bound read-only), cannot be replaced."""
     current = Path("/")
     for part in Path(os.path.abspath(path.expanduser())).parts[1:]:
         current = current / part
         if not current.is_symlink():
             continue
         parent = current.parent.resolve()
-        if parent.is_relative_to(work) and not in_home_top(parent / current.name, real_home, work):
+        if not parent.is_relative_to(work) or in_home_top(parent / current.name, real_home, work):
+            continue
+        if not any(parent.is_relative_to(folder) for folder in fixed):
             return current
     return None
 
