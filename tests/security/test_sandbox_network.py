@@ -221,3 +221,33 @@ def test_run_is_covered_and_the_workdir_inside_a_covered_folder_still_works(
         assert "seen" in _run(covered, "cat a.txt")
     finally:
         del os.environ["XDG_RUNTIME_DIR"]
+
+
+# --- end to end: `vibe run`, its --network flag and the announcement --------------------------------
+
+
+@pytest.mark.parametrize("flag", [(), ("--network", "on")], ids=["default", "network-on"])
+def test_vibe_run_has_no_network_in_the_sandbox_unless_the_flag_opens_it_and_says_so(
+    flag: tuple[str, ...], tmp_path: Path, loopback: Listener
+) -> None:
+    """The real `vibe run` on a scripted model server: the agent's shell command tries a server on
+    127.0.0.1. By default it is refused and nothing is announced; `--network on` opens it for this run
+    and says so on stderr."""
+    require_sandbox()
+    from openai_chat import serve_chat
+    from serve_support import vibe, vibe_env
+
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    with serve_chat() as chat:
+        chat.call("shell", command=CONNECT.format(family="AF_INET", address=loopback.address))
+        chat.say("Done.")
+        done = vibe(vibe_env(home, chat), work, "run", "--no-wait", *flag, "Check the server.")
+        output = next(text for text in chat.tool_outputs() if "exit code" in text)
+    announced = "vibe: sandboxed commands reach the network (network = on, from AVIBE_NETWORK)"
+    if flag:
+        assert "CONNECTED ok" in output and loopback.accepted == 1, output
+        assert announced in done.stderr.splitlines(), done.stderr
+    else:
+        assert "Connection refused" in output and loopback.accepted == 0, output
+        assert "reach the network" not in done.stderr
