@@ -34,15 +34,7 @@ from jsonschema import Draft202012Validator, ValidationError
 from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
-from avibe.tools.guard import (
-    DenyIdentities,
-    Identity,
-    KeptPaths,
-    OwnFiles,
-    identity,
-    identity_of,
-    kept_error,
-)
+from avibe.tools.guard import DenyIdentities, Identity, KeptPaths, OwnFiles, identity, identity_of, kept_error
 
 # Most characters one tool output may hold. The loop cuts again against the window (SPEC V9); this
 # bound keeps a single careless `cat` from crowding out everything else first.
