@@ -203,24 +203,21 @@ def test_full_access_and_host_sockets_on_controls_connect(
 
 @pytest.mark.parametrize("mode", SANDBOXED)
 def test_run_is_covered_and_the_workdir_inside_a_covered_folder_still_works(
-    mode: str, tmp_path: Path, store: RecordStore
+    mode: str, tmp_path: Path, store: RecordStore, outside: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """/run (/var/run) is an empty folder in the sandbox; a workdir that lies in a covered folder is
-    bound back over the cover and works as usual."""
+    """/run (/var/run) is an empty folder in the sandbox; a workdir that lies in a covered folder (here
+    the runtime folder) is bound back over the cover and works as usual, its siblings stay covered."""
     require_sandbox()
     policy = _policy(tmp_path, store, {"AVIBE_SANDBOX": mode})
     assert "entries=0" in _run(policy, "echo entries=$(ls -A /run/ /var/run/ | grep -v : | grep -c .)")
-    runtime = tmp_path / "work" / "rt"
-    runtime.mkdir()
+    runtime = outside / "rt"
     inner = runtime / "project"
-    inner.mkdir()
+    inner.mkdir(parents=True)
     (inner / "a.txt").write_text("seen\n")
-    covered = SandboxPolicy(mode, inner)
-    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
-    try:
-        assert "seen" in _run(covered, "cat a.txt")
-    finally:
-        del os.environ["XDG_RUNTIME_DIR"]
+    (runtime / "sibling.txt").write_text("hidden\n")
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
+    output = _run(SandboxPolicy(mode, inner), "cat a.txt; cat ../sibling.txt")
+    assert "seen" in output and "hidden" not in output, output
 
 
 # --- end to end: `vibe run`, its --network flag and the announcement --------------------------------

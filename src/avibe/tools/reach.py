@@ -78,7 +78,7 @@ def host_socket_paths(environ: Mapping[str, str], workdir: Path, real_home: Path
         too_wide = work.is_relative_to(folder) or folder in (home, Path("/"))
         found.append(sock if too_wide else folder)
     paths = [p.resolve() for p in found if p.is_absolute() and os.path.lexists(p)]
-    return _outermost(paths)
+    return _outermost([p for p in paths if not p.is_relative_to("/tmp")])  # the sandbox's /tmp is its own
 
 
 def kept_paths(real_home: Path | None, model_cache: Path | None, workdir: Path) -> tuple[Path, ...]:
