@@ -33,6 +33,10 @@ to set.
 | recollection  | AVIBE_RECOLLECTION       | sections; rules-last, plain: how the checkpoint is  |
 |               |                          | shown to the model (avibe/context/assemble.py); a   |
 |               |                          | project may set it (it changes no content, no trust)|
+| network       | AVIBE_NETWORK            | off: sandboxed commands have no network, loopback   |
+|               |                          | included; on (yours only: a project cannot open it) |
+| host_sockets  | AVIBE_HOST_SOCKETS       | off: /run, $XDG_RUNTIME_DIR, the ssh-agent's socket |
+|               |                          | are covered in the sandbox; on (yours only)          |
 | deny, allow_commands, allow_writes | the `[rules]` table of a config.toml | none (issue 11 item 9) |
 | trusted_projects | - (the user's config.toml only) | none: no project config loosens anything     |
 
@@ -102,6 +106,9 @@ class Settings:
     allow_writes: tuple[str, ...] = ()  # paths written without asking in ask mode
     serve_url: str = "http://127.0.0.1:8765"  # where `vibe serve` listens; callback URLs start here
     recollection: str = "sections"  # how the checkpoint is shown to the model (issue 31 item 3)
+    network: bool = False  # sandboxed commands reach the network (issue 48; avibe/tools/sandbox.py)
+    host_sockets: bool = False  # sandboxed commands reach the host's Unix sockets (avibe/tools/reach.py)
+    trusted_projects: tuple[Path, ...] = ()  # resolved; their .avibe/ is read-only in any sandbox
     # Issue 27 item 1: what every start says on stderr (one line each, `vibe: ` in front): project values
     # ignored because they would loosen, then the loosened settings in force.
     warnings: tuple[str, ...] = ()
@@ -147,6 +154,8 @@ class _Layers(BaseSettings):
     rules: dict[str, Any] | None = None
     serve_url: str | None = None
     recollection: str | None = None
+    network: str | None = None
+    host_sockets: str | None = None
     trusted_projects: list[str] | None = None  # read from the user's config only
 
 
@@ -674,6 +683,9 @@ class _Sources:
             lines.append(
                 f"commands run without a sandbox (sandbox = full-access, from {self.origins['sandbox']})"
             )
+        for key, what in (("network", "reach the network"), ("host_sockets", "reach the host's sockets")):
+            if getattr(settings, key) and settings.sandbox != "full-access":
+                lines.append(f"sandboxed commands {what} ({key} = on, from {self.origins[key]})")
         if settings.approval == "ask" and settings.allow_commands:
             lines.append(
                 "shell commands matching allow_commands run without asking "
@@ -716,6 +728,15 @@ def _loopback(url: str) -> bool:
         return host in LOOPBACK_HOSTS or ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _switch(value: str | None, where: str) -> bool:
+    """An on/off setting (network, host_sockets): off unless set to on."""
+    return _one_of(value, where, "off", ("on", "off"), "on or off", "on or off (the default)") == "on"
+
+
+def _stricter_switch(new: bool, old: bool) -> bool:
+    return not new or new == old
 
 
 def _stricter_sandbox(new: str, old: str) -> bool:
@@ -787,5 +808,8 @@ def load_settings(
         serve_url=_serve_url(serve_url, serve_where),
         recollection=sources.tightened("recollection", _recollection, _any_rendering),
         remember=remember,
+        network=sources.tightened("network", _switch, _stricter_switch),
+        host_sockets=sources.tightened("host_sockets", _switch, _stricter_switch),
+        trusted_projects=tuple(_trusted_folders(sources.user)),
     )
     return replace(settings, warnings=tuple(sources.warnings), announcements=sources.announcements(settings))

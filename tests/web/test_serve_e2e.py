@@ -150,10 +150,10 @@ def test_vibe_run_attaches_to_a_session_vibe_serve_hosts(tmp_path: Path, chat: C
 
 
 def _a_session_vibe_serve_hosts(
-    home: Path, work: Path, chat: ChatServer, log: Path
+    home: Path, work: Path, chat: ChatServer, log: Path, extra: dict[str, str] | None = None
 ) -> tuple[dict[str, str], str, subprocess.Popen[bytes], int]:
     """A session whose first turn ("Wait for my go.") is answered, then `vibe serve` on a free port."""
-    env = vibe_env(home, chat)
+    env = vibe_env(home, chat) | (extra or {})
     chat.say("Ready.")
     first = vibe(env, work, "run", "--no-wait", "--json", "Wait for my go.")
     session = next(
@@ -175,20 +175,23 @@ def _answered(home: Path, session: str, reply: str) -> list[Entry]:
         return wait_for(done, timeout=60, what=f"the reply {reply!r}")
 
 
+@pytest.mark.parametrize("network", ["off", "on"])
 def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_serve(
-    tmp_path: Path, chat: ChatServer, request: pytest.FixtureRequest
+    network: str, tmp_path: Path, chat: ChatServer, request: pytest.FixtureRequest
 ) -> None:
-    """Where the sandbox shares the host's network, the agent can reach `vibe serve` on loopback. Its shell
-    command tries the API without a token and with the token file's contents, over TCP (403, or no road at
-    all where the network is off) and through the local socket (not there: the home is covered): nothing
-    is recorded, while the person, holding the token from Avibe's home, posts their message through the
-    socket as usual. (The home is made outside /tmp: the sandbox's private /tmp alone would hide one.)"""
+    """The agent's shell command tries `vibe serve`'s API without a token and with the token file's
+    contents, over TCP and through the local socket: by default the sandbox has no network (loopback
+    refuses the connection); with the person's `network = on` TCP answers 403 (the person's routes are on
+    the socket only) and the socket is not there (the home is covered). Nothing is recorded, while the
+    person, holding the token from Avibe's home, posts through the socket as usual. (The home is made
+    outside /tmp: the sandbox's private /tmp alone would hide one.)"""
     work = tmp_path / "work"
     work.mkdir()
     outside_tmp = Path(tempfile.mkdtemp(prefix="avibe-serve-token-", dir="/var/tmp"))
     request.addfinalizer(lambda: shutil.rmtree(outside_tmp, ignore_errors=True))
     home = outside_tmp / "home"
-    _, session, serve, port = _a_session_vibe_serve_hosts(home, work, chat, tmp_path / "serve.log")
+    extra = {"AVIBE_NETWORK": network}
+    _, session, serve, port = _a_session_vibe_serve_hosts(home, work, chat, tmp_path / "serve.log", extra)
     api = f"http://127.0.0.1:{port}/sessions/{session}/messages"
     forge = (
         "import json, urllib.request as r\n"
@@ -225,7 +228,9 @@ def test_T1_an_agents_sandboxed_command_cannot_post_the_persons_words_to_vibe_se
         stop(serve)
     assert [e.text for e in entries if e.is_user] == ["Wait for my go.", "Go."]
     output = next(text for text in chat.tool_outputs() if "bare" in text)
-    assert "file unreadable" in output and "socket unreachable" in output and "202" not in output, output
+    refused = "URLError(ConnectionRefusedError(111, 'Connection refused'))"
+    answer = "403" if network == "on" else refused
+    assert f"bare {answer} file unreadable {answer} socket unreachable" in output, output
 
 
 def test_vibe_send_from_a_terminal_is_the_persons_message_and_the_host_answers_it(

@@ -20,6 +20,7 @@ import typer
 from avibe.cli.options import (
     BadArgument,
     ModelOpt,
+    NetworkOpt,
     SessionOpt,
     StepsOpt,
     WindowOpt,
@@ -154,6 +155,7 @@ def chat(
     session: SessionOpt = None,
     workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
+    network: NetworkOpt = None,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
     ] = False,

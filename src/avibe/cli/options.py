@@ -12,6 +12,7 @@ database file or model exists - one line `vibe: ...`, exit code 2 (see `avibe.cl
 from __future__ import annotations
 
 import logging
+import os
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Final
@@ -145,6 +146,19 @@ def check_task(value: str) -> str:
     return value
 
 
+def check_network(value: str | None) -> str | None:
+    """`--network on|off`: this run's sandboxed commands have a network or not (issue 48). The person's
+    own choice, like AVIBE_NETWORK, which it sets for this process before the settings are read (a project
+    config cannot open the network)."""
+    if value is None:
+        return None
+    chosen = value.strip().lower()
+    if chosen not in ("on", "off"):
+        raise typer.BadParameter(f"{shown(value)} is not on or off")
+    os.environ["AVIBE_NETWORK"] = chosen
+    return chosen
+
+
 # -- the option types (typer.Annotated) ----------------------------------------------------------------
 
 TaskArg = Annotated[
@@ -180,6 +194,15 @@ WorkdirOpt = Annotated[
     Path,
     typer.Option("--workdir", "-C", help="Folder Vibey works in (must exist).", callback=check_workdir),
 ]
+NetworkOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--network",
+        help="on: the agent's sandboxed commands may use the network (default off: none, loopback "
+        "included; the setting is network / AVIBE_NETWORK).",
+        callback=check_network,
+    ),
+]
 DemoWorkdirOpt = Annotated[
     Path | None,
     typer.Option(
@@ -208,12 +231,18 @@ def preflight_model(name: str, settings: Settings) -> None:
 
 def _preflight(name: str, settings: Settings) -> None:
     from avibe.providers import check_model_name, model_facts, needs_window
-    from avibe.providers.modelfile import EMBEDDED_MODELS, check_gguf, model_path, verify_model_file
+    from avibe.providers.modelfile import (
+        EMBEDDED_MODELS,
+        check_gguf,
+        model_path,
+        records_dir,
+        verify_model_file,
+    )
 
     check_model_name(name)
     if name in EMBEDDED_MODELS:
         spec = EMBEDDED_MODELS[name]
-        verify_model_file(model_path(settings.model_cache, spec), spec)
+        verify_model_file(model_path(settings.model_cache, spec), spec, records=records_dir(settings.home))
         return
     if name.startswith("local:"):
         check_gguf(Path(name.removeprefix("local:")).expanduser())

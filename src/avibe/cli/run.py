@@ -11,6 +11,7 @@ import typer
 from avibe.cli.options import (
     BadArgument,
     ModelOpt,
+    NetworkOpt,
     SessionOpt,
     StepsOpt,
     WindowOpt,
@@ -85,6 +86,7 @@ def run(
     session: SessionOpt = None,
     workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
+    network: NetworkOpt = None,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
     ] = False,

@@ -4,6 +4,7 @@ sandbox, the session's watches and timers, and a process of its own for a delega
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -49,7 +50,26 @@ def check_sandbox(settings: Settings, workdir: Path) -> None:
         home=settings.home,
         config_dir=user_config_file().parent,
         database_url=settings.database_url,
+        kept=kept_paths(settings, workdir),
+        real_home=real_home(),
     )
+
+
+def real_home() -> Path:
+    """The person's own home (the sandbox gives commands another one)."""
+    return Path(os.path.expanduser("~"))
+
+
+def kept_paths(settings: Settings, workdir: Path) -> tuple[Path, ...]:
+    """What the next start runs or trusts (issue 48): Avibe's interpreter, the shell's startup files, the
+    model cache and where its verification is recorded, and each trusted project's `.avibe/` - read-only
+    to the shell and refused by the file tools in the sandboxed modes."""
+    from avibe.providers.modelfile import records_dir
+    from avibe.tools.reach import kept_paths as runs_at_start
+
+    trusted = [folder / ".avibe" for folder in settings.trusted_projects]
+    records = (records_dir(settings.home), records_dir())  # the second: where the providers look by default
+    return (*runs_at_start(real_home(), settings.model_cache, workdir), *records, *trusted)
 
 
 def stated_rules(store: RecordStore, session_id: str) -> Callable[[], tuple[StatedBan, ...]]:
@@ -92,8 +112,9 @@ def _delegating_chain(store: RecordStore, session_id: str) -> list[str]:
 
 def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_id: str) -> SandboxPolicy:
     """The sandbox a session's tools work in (the shell tool's, the file tools', a command watch's):
-    Avibe's home, the user's config folder and the database out of the agent's reach (issue 27), and
-    the person's deny rules and stated bans read-only."""
+    Avibe's home, the user's config folder and the database out of the agent's reach (issue 27), the
+    person's deny rules and stated bans read-only, no network and no host sockets unless the person's own
+    settings open them, and what the next start runs or trusts read-only (issue 48)."""
     from avibe.tools.sandbox import SandboxPolicy
 
     return SandboxPolicy.for_record(
@@ -104,6 +125,10 @@ def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_i
         protected=settings.deny,
         config_dir=user_config_file().parent,
         stated=stated_rules(store, session_id),
+        network=settings.network,
+        host_sockets=settings.host_sockets,
+        kept=kept_paths(settings, workdir),
+        real_home=real_home(),
     )
 
 

