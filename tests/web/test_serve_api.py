@@ -152,9 +152,9 @@ def test_a_message_is_the_persons_and_an_unknown_session_is_404(setup) -> None: 
 
 
 def test_T1_on_loopback_too_every_route_but_callbacks_needs_the_token(setup) -> None:  # type: ignore[no-untyped-def]
-    """Issue 27 item 5: an agent's sandboxed command shares the network, so loopback is no proof of being
-    the person: without the token (or with a wrong one) nothing is read and nothing recorded; a bare
-    /health says alive and no more."""
+    """Issue 27 item 5: an agent's command may share the network (the person turned it on, full-access),
+    so loopback is no proof of being the person: without the token (or with a wrong one) nothing is read
+    and nothing recorded; a bare /health says alive and no more."""
     client, store, session, _ = setup
     client.headers.pop("Authorization")
     for headers in ({}, {"Authorization": "Bearer guess"}, {"Authorization": PERSON_TOKEN}):
