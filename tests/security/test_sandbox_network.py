@@ -92,6 +92,27 @@ def test_a_sandboxed_command_cannot_open_a_tcp_connection_to_127_0_0_1_by_defaul
     output = _run(policy, CONNECT.format(family="AF_INET", address=loopback.address))
     assert "CONNECTED" not in output and "Connection refused" in output, output
     assert loopback.accepted == 0
+    assert "[no network here: commands run without one (loopback included)" in output  # ask, not retry
+
+
+def test_the_no_network_note_is_only_for_a_sandbox_without_network(
+    tmp_path: Path, store: RecordStore
+) -> None:
+    """The note names the missing network only where there is none: not with the person's `network = on`,
+    not in full-access, not for a command that failed for another reason."""
+    refused = "curl: (7) Failed to connect to 127.0.0.1 port 9: Connection refused"
+    policies = {
+        mode: _policy(_made(tmp_path / mode), store, {"AVIBE_SANDBOX": mode, **extra})
+        for mode, extra in (
+            ("read-only", {}),
+            ("workspace-write", {"AVIBE_NETWORK": "on"}),
+            ("full-access", {}),
+        )
+    }
+    assert policies["read-only"].network_note(refused)
+    assert not policies["read-only"].network_note("No such file or directory")
+    assert not policies["workspace-write"].network_note(refused)
+    assert not policies["full-access"].network_note(refused)
 
 
 def test_full_access_control_reaches_loopback(tmp_path: Path, store: RecordStore, loopback: Listener) -> None:
@@ -248,3 +269,8 @@ def test_vibe_run_has_no_network_in_the_sandbox_unless_the_flag_opens_it_and_say
     else:
         assert "Connection refused" in output and loopback.accepted == 0, output
         assert "reach the network" not in done.stderr
+
+
+def _made(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder

@@ -307,6 +307,18 @@ class SandboxPolicy:
         """bwrap and its options, up to the command (avibe/tools/mounts.py)."""
         return mounts.bwrap_args(self)
 
+    def network_note(self, output: str) -> str:
+        """A line for a command's output that failed for want of a network in the sandbox (no network,
+        loopback included, unless the person's own settings open it): so the model says so and asks,
+        rather than retrying or working round it."""
+        if not self.sandboxed or self.network or not _NETWORK_FAILED.search(output):
+            return ""
+        return (
+            "\n[no network here: commands run without one (loopback included), so nothing outside this "
+            "command can be reached. Do not try another way round; if the work needs the network, say so "
+            "and ask the user, who can turn it on in their own settings.]"
+        )
+
     def read_only_note(self, output: str) -> str:
         """A line for a command's output that hit a read-only path while the person's stated bans are in
         force: which paths and their words, so the model asks instead of trying another way round."""
@@ -321,6 +333,14 @@ class SandboxPolicy:
             f"\n[read-only here: {paths} - the user forbade changing it ({said}). Do not try another way "
             "round; if the work needs it changed, ask the user.]"
         )
+
+
+# What a command prints when it finds no network (resolvers, curl, pip, git, npm, Python's socket).
+_NETWORK_FAILED: Final = re.compile(
+    r"Temporary failure in name resolution|Could not resolve host|Name or service not known|"
+    r"Network is unreachable|No route to host|Connection refused|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|"
+    r"getaddrinfo failed|Failed to establish a new connection"
+)
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,7 @@ class Shell(BaseTool):
         if waited == "stopped":
             return ToolResult(output=self._stopped(time.monotonic() - started, text), is_error=True)
         note = self._sandbox.read_only_note(text)  # a path the person forbade: which, in their words
+        note += self._sandbox.network_note(text)  # no network in the sandbox: ask, don't work round it
         shown = self._render(ended.code, ended.left_running, timeout, text) + note
         return ToolResult(output=shown, is_error=ended.code is None)
 
