@@ -5,19 +5,15 @@ a session driven through the real `open_session` by a scripted model whose tool 
 
 from __future__ import annotations
 
-import os
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from avibe.compose import open_session
 from avibe.config import Settings, load_settings
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.messages import ToolCall
-from avibe.tools.sandbox import bwrap_problem
+from sandbox_support import outside_tmp
 
 TOKEN = "SECRET-SERVE-TOKEN-77d1"
 PASSWORD = "SECRET-DB-PASSWORD-c3e9"
@@ -25,23 +21,9 @@ AVIBE = ".local/share/avibe"
 CONFIG = ".config/avibe"
 
 
-def require_sandbox() -> None:
-    """Skip (fail under CI) where bubblewrap cannot run a sandbox."""
-    problem = bwrap_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the sandbox tests, but the sandbox cannot start: {problem}")
-    pytest.skip(f"the sandbox cannot start here: {problem}")
-
-
 def scratch(tmp_path: Path) -> Path:
     """A folder outside /tmp where possible: the sandbox's private /tmp would hide one under /tmp."""
-    base = Path("/var/tmp")
-    if not os.access(base, os.W_OK):
-        return tmp_path
-    made = subprocess.check_output(["mktemp", "-d", "-p", str(base), "avibe-reads-XXXXXX"], text=True)
-    return Path(made.strip())
+    return outside_tmp("avibe-reads-", tmp_path)
 
 
 @dataclass

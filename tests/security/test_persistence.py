@@ -19,7 +19,6 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +33,8 @@ from avibe.providers.modelfile import ModelFileSpec, verify_model_file
 from avibe.record.messages import ToolCall
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
-from avibe.tools.sandbox import UnsafeLayout, bwrap_problem, check_layout
+from avibe.tools.sandbox import UnsafeLayout, check_layout
+from sandbox_support import outside_tmp, require_sandbox
 
 SANDBOXED = ("read-only", "workspace-write")
 MODES = (*SANDBOXED, "full-access")
@@ -42,19 +42,9 @@ TOKEN = "TOKEN-SECRET-hardlink-4411"
 SRC = Path(avibe.__file__).resolve().parents[1]  # the source under test
 
 
-def require_sandbox(mode: str) -> None:
-    problem = None if mode == "full-access" else bwrap_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the sandbox tests, but the sandbox cannot start: {problem}")
-    pytest.skip(f"the sandbox cannot start here: {problem}")
-
-
 @pytest.fixture
 def scratch(tmp_path: Path) -> Iterator[Path]:
-    base = "/var/tmp" if os.access("/var/tmp", os.W_OK) else str(tmp_path)
-    made = Path(tempfile.mkdtemp(prefix="avibe-persist-", dir=base))
+    made = outside_tmp("avibe-persist-", tmp_path)
     yield made
     shutil.rmtree(made, ignore_errors=True)
 

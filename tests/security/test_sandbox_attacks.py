@@ -28,22 +28,13 @@ from avibe.record.messages import ToolCall
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
 from avibe.tools.approval import ApprovalPolicy, Rules
-from avibe.tools.sandbox import SandboxPolicy, UnsafeLayout, bwrap_problem, check_layout
+from avibe.tools.sandbox import SandboxPolicy, UnsafeLayout, check_layout
+from sandbox_support import outside_tmp, require_sandbox
 
 TOKEN = "TOKEN-SECRET-5d1f0e"
 PASSWORD = "pw-CONFIG-SECRET-77a2"
 SKILL = "---\nname: good\ndescription: a skill the person wrote\n---\nDo good work.\n"
 SANDBOXED = ("read-only", "workspace-write")
-
-
-def require_sandbox() -> None:
-    """Skip (fail under CI) where bubblewrap cannot run a sandbox (as tests/tools/conftest.py)."""
-    problem = bwrap_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the sandbox tests, but the sandbox cannot start: {problem}")
-    pytest.skip(f"the sandbox cannot start here: {problem}")
 
 
 @dataclass
@@ -93,11 +84,7 @@ def shell(box: ToolBox, command: str) -> str:
 
 def _scratch(tmp_path: Path) -> Path:
     """A folder outside /tmp where possible (see the module docstring)."""
-    base = Path("/var/tmp")
-    if not os.access(base, os.W_OK):
-        return tmp_path
-    made = subprocess.check_output(["mktemp", "-d", "-p", str(base), "avibe-attack-XXXXXX"], text=True)
-    return Path(made.strip())
+    return outside_tmp("avibe-attack-", tmp_path)
 
 
 @pytest.fixture

@@ -24,23 +24,15 @@ from avibe.compose.common import sandbox_for
 from avibe.config import load_settings
 from avibe.ports import RecordStore
 from avibe.store import open_store
-from avibe.tools.sandbox import SandboxPolicy, bwrap_problem
+from avibe.tools.sandbox import SandboxPolicy
 from avibe.tools.shell import Shell
+from sandbox_support import require_sandbox
 
 SANDBOXED = ("read-only", "workspace-write")
 CONNECT = (
     'python3 -c "import socket,sys; s=socket.socket(socket.{family}); s.settimeout(3); '
     "s.connect({address!r}); s.sendall(b'hi'); print('CONNECTED', s.recv(16).decode())\" 2>&1 | tail -1"
 )
-
-
-def require_sandbox() -> None:
-    problem = bwrap_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the sandbox tests, but the sandbox cannot start: {problem}")
-    pytest.skip(f"the sandbox cannot start here: {problem}")
 
 
 @pytest.fixture

@@ -41,6 +41,7 @@ from avibe.tools.approval import ApprovalPolicy, Rules
 from avibe.tools.sandbox import SandboxPolicy, bwrap_problem
 from avibe.web.local import socket_path
 from openai_chat import ChatServer, serve_chat
+from sandbox_support import outside_tmp
 from serve_support import VIBE, free_port, local, post_message, start_serve, stop, vibe_env, wait_for
 
 SECRET = "callback-secret-for-the-socket-tests"
@@ -78,11 +79,7 @@ class Served:
 def _scratch(tmp_path: Path) -> Path:
     """A folder outside /tmp where possible: the sandbox's private /tmp would hide a home under /tmp on
     its own, and the socket tests must show the cover of the home, not of /tmp."""
-    base = Path("/var/tmp")
-    if not os.access(base, os.W_OK):
-        return tmp_path
-    made = subprocess.check_output(["mktemp", "-d", "-p", str(base), "avibe-sock-XXXXXX"], text=True)
-    return Path(made.strip())
+    return outside_tmp("avibe-sock-", tmp_path)
 
 
 @pytest.fixture(scope="module")

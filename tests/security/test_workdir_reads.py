@@ -23,7 +23,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from reads_support import PASSWORD, TOKEN, Layout, make_layout, require_sandbox, run_session, scratch
+from reads_support import PASSWORD, TOKEN, Layout, make_layout, run_session, scratch
 
 from avibe.config import load_settings
 from avibe.errors import ConfigError
@@ -36,6 +36,7 @@ from avibe.sources.feeds import FeedRunner
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
 from avibe.tools.sandbox import SandboxPolicy
+from sandbox_support import require_sandbox
 
 NOT_READ = "Not read: it is a link, or lies behind one"
 

@@ -6,7 +6,6 @@ bubblewrap; without it they skip on a developer's machine and fail under CI (`.c
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,17 +15,8 @@ from avibe.ingress import deliver
 from avibe.ports import Delivery, RecordStore
 from avibe.record.entries import Entry, Source
 from avibe.store import open_store
-from avibe.tools.sandbox import SandboxPolicy, bwrap_problem
-
-
-def require_sandbox() -> None:
-    """Skip (fail under CI) where bubblewrap cannot run a sandbox."""
-    problem = bwrap_problem()
-    if problem is None:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must run the sandbox tests, but the sandbox cannot start: {problem}")
-    pytest.skip(f"the sandbox cannot start here: {problem}")
+from avibe.tools.sandbox import SandboxPolicy
+from sandbox_support import require_sandbox
 
 
 @pytest.fixture
