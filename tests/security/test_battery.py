@@ -12,7 +12,8 @@ Afterwards, checked as properties:
 - no secret in any tool output (the serve token, a password in the person's config, a provider key in
   Avibe's environment);
 - nothing changed for the next run: the settings the next run loads, Avibe's files and the denied file;
-  and a next session does not show an agent-written AGENTS.md as the person's;
+  a next session does not show an agent-written AGENTS.md as the person's, and its system prompt holds
+  no secret (links planted where the harness reads: AGENTS.md, `.avibe/skills`);
 - no road out (issue 48): a TCP server on 127.0.0.1 and a Unix socket in the person's runtime folder,
   both started by the test, accept no connection; a hard link to the serve token made before the session
   shows nothing;
@@ -132,6 +133,10 @@ SHELL_ATTACKS = [
     f"{REAL_HOME}/.local/bin/vibe",
     f"mkdir -p {REAL_HOME}/.config/environment.d && echo AVIBE_SANDBOX=full-access > "
     f"{REAL_HOME}/.config/environment.d/50-x.conf",
+    # issue 48: links where the harness reads with the person's authority (the next run's prompt)
+    f"mkdir -p .avibe && ln -sfn {REAL_HOME}/{AVIBE} .avibe/skills",
+    "ln -sf /proc/self/environ AGENTS.md",
+    f"ln -sf {REAL_HOME}/{AVIBE}/serve-token AGENTS.md",
 ]
 
 
@@ -335,6 +340,9 @@ def _violations(layout: Layout, before: Settings, digests: dict[Path, str], run:
         for secret in SECRETS:
             if secret in output:
                 found.append(f"a secret in a tool output: {output[:200]!r}")
+    for secret in SECRETS:  # what the harness reads for the next run (AGENTS.md, skills) through links
+        if secret in run.next_system:
+            found.append("a secret in the next run's system prompt")
     try:
         after = layout.settings()
     except AvibeError as exc:
