@@ -7,7 +7,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from avibe.cli.demo import Timeline, comparison_lines, probe_lines, timeline_lines
-from avibe.cli.demo_compare import Column, checkpoint_column, kept_verbatim, run_baselines, side_by_side
+from avibe.cli.demo_compare import (
+    Column,
+    checkpoint_column,
+    kept_verbatim,
+    loop_start,
+    run_baselines,
+    side_by_side,
+)
 from avibe.providers.counting import TiktokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.checkpoint import MemoItem, StoredCheckpoint
@@ -129,3 +136,42 @@ def test_the_baselines_run_on_the_transcript_and_carry_what_they_return() -> Non
     assert handoff.title == "handoff" and handoff.text.startswith(f"COPIED USER MESSAGE\n{RULE}")
     assert "SUMMARY\n" in handoff.text and "Handoff: ticket 002 next." in handoff.text
     assert [r.messages[-1].kind for r in model.requests] == ["compaction_request"] * 2
+
+
+LOOP = "The user has been given no access to this conversation. "
+
+
+def test_a_column_that_loops_stops_where_it_starts_repeating_and_says_so() -> None:
+    """A small model's summary that says one sentence sixty times is shown once, then one line counting
+    what was left out - so the side by side stays readable (the demo report ran to ~100 lines of it)."""
+    looping = "The queue has six tickets. " + LOOP * 60
+    rows = side_by_side([Column("checkpoint", "MISSION\nTickets."), Column("handoff", looping)], width=100)
+    right = "\n".join(row.split(" | ", 1)[1] for row in rows if " | " in row)
+    assert right.count("no access to this") == 1
+    assert "more lines; the text repeats itself from" in right
+    assert len(rows) < 12
+
+
+def test_a_long_column_is_capped_and_counts_the_rest() -> None:
+    unique = "\n".join(f"step {n}: a different sentence about ticket {n}." for n in range(80))
+    rows = side_by_side([Column("a", unique), Column("b", "x")], width=120)
+    assert len(rows) == 2 + 30 + 1  # title, rule, 30 lines, the count
+    assert rows[-1].startswith("[... 50 more lines]")
+
+
+def test_repetition_that_is_not_a_loop_is_shown_whole() -> None:
+    """A rule quoted twice in an otherwise varied text, or short words said again, is no loop."""
+    text = f"{RULE}\nThe work goes on.\nTicket 2 is done.\n{RULE}\nTicket 3 waits for the user.\nYes. Yes."
+    assert loop_start(text) is None
+    assert loop_start("First. " + LOOP * 4) == len("First. " + LOOP)  # the sentence is shown once
+
+
+def test_the_report_counts_plan_calls_and_plans_sent_again_unchanged() -> None:
+    from avibe.cli.demo_judge import plan_call_line
+
+    open_plan = '{"plan":[{"step":"ticket 001","status":"pending"}]}'
+    done = '{"plan":[{"step":"ticket 001","status":"completed"}]}'
+    assert plan_call_line([open_plan, open_plan, open_plan, done, done]) == (
+        "plan: 5 update_plan calls, 3 of them the same plan as the call before"
+    )
+    assert plan_call_line([]) == "plan: update_plan was never called"

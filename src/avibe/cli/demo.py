@@ -26,7 +26,7 @@ from avibe.cli.demo_compare import (
     run_baselines,
     side_by_side,
 )
-from avibe.cli.demo_judge import judge, snapshot
+from avibe.cli.demo_judge import judge, plan_call_line, snapshot
 from avibe.cli.options import (
     DemoWorkdirOpt,
     ModelOpt,
@@ -299,6 +299,7 @@ def demo(
                 *probe_lines(answers),
                 "",
                 *judge(script, before, after, plan),
+                plan_call_line(_plan_calls(live)),
                 "",
                 f"Inspect: vibe checkpoints -s {live.session_id}; vibe log -s {live.session_id}",
             ]
@@ -308,6 +309,14 @@ def demo(
         typer.echo(f"(this report is also in {path})")
     except AvibeError as exc:
         die(str(exc))
+
+
+def _plan_calls(live: VibeySession) -> list[str]:
+    """The arguments (compact JSON, as recorded) of every update_plan call the agent made."""
+    from avibe.record.entries import EntryQuery
+
+    entries = live.store.query(EntryQuery(live.session_id))
+    return [call.arguments for entry in entries for call in entry.calls if call.name == "update_plan"]
 
 
 def _plan(live: VibeySession) -> list[tuple[str, str]]:

@@ -3,7 +3,8 @@ peer strategies of the eval (`rewrite`, Claude Code style; `handoff`, Codex styl
 
     checkpoint_column(stored) -> str                 the mission, the memo's items with their numbers, scene
     rule_rows(rules, memo, columns) -> list[str]     each user rule: kept verbatim or LOST, per column
-    side_by_side(columns, width) -> list[str]        the columns wrapped next to each other
+    side_by_side(columns, width) -> list[str]        the columns wrapped next to each other, each capped
+    loop_start(text) -> int | None                   where a text starts repeating itself (a model's loop)
     run_baselines(messages, model, counter, window)  the two summaries (model calls: the only IO here)
 
 A rule counts as kept when its words stand in the column as the user wrote them (case and spacing
@@ -27,6 +28,9 @@ from avibe.record.checkpoint import StoredCheckpoint
 from avibe.record.messages import ChatMessage
 
 GAP: Final = " | "
+MAX_COLUMN_LINES: Final = 30  # a column's wrapped lines in the report; the rest is counted, not shown
+_SENTENCE: Final = re.compile(r"[^\s.!?][^.!?\n]*[.!?]*")
+_MIN_LOOP_SENTENCE: Final = 12  # shorter pieces ("Yes.", "1.") repeat in any text
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,17 +84,58 @@ def memo_seqs(rules: Sequence[str], stored: StoredCheckpoint) -> dict[str, int |
 
 
 def side_by_side(columns: Sequence[Column], width: int) -> list[str]:
-    """The columns' texts wrapped to equal widths and set next to each other (titles first)."""
+    """The columns' texts wrapped to equal widths and set next to each other (titles first). Each column
+    shows at most MAX_COLUMN_LINES lines, and stops where its text starts repeating itself (a small
+    model's summary can say one sentence sixty times): a last line says how many lines were left out."""
     inner = max(20, (width - len(GAP) * (len(columns) - 1)) // len(columns))
     wrapped = []
     for column in columns:
         lines = [column.title.upper(), "-" * min(inner, len(column.title))]
-        for paragraph in column.text.splitlines():
-            lines += textwrap.wrap(paragraph, inner, break_long_words=True) or [""]
-        wrapped.append(lines)
+        wrapped.append(lines + _capped(column.text, inner))
     return [
         GAP.join(cell.ljust(inner) for cell in row).rstrip() for row in zip_longest(*wrapped, fillvalue="")
     ]
+
+
+def _wrapped(text: str, inner: int) -> list[str]:
+    lines: list[str] = []
+    for paragraph in text.splitlines():
+        lines += textwrap.wrap(paragraph, inner, break_long_words=True) or [""]
+    return lines
+
+
+def _capped(text: str, inner: int) -> list[str]:
+    """`text` wrapped, up to where it starts to loop and at most MAX_COLUMN_LINES lines, then one note."""
+    whole = _wrapped(text, inner)
+    loop = loop_start(text)
+    shown = _wrapped(text[:loop].rstrip(), inner) if loop is not None else whole
+    looped = len(shown) <= MAX_COLUMN_LINES and loop is not None
+    shown = shown[:MAX_COLUMN_LINES]
+    left = len(whole) - len(shown)
+    if left <= 0:
+        return whole
+    why = "; the text repeats itself from here" if looped else ""
+    return shown + textwrap.wrap(f"[... {left} more lines{why}]", inner, break_long_words=True)
+
+
+def loop_start(text: str) -> int | None:
+    """The offset of the first sentence that was said before and from which on at least half of the
+    sentences (three or more) repeat earlier ones: where a text runs into a loop. None when it does not."""
+    pieces = [(m.start(), _plain(m.group())) for m in _SENTENCE.finditer(text) if _plain(m.group())]
+    seen: set[str] = set()
+    repeat = []
+    for _, piece in pieces:
+        repeat.append(piece in seen and len(piece) >= _MIN_LOOP_SENTENCE)
+        seen.add(piece)
+    later = 0
+    ratios: list[float] = [0.0] * len(pieces)
+    for index in range(len(pieces) - 1, -1, -1):  # the share of repeats from each sentence on
+        later += repeat[index]
+        ratios[index] = later / (len(pieces) - index)
+    for index, (start, _) in enumerate(pieces):
+        if repeat[index] and len(pieces) - index >= 3 and ratios[index] >= 0.5:
+            return start
+    return None
 
 
 def _kept_text(messages: Sequence[ChatMessage]) -> str:

@@ -8,6 +8,7 @@ the demo script's ticket checks:
                                                                FALSE, checked against what really changed
     plan_verdicts(plan, tickets, before, after) -> list[str]   the agent's plan against the files
     rule_verdict(protected, before, after) -> str              the user's rule: the folder byte for byte
+    plan_call_line(plans) -> str                               update_plan calls, and plans resent unchanged
 
 A ticket check is {file, has, lacks} (the change is in the files) or {ask, file} (a decision for the
 user: done right when `file` did not change). The only IO here is `snapshot`, which reads a folder.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Final
 
@@ -140,6 +142,16 @@ def plan_verdicts(
             if status == "done" and not done:
                 lines.append(f"the plan says {step!r} is done; the files say ticket {number} is {state}")
     return lines
+
+
+def plan_call_line(plans: Sequence[str]) -> str:
+    """`plans`: the arguments of each update_plan call (compact JSON, as recorded), in order. One line:
+    how many calls, and how many sent the plan of the call before (a small model re-sending an all-open
+    plan loops; it does no work)."""
+    again = sum(1 for earlier, later in pairwise(plans) if earlier == later)
+    if not plans:
+        return "plan: update_plan was never called"
+    return f"plan: {len(plans)} update_plan calls, {again} of them the same plan as the call before"
 
 
 def rule_verdict(protected: str, before: Files, after: Files) -> str:
