@@ -15,7 +15,7 @@ from typing import Final, Protocol
 
 from avibe.agent.driver import CheckpointDriver, CheckpointResult
 from avibe.agent.interrupted import Interrupted, settle_unanswered
-from avibe.agent.plan_note import plan_note, remember_event
+from avibe.agent.plan_note import plan_note, remember_event, resent_note
 from avibe.agent.repeats import repeat_note
 from avibe.agent.room import make_room
 from avibe.agent.state import LiveState, LoadedSkill, remember_file
@@ -128,6 +128,8 @@ def after_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveStat
     """The tool's output joins the live context (A3: never the record), then its bookkeeping."""
     text = frame_tag_lines(result.output) + repeat_note(state.messages, call, result.is_error)
     if result.plan is not None and not result.is_error:
+        resent = result.plan == state.plan and state.calls_since_plan == 0 and bool(state.plan)
+        text += resent_note(result.plan, state.file_events) if resent else ""
         text += plan_note(result.plan, state.file_events)
     output = ChatMessage("tool", text, tool_call_id=call.id, name=call.name)
     return track_tool(replace(state, messages=(*state.messages, output)), call, result)
@@ -145,7 +147,9 @@ def track_tool(state: LiveState, call: ToolCall, result: ToolResult) -> LiveStat
     (A2), the skills loaded in order (A1: the skill tool, or `vibe skill load NAME` in the shell, which
     loads the same text), and the last failure (S5)."""
     if result.plan is not None:  # the harness keeps the plan; checkpoints carry it verbatim
-        state = replace(state, plan=result.plan)
+        state = replace(state, plan=result.plan, calls_since_plan=0)
+    else:
+        state = replace(state, calls_since_plan=state.calls_since_plan + 1)
     command = call.arguments.get("command") if call.name == "shell" else None
     if isinstance(command, str) and command.strip():
         state = replace(state, commands=remember_file(state.commands, command.strip(), keep=5))

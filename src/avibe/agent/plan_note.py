@@ -78,3 +78,29 @@ def plan_note(plan: Sequence[PlanItem], events: Sequence[FileEvent]) -> str:
         f'If that finished "{step.step}", call update_plan with this plan, {then}:\n'
         f"{render_plan(marked)}\nIf it did not, finish it first.]"
     )
+
+
+def resent_note(plan: Sequence[PlanItem], events: Sequence[FileEvent]) -> str:
+    """The note for a plan sent again unchanged with no other tool call since the last one: that it did
+    no work, what the files say (the newest reads and changes), and what to do instead - not the same
+    "work on it now" a small model answered by sending the plan yet again (the demo's 1.5B, eleven times)."""
+    reads = list(dict.fromkeys(_shown(p) for kind, p in reversed(events) if kind == "read"))
+    changes = list(dict.fromkeys(_shown(p) for kind, p in reversed(events) if kind == "modified"))
+    if reads or changes:
+        evidence = (
+            f"Files read, newest first: {', '.join(reads[:SHOWN_CHANGES]) or 'none'}; changed: "
+            f"{', '.join(changes[:SHOWN_CHANGES]) or 'none'}."
+        )
+    else:
+        evidence = "No file has been read or changed in this session yet."
+    step = next_step(plan)
+    then = (
+        f'Work on "{step.step}" now (read its file, make the change), or, if the files above show it '
+        "finished, mark it [x] in the plan."
+        if step
+        else "Every step is done: tell the user."
+    )
+    return (
+        "\n[Avibe: this is the plan you sent last time, unchanged, and no other tool ran in between: "
+        f"sending it again does no work. {evidence} {then}]"
+    )

@@ -69,6 +69,7 @@ class LiveState:
     file_events: tuple[FileEvent, ...] = ()  # the reads and changes in order, oldest first (plan_note)
     dismissed: tuple[int, ...] = ()
     plan: tuple[PlanItem, ...] = ()  # the agent's plan (update_plan), kept by the harness
+    calls_since_plan: int = 0  # tool calls since the last update_plan (0: the plan was the latest call)
     commands: tuple[str, ...] = ()  # the latest shell commands run, newest first (S6)
     finished_jobs: tuple[str, ...] = ()  # background jobs that reported back, newest first (S6)
     checkpointing: bool = False  # set while a checkpoint runs: a crash mid-checkpoint is visible on resume
@@ -91,6 +92,7 @@ class LiveState:
             "file_events": [list(event) for event in self.file_events],
             "dismissed": list(self.dismissed),
             "plan": [{"step": p.step, "status": p.status} for p in self.plan],
+            "calls_since_plan": self.calls_since_plan,
             "commands": list(self.commands),
             "finished_jobs": list(self.finished_jobs),
             "checkpointing": self.checkpointing,
@@ -111,6 +113,7 @@ class LiveState:
             file_events=_file_events(data.get("file_events", ())),
             dismissed=tuple(data.get("dismissed", ())),
             plan=tuple(PlanItem(p["step"], p["status"]) for p in data.get("plan", ())),
+            calls_since_plan=int(data.get("calls_since_plan", 0)),
             commands=tuple(data.get("commands", ())),
             finished_jobs=tuple(data.get("finished_jobs", ())),
             checkpointing=bool(data.get("checkpointing", False)),
