@@ -9,6 +9,7 @@ the window an asynchronous commit waits in memory is wide and the loss, without 
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -72,13 +73,13 @@ class _CrashableCluster:
         postmaster = int((self.data / "postmaster.pid").read_text().split()[0])
         family = [postmaster, *_children(postmaster)]
         for pid in family:
-            os.kill(pid, signal.SIGSTOP)
+            _signal(pid, signal.SIGSTOP)
         for pid in _children(postmaster):  # one forked between the listing and the stop
             if pid not in family:
-                os.kill(pid, signal.SIGSTOP)
+                _signal(pid, signal.SIGSTOP)
                 family.append(pid)
         for pid in family:
-            os.kill(pid, signal.SIGKILL)
+            _signal(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
         while any(_alive(pid) for pid in family) and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -116,6 +117,11 @@ def _children(parent: int) -> list[int]:
         if int(fields[1]) == parent:
             found.append(int(stat.parent.name))
     return found
+
+
+def _signal(pid: int, signum: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError):  # a child that exited on its own meanwhile
+        os.kill(pid, signum)
 
 
 def _alive(pid: int) -> bool:
