@@ -1,8 +1,9 @@
-"""A stored input is on disk whatever the PostgreSQL server says (S-durability of a 202): a server run
-with `synchronous_commit = off` (fsync on) is crashed - every one of its processes SIGKILLed at once -
-while 24 threads append 1,000 keyed callbacks through `append_each` (what answers a callback's 202), and
-after the restart every append that was answered stored is in the record. Without the store forcing
-synchronous commit, the last answered callbacks (those on the WAL page not yet written) are lost.
+"""A stored input is on disk whatever the PostgreSQL server says (C1: the record keeps every input a
+sender was told is stored, a callback's 202 included): a server run with `synchronous_commit = off`
+(fsync on) is crashed - every one of its processes SIGKILLed at once - while 24 threads append 1,000
+keyed callbacks through `append_each` (what answers a callback's 202), and after the restart every append
+that was answered stored is in the record. Without the store forcing synchronous commit, the last
+answered callbacks (those on the WAL page not yet written) are lost.
 
 The test runs its own cluster (it crashes it), not the shared one; `wal_writer_delay` is at its longest so
 the window an asynchronous commit waits in memory is wide and the loss, without the fix, is not luck."""
