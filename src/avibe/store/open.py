@@ -26,6 +26,7 @@ from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from avibe.errors import NoRecord, StoreError, StoreUnavailable
 from avibe.ports import Clock
 from avibe.store import migrate
+from avibe.store.durable import force_synchronous_commit
 from avibe.store.sql import SqlStore, first_error_line
 
 BUSY_TIMEOUT_MS: Final = 30_000
@@ -192,6 +193,8 @@ def _engine(url: URL, read_only: bool = False) -> Engine:
         on_connect = _on_sqlite_connect_read_only if read_only and path is not None else _on_sqlite_connect
         event.listen(engine, "connect", on_connect)
         event.listen(engine, "begin", _on_sqlite_begin)
+    elif not read_only:  # a 202 (any write reported stored) is on disk whatever the server's setting
+        event.listen(engine, "connect", force_synchronous_commit)
     return engine
 
 

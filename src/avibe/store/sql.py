@@ -57,6 +57,7 @@ from avibe.record.checkpoint import Carry, MemoItem, Provenance
 from avibe.record.entries import KINDS, CallRecord, Entry, EntryQuery, Kind, NewEntry, SessionInfo, Source
 from avibe.record.feeds import FEED_KINDS, Feed
 from avibe.record.state import EncodedDocument
+from avibe.store.durable import RAISE_IN_TRANSACTION
 from avibe.store.migrate import WRITE_OPTION
 from avibe.store.schema import checkpoints, entries, session_leases, session_state, sessions, sources
 
@@ -164,7 +165,10 @@ def _state_statements(postgres: bool) -> tuple[Any, Any]:
 # commit flushes only when its transaction wrote WAL and holds an xid: a transactional logical message
 # (no table, nothing any reader sees) does both.
 _COMMIT_WITHOUT_FLUSH: Final = text("SET LOCAL synchronous_commit TO OFF")
-_FLUSH: Final = text("SELECT pg_current_xact_id(), pg_logical_emit_message(true, 'avibe.flush', '')")
+# Its commit waits for the flush even where the session's synchronous_commit is off (store/durable.py).
+_FLUSH: Final = text(
+    f"SELECT pg_current_xact_id(), pg_logical_emit_message(true, 'avibe.flush', ''), {RAISE_IN_TRANSACTION}"
+)
 # Where the server refuses that: an asynchronous commit is on disk within three WAL writer delays.
 _WAL_WRITER_DELAY_MS: Final = text("SELECT setting::int FROM pg_settings WHERE name = 'wal_writer_delay'")
 
