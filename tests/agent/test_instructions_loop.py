@@ -80,6 +80,7 @@ def test_F4_nothing_changed_nothing_read_and_the_prompt_stays_byte_for_byte(tmp_
     stat = os.stat(work / "AGENTS.md")
     (work / "AGENTS.md").write_text("Use TABS in Makefiles.\n")
     os.utime(work / "AGENTS.md", ns=(stat.st_atime_ns, stat.st_mtime_ns))
-    assert reader() == reader() and "Use tabs" in reader()[0]
+    reads = reader.reads
+    assert "Use tabs" in reader()[0] and reader.reads == reads  # served from the cache: nothing read
     os.utime(work / "AGENTS.md", ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000))
     assert "Use TABS" in reader()[0]

@@ -1,6 +1,7 @@
 """A1 in the loop: a loaded skill whose text leaves the context at a checkpoint is put back at its current
 version; one whose load output the checkpoint keeps is not put back twice; a skill loaded through the
-shell (`vibe skill load`) is tracked like one loaded through the tool (issue 16 item 4)."""
+shell (`vibe skill load`) is tracked like one loaded through the tool (issue 16 item 4); a put-back skill
+is read again every turn, so an edit made after the checkpoint is seen at the next turn."""
 
 from __future__ import annotations
 
@@ -75,6 +76,23 @@ def test_A1_a_skill_whose_text_left_the_context_is_put_back_at_its_current_versi
     after = "\n".join(m.content for m in model.requests[-1].messages)
     assert "RN-MARKER-1" not in after  # the loaded text moved out ...
     assert "RN-MARKER-2" in after  # ... and came back at its current version
+
+
+def test_A1_a_skill_edited_after_the_checkpoint_is_put_back_at_its_new_text_next_turn(
+    tmp_path: Path,
+) -> None:
+    """Put-back skills are read again each turn, not once at the checkpoint: an edit made after the
+    checkpoint is what the next turn's recollection holds."""
+    vibey, model, skills = _vibey(tmp_path, [*STEPS, reply("noted")])
+    _run(vibey, skills)
+    during = "\n".join(m.content for m in model.requests[-1].messages)
+    assert "RN-MARKER-2" in during  # the put-back text the checkpoint's own turn went on with
+    (skills / "release-notes" / "SKILL.md").write_text(SKILL.format(n=3))  # edited after the checkpoint
+    send(vibey, "The release-notes skill changed; go on.")
+    model.assert_consumed()
+    assert len(vibey.store.list_checkpoints(vibey.session_id)) == 1  # no new checkpoint re-read it
+    after = "\n".join(m.content for m in model.requests[-1].messages)
+    assert "RN-MARKER-3" in after and "RN-MARKER-2" not in after
 
 
 def test_A1_put_back_turned_off_loses_the_skill(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -112,3 +114,27 @@ def test_N5_a_small_window_keeps_a_users_message_of_a_hundred_tokens_whole(share
     budgets = budgets_for(4_096, int(4_096 * share))
     assert budgets.memo_per_message >= 150
     assert budgets.memo_total >= 3 * budgets.memo_per_message
+
+
+def _spec_table() -> list[list[str]]:
+    """The rows of docs/spec.md's small-window table (M6, N5), as cell texts."""
+    spec = Path(__file__).resolve().parents[2] / "docs" / "spec.md"
+    text = spec.read_text(encoding="utf-8").split("**Small windows: the floors (M6, N5).**")[1]
+    rows = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows]
+
+
+def test_M6_N5_the_spec_s_small_window_table_is_what_budgets_for_gives() -> None:
+    """The spec states the floors with numbers; they must be the code's, budget and proportion alike."""
+    rows = _spec_table()
+    assert len(rows) == 5
+    for row in rows:
+        window = int(row[0].split()[0].replace(",", ""))
+        budgets = budgets_for(window, window * 3 // 4)
+        used = (budgets.i_am_here, budgets.goals, budgets.key_decisions, budgets.memo_per_message,
+                budgets.memo_total)  # fmt: skip
+        stated = (1_000, 2_000, 1_500, 300, 3_000)
+        for cell, value, cap in zip(row[1:], used, stated, strict=True):
+            proportional = cap * window // b.REFERENCE_WINDOW
+            expected = f"{value:,}" + (f" ({proportional:,})" if value != min(cap, proportional) else "")
+            assert cell == expected, (window, row)

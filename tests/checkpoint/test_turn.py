@@ -207,12 +207,18 @@ def test_V4_invalid_then_repaired() -> None:
 
 
 def test_V5_invalid_twice_fails_and_carries_nothing() -> None:
-    run = _run([reply("done"), reply("still nothing")])
+    """The failed turn had applied an edit and a tick; the outcome holds neither, and the next try starts
+    from the previous checkpoint, not from the failed turn's work files."""
+    run = _run([reply(tool_calls=[ADVANCE, TICK_RULE]), reply("done"), reply("still nothing")])
     outcome = run.outcome
     assert isinstance(outcome, Failed)
     assert [p.code for p in outcome.problems] == ["scene.block_count"]
-    assert outcome.first_pass_problems and outcome.calls == 2
-    assert not hasattr(outcome, "checkpoint")
+    assert outcome.first_pass_problems and outcome.calls == 3
+    assert "queue position 3 of 5" in run.writes[-1].mind  # the partial state existed in the turn ...
+    assert "queue position 3" not in repr(outcome) and "[x] #5" not in repr(outcome)  # ... not after it
+    again = _run([reply(SCENE)])
+    assert again.writes[0] == run.writes[0] and isinstance(again.outcome, Accepted)
+    assert again.outcome.checkpoint.mind == MIND
 
 
 def test_M4_model_deletes_a_mission_entry_is_caught() -> None:

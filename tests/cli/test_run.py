@@ -1,7 +1,7 @@
 """`vibe run` end to end through the real CLI, on a hosted-model client talking to an OpenAI-compatible
 server on loopback: the session is hosted until idle, `--json` prints every typed event as a JSON line,
 `--continue` resumes the working directory's latest session, and the default output keeps context work
-(checkpoints) off the screen (U1, U2; issue 10 items 6, 9)."""
+(checkpoints) off the screen unless `--verbose`, in a run that really checkpoints (U1, U2)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -65,17 +66,53 @@ def test_run_json_prints_every_event_and_continue_resumes_the_session(
     assert "Read notes.txt" in history and "thanks" in history  # the same conversation goes on
 
 
-def test_run_shows_replies_and_tools_but_no_context_work(
+SCENE = (
+    "<checkpoint>\nCurrent step: reading big.txt for the user and then reporting what it holds\n"
+    "Progress: done: read big.txt in full; in progress: reporting what it says\nWaiting for: none\n"
+    'Next step: tell the user what big.txt says, as the user asked: "Read big.txt"\nPitfalls: none\n'
+    "Exact references: big.txt\n</checkpoint>\n"
+)
+
+
+def _checkpointing(chat: ChatServer, work: Path) -> None:
+    """A run that really checkpoints at a 6,000-token window: two reads of a ~2,000-token file pass the
+    trigger; the checkpoint turn (the request offering the `done` tool) is answered with a valid scene."""
+    lines = (f"big.txt line {i:04d}: lorem ipsum dolor sit\n" for i in range(250))
+    (work / "big.txt").write_text("".join(lines))
+
+    def checkpoint_turn(body: dict[str, Any]) -> dict[str, Any] | None:
+        names = [tool["function"]["name"] for tool in body.get("tools") or ()]
+        return {"role": "assistant", "content": SCENE} if "done" in names else None
+
+    chat.responder = checkpoint_turn
+    chat.call("read_file", path="big.txt")
+    chat.call("read_file", path="big.txt")
+    chat.say("big.txt is lorem ipsum.")
+
+
+def _accepted(tmp_path: Path, chat: ChatServer) -> list[dict[str, Any]]:
+    listed = _vibe(tmp_path, chat, "checkpoints", "--json")
+    assert listed.returncode == 0, listed.stderr
+    return [c for c in json.loads(listed.stdout) if c["meta"]["fallback"] is None]
+
+
+def test_U1_run_keeps_an_accepted_checkpoint_off_the_screen_unless_verbose(
     tmp_path: Path, work: Path, chat: ChatServer
 ) -> None:
-    chat.say("Hello.")
-    done = _vibe(tmp_path, chat, "run", "Say hello")
-    assert done.returncode == 0, done.stderr
-    assert (
-        "vibey> Hello." in done.stdout and "[checkpoint]" not in done.stdout and "[model]" not in done.stdout
-    )
-    chat.say("Hello again.")
-    verbose = _vibe(tmp_path, chat, "run", "--verbose", "Say hello")
+    _checkpointing(chat, work)
+    quiet = _vibe(tmp_path, chat, "run", "--window", "6000", "Read big.txt")
+    assert quiet.returncode == 0, quiet.stderr
+    assert len(_accepted(tmp_path, chat)) == 1  # the run did checkpoint, and the checkpoint was accepted
+    lines = quiet.stdout.splitlines()
+    assert "vibey> big.txt is lorem ipsum." in lines and '[tool] read_file {"path": "big.txt"}' in lines
+    assert not [line for line in lines if line.startswith(("[checkpoint]", "[model]"))], quiet.stdout
+
+    _checkpointing(chat, work)
+    verbose = _vibe(tmp_path, chat, "run", "--verbose", "--window", "6000", "Read big.txt")
+    assert verbose.returncode == 0, verbose.stderr
+    assert len(_accepted(tmp_path, chat)) == 1  # this run's session: its own one checkpoint
+    shown = [line for line in verbose.stdout.splitlines() if line.startswith("[checkpoint] 1: ")]
+    assert len(shown) == 1 and " -> " in shown[0], verbose.stdout
     assert "[model] step 1" in verbose.stdout
 
 
