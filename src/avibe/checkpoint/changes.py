@@ -9,7 +9,7 @@ API:
     settle_changes(candidates, labels, entries, counter, budgets, previous_memo=(), first=(), live=())
         -> Settled(labels, beside, let_go)
         every kept rule with every later user message about the same thing (moving out, kept before, or
-        still in the conversation) copied beside it; where one cannot fit, the rule is let go with it
+        still in the conversation) copied beside it; where one cannot fit, the rule is let go
 
 Why by subject: "Scratch what I said about the snapshots" withdraws "You may delete the snapshots without
 asking me." in words no list of corrections knows; the model unticked the grant, the harness kept it back
@@ -30,10 +30,12 @@ from avibe.checkpoint.memo import (
     Candidate,
     Label,
     build_memo,
+    label_of,
     memo_labels,
     memo_tokens,
     reads_as_rule,
     sentence_note,
+    sentences,
     subject_words,
 )
 from avibe.checkpoint.model import MemoItem
@@ -46,7 +48,9 @@ from avibe.record.entries import Entry
 _NAMES_NOTHING: Final = frozenset(
     re.findall(
         r"\S+",
-        "about said what that this there here some more than like want need make made sure know think "
+        "about without within through across around over under into onto upon those these their there "
+        "anything everything something nothing whatever thank look "
+        "said what that this there here some more than like want need make made sure know think "
         "thing going done okay good fine well were been being does doing also only just very really "
         "time later again still first last next back ahead earlier before after while asking check "
         "delete deleting remove removing change changing update updating edit editing write writing read "
@@ -97,7 +101,7 @@ def later_changes(memo: Sequence[MemoItem]) -> dict[int, tuple[int, ...]]:
 class Settled:
     labels: frozenset[Label]  # the memo's lines after this step
     beside: tuple[Label, ...] = ()  # later messages added beside a rule about the same thing
-    let_go: tuple[Label, ...] = ()  # lines let go: for room, or a rule whose change could not fit
+    let_go: tuple[Label, ...] = ()  # rules let go because their later words could not fit
 
 
 def _later_pool(
@@ -117,6 +121,28 @@ def _later_pool(
     return pool
 
 
+def _shown_as(change: Label, rule: str, entries: Mapping[int, Entry]) -> list[Label]:
+    """The lines that can show a later message beside a rule, best first: the whole message, then each
+    of its sentences about the same thing alone, shortest first (" (from #N)" points to the whole)."""
+    entry = entries.get(change) if type(change) is int else None
+    if entry is None:
+        return [change]
+    spans = [(b - a, k) for k, (a, b) in enumerate(sentences(entry.text), 1)]
+    about = [
+        (n, k) for n, k in spans if len(spans) > 1 and about_same(rule, entry.text[slice(*_span(entry, k))])
+    ]
+    return [change, *(label_of(entry.seq, k) for _, k in sorted(about))]
+
+
+def _number(label: Label) -> tuple[int, ...]:
+    """A line's place in the record: 12 -> (12,), "12.3" -> (12, 3)."""
+    return tuple(int(part) for part in str(label).split("."))
+
+
+def _span(entry: Entry, k: int) -> tuple[int, int]:
+    return sentences(entry.text)[k - 1]
+
+
 def settle_changes(
     candidates: Sequence[Candidate],
     labels: Collection[Label],
@@ -129,8 +155,8 @@ def settle_changes(
 ) -> Settled:
     """The memo's lines with every kept rule's later words beside it (N3, P3): for each line worded as a
     rule (newest first), each later user message about the same thing (`about_same`) that no line holds
-    is added; room is made by letting go lines that state no rule and change none, oldest first; when
-    even then it cannot fit, the rule is let go (never kept alone as if in force). `first` (the
+    is added where it fits, whole or its sentences about the same thing alone; where it cannot, the
+    rule is let go (never kept alone as if in force). `first` (the
     mission's source) is never let go. Repeats until settled: an added change may be a rule itself, and
     a rule let go takes the earlier rules whose change it was with it."""
     kept = set(labels)
@@ -147,23 +173,11 @@ def settle_changes(
         return memo_tokens(memo(lines), counter) <= budgets.memo_total
 
     def room_for(label: Label) -> bool:
-        """Let go lines that state no rule and change none, oldest first, until `label` fits; nothing is
-        let go when even all of them would not make room."""
-        items = memo(kept)
-        linked = {s for seqs in later_changes(items).values() for s in seqs} | set(later_changes(items))
-        plain = [
-            lab
-            for lab, item in zip(memo_labels(items, entries), items, strict=True)
-            if lab in kept and lab not in protected and item.seq not in linked
-        ]
-        if not fits((kept - set(plain)) | {label}):
-            return False
-        while not fits(kept | {label}):
-            kept.discard(plain[0])
-            let_go.append(plain.pop(0))
-        return True
+        """A rule's later words take no other line's place (they are still in the conversation, or
+        `newest_kept` has already made room for them): they fit, or the rule goes."""
+        return fits(kept | {label})
 
-    for _ in range(len(pool) + len(kept) + 1):
+    for _ in range(2 * (len(pool) + len(kept)) + 2):  # each round adds a change, or lets a rule go
         items = memo(kept)
         held = {item.seq for item in items}
         rules = [
@@ -180,15 +194,27 @@ def settle_changes(
         if not wanted:
             break
         rule, change = wanted[0]
-        if change not in left_out and room_for(change):
-            kept.add(change)
-            beside.append(change)
+        rule_text = _said(next(item for lab, item in rules if lab == rule))
+        fitting = [] if change in left_out else _shown_as(change, rule_text, entries)
+        if (shown := next((label for label in fitting if room_for(label)), None)) is not None:
+            kept.add(shown)
+            beside.append(shown)
         elif rule in protected:  # the mission's source stays (its entry's status says the change)
             pool = {k: v for k, v in pool.items() if k != change}
         else:  # let go, and never back as another rule's change: that rule goes too (no cycle)
             kept.discard(rule)
             let_go.append(rule)
             left_out.add(rule)
+    for rule in [g for g in let_go if g in left_out]:  # a rule whose changes all came in after all
+        rule_text = next((text for label, (_, text) in pool.items() if label == rule), "")
+        held = {item.seq for item in memo(kept)}
+        seq = _number(rule)[0]
+        unshown = [
+            s for s, text in pool.values() if s > seq and s not in held and about_same(rule_text, text)
+        ]
+        if rule_text and not unshown and fits(kept | {rule}):
+            kept.add(rule)
+            beside.append(rule)
     back = set(beside) & set(let_go)
     return Settled(
         frozenset(kept),
