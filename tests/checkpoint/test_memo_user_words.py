@@ -305,13 +305,11 @@ def test_N3_a_later_message_still_in_the_conversation_is_copied_beside_a_line_an
     for budgets in (SMALL, LARGE):
         seen = _run(said, cuts, how, budgets, live=False)
         shown = _run(said, cuts, how, budgets)
+        diverged = False
         for (alone, out, _), (beside, _, problems) in zip(seen, shown, strict=True):
             assert not problems, problems
             moved = {e.seq for e in out}
             assert memo_tokens(beside.memo, COUNTER) <= budgets.memo_total
-            assert {i for i in beside.memo if i.seq in moved} <= set(alone.memo), (alone.memo, beside.memo)
-            for item in set(alone.memo) - set(beside.memo):  # a rule let go: its change could not fit
-                assert _change_unheld(said, item.seq, out, set()), (item, beside.memo)
             for item in beside.memo:
                 if item.seq not in moved:  # a copy: later than a line about the same thing
                     text = said[item.seq - 1].text  # the whole message (the memo may hold it cut)
@@ -324,6 +322,12 @@ def test_N3_a_later_message_still_in_the_conversation_is_copied_beside_a_line_an
                         )
                         for i in beside.memo  # a line moved out, or a rule copied before it
                     )
+            if diverged:  # an earlier rule let go with its unshown change: the histories differ since
+                continue  # the rest compares what the memo holds with and without live messages
+            assert {i for i in beside.memo if i.seq in moved} <= set(alone.memo), (alone.memo, beside.memo)
+            for item in set(alone.memo) - set(beside.memo):  # a rule let go: its change could not fit
+                assert _change_unheld(said, item.seq, out, set()), (item, beside.memo)
+            diverged = {i for i in beside.memo if i.seq in moved} != set(alone.memo)
 
 
 def test_N3_a_correction_still_in_the_conversation_is_copied_beside_the_request_it_corrects() -> None:

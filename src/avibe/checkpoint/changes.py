@@ -30,6 +30,7 @@ from avibe.checkpoint.memo import (
     Candidate,
     Label,
     build_memo,
+    changes_beside,
     label_of,
     memo_labels,
     memo_tokens,
@@ -143,6 +144,36 @@ def _span(entry: Entry, k: int) -> tuple[int, int]:
     return sentences(entry.text)[k - 1]
 
 
+def _drop_orphans(
+    kept: set[Label],
+    beside: Sequence[Label],
+    let_go: list[Label],
+    items: Sequence[MemoItem],
+    entries: Mapping[int, Entry],
+    live: set[int],
+) -> None:
+    """A copy (a message still in the conversation, or one added here) stays only beside a line still
+    kept that it speaks of: a rule let go since takes the copies kept for it along."""
+    lines = list(zip(memo_labels(items, entries), items, strict=True))
+    anchored = [item for label, item in lines if label not in beside and item.seq not in live]
+    for label, item in sorted(lines, key=lambda line: line[1].seq):
+        if label not in beside and item.seq not in live:
+            continue
+        said = _said(item)
+        if any(
+            other.seq < item.seq
+            and (
+                changes_beside(_said(other), said)
+                or (reads_as_rule(_said(other)) and about_same(_said(other), said))
+            )
+            for other in anchored
+        ):
+            anchored.append(item)  # in order: a copy beside a copy kept is kept
+        else:
+            kept.discard(label)
+            let_go.append(label)
+
+
 def settle_changes(
     candidates: Sequence[Candidate],
     labels: Collection[Label],
@@ -215,6 +246,7 @@ def settle_changes(
         if rule_text and not unshown and fits(kept | {rule}):
             kept.add(rule)
             beside.append(rule)
+    _drop_orphans(kept, beside, let_go, memo(kept), entries, set(live))
     back = set(beside) & set(let_go)
     return Settled(
         frozenset(kept),
