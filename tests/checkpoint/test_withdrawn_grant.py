@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from core_doubles import AT, TICKET_MIND, TICKET_SCENE, CharCounter, drive, make_entry, structured_answers
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import Budgets, budgets_for
@@ -199,6 +199,17 @@ _HEADER = re.compile(r"^Message #(\d+)(?: \((.*)\))?:$", re.MULTILINE)
     cuts=st.lists(st.integers(0, 20), max_size=3),
     how=st.sampled_from(["untick-grants", "none", "random"]),
     data=st.data(),
+)
+# the repro: the grant moves out, the withdrawal is still in the conversation, the model unticks the grant
+@example(
+    said=[
+        Said(GRANT, "snapshots", True),
+        Said(UNRELATED[0], None, False),
+        Said(WITHDRAWAL, "snapshots", False),
+    ],
+    cuts=[2],
+    how="untick-grants",
+    data=None,
 )
 @settings(max_examples=120, deadline=None)
 def test_N3_no_recollection_shows_a_withdrawn_grant_without_its_withdrawal_after_it(
