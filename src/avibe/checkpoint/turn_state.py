@@ -23,7 +23,6 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from avibe.checkpoint.changes import Settled, settle_changes
 from avibe.checkpoint.effects import (
     Accepted,
     CallModel,
@@ -74,7 +73,6 @@ class TurnState:
     rules: RulesKept = field(default_factory=lambda: RulesKept(()))  # besides the ticks (memo.rules_kept)
     mission_sources: tuple[Label, ...] = ()  # of rules.added: the mission's source (memo.mission_sources)
     newest: NewestKept = field(default_factory=lambda: NewestKept(()))  # memo.newest_kept, after the rules
-    changes: Settled = field(default_factory=lambda: Settled(frozenset()))  # changes.settle_changes, last
 
     @property
     def previous_memo(self) -> tuple[MemoItem, ...]:
@@ -210,19 +208,7 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
         first=sources,
         live=st.live_user_seqs,
     )
-    # every kept rule with the user's later words about it, whatever their wording (N3, P3): the pair or
-    # neither, never the rule alone as if in force
-    st.changes = settle_changes(
-        st.candidates,
-        st.newest.labels,
-        st.entries,
-        inputs.counter,
-        inputs.budgets,
-        st.previous_memo,
-        first=sources,
-        live=st.live_user_seqs,
-    )
-    memo = build_memo(st.changes.labels, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
+    memo = build_memo(st.newest.labels, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
     proposed = Checkpoint(mind=st.mind, memo=memo.items, scene=scene)
     covered = all(item.seq in st.entries for item in proposed.memo)
@@ -272,10 +258,6 @@ def _rules_note(st: TurnState) -> tuple[str, ...]:
         )
     if st.newest.let_go:
         notes.append(f"memo: let go {numbers(st.newest.let_go)} for the user's newer words")
-    if st.changes.beside:
-        notes.append(f"memo: kept {numbers(st.changes.beside)} beside the rules they speak of (N3)")
-    if st.changes.let_go:
-        notes.append(f"memo: let go {numbers(st.changes.let_go)}: no room for a rule with its later words")
     return tuple(notes)
 
 

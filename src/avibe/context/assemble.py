@@ -43,7 +43,6 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from avibe.checkpoint.carry import PutBackSkill
-from avibe.checkpoint.changes import later_changes
 from avibe.checkpoint.memo import (
     contrasted,
     corrects,
@@ -143,16 +142,14 @@ def _memo(items: Sequence[MemoItem], between: str = "\n\n", memo: Sequence[MemoI
 
 
 def _corrections(memo: Sequence[MemoItem]) -> set[tuple[int, int]]:
-    """(earlier, later) for each kept message a later kept one corrects or takes back (`corrects`), and
-    for each kept rule, grant or limit a later kept message about the same thing, whatever its words
-    (`later_changes`, N3): a rule is never shown as in force without the note that names its change."""
-    corrected = {
+    """(earlier, later) for each kept message a later kept one corrects or takes back (`corrects`),
+    each pair tested once."""
+    return {
         (first.seq, then.seq)
         for first in memo
         for then in memo
         if first.seq < then.seq and corrects(first.text, then.text)
     }
-    return corrected | {(rule, then) for rule, later in later_changes(memo).items() for then in later}
 
 
 def _header(seq: int, links: set[tuple[int, int]]) -> str:
