@@ -6,7 +6,7 @@ business; what it means, avibe.config.values'."""
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -72,6 +72,20 @@ class _MappingEnv(EnvSettingsSource):
 
 
 def _layers_class(environ: Mapping[str, str], files: tuple[Path, ...]) -> type[_Layers]:
+    """`_Layers` over an environment and the TOML files, the environment first."""
+    return _layered(
+        lambda cls: (
+            _MappingEnv(cls, environ),
+            *(TomlConfigSettingsSource(cls, toml_file=path) for path in files),
+        )
+    )
+
+
+def _layered(
+    sources: Callable[[type[BaseSettings]], tuple[PydanticBaseSettingsSource, ...]],
+) -> type[_Layers]:
+    """`_Layers` whose only sources are those `sources` makes (pydantic-settings asks per class)."""
+
     class Layered(_Layers):
         @classmethod
         def settings_customise_sources(
@@ -82,8 +96,7 @@ def _layers_class(environ: Mapping[str, str], files: tuple[Path, ...]) -> type[_
             dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
-            tomls = tuple(TomlConfigSettingsSource(settings_cls, toml_file=path) for path in files)
-            return (_MappingEnv(settings_cls, environ), *tomls)
+            return sources(settings_cls)
 
     return Layered
 
@@ -110,20 +123,7 @@ def _parsed(path: Path, text: str) -> dict[str, Any]:
 
 def _given_class(values: dict[str, Any]) -> type[_Layers]:
     """`_Layers` over values already read (the TOML source pydantic-settings uses is this same source)."""
-
-    class Given(_Layers):
-        @classmethod
-        def settings_customise_sources(
-            cls,
-            settings_cls: type[BaseSettings],
-            init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource,
-            dotenv_settings: PydanticBaseSettingsSource,
-            file_secret_settings: PydanticBaseSettingsSource,
-        ) -> tuple[PydanticBaseSettingsSource, ...]:
-            return (InitSettingsSource(settings_cls, init_kwargs=values),)
-
-    return Given
+    return _layered(lambda cls: (InitSettingsSource(cls, init_kwargs=values),))
 
 
 def _read_project_toml(path: Path) -> dict[str, Any] | None:
