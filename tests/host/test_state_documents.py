@@ -24,7 +24,7 @@ from avibe.record.state import (
     LostJob,
     WorkdirState,
 )
-from avibe.store.sql import SqlStore
+from avibe.store import SqlStore
 
 
 def _round_trips() -> list[Any]:

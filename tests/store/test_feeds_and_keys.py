@@ -15,7 +15,7 @@ from avibe.ingress import IngressError, deliver
 from avibe.record.entries import EntryQuery, NewEntry, Source
 from avibe.record.feeds import Feed
 from avibe.store import SqlStore, open_store
-from avibe.store.sql import NOTIFY_CHANNEL
+from avibe.store.entries import NOTIFY_CHANNEL
 
 AT = datetime(2026, 12, 1, 9, 0, tzinfo=UTC)
 WATCH = Source("watch", "ci", "w-1")
@@ -202,9 +202,9 @@ def test_postgres_a_server_refusing_the_flush_statement_gets_synchronous_commits
 ) -> None:
     import sqlalchemy
 
-    import avibe.store.sql as sql
+    import avibe.store.core as core
 
-    monkeypatch.setattr(sql, "_FLUSH", sqlalchemy.text("SELECT avibe_no_such_function()"))
+    monkeypatch.setattr(core, "_FLUSH", sqlalchemy.text("SELECT avibe_no_such_function()"))
     with open_store(pg_url) as store:
         assert isinstance(store, SqlStore)
         sessions = [store.create_session().id for _ in range(2)]

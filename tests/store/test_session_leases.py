@@ -20,7 +20,7 @@ import pytest
 from avibe.errors import SessionHosted, UnknownSession
 from avibe.ports import Lease, LeaseOwner, RecordStore
 from avibe.store import SqlStore, open_store
-from avibe.store.sql import lease_owner, lease_stale_reason, pid_running, this_machine
+from avibe.store.leases import lease_owner, lease_stale_reason, pid_running, this_machine
 
 
 def _dead_pid() -> int:

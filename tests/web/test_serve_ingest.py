@@ -16,7 +16,7 @@ from avibe.errors import UnknownSession
 from avibe.record.entries import EntryQuery, NewEntry, Source
 from avibe.record.feeds import Feed
 from avibe.store import SqlStore
-from avibe.store.sql import FeedChanged
+from avibe.store.ingest import FeedChanged
 from avibe.web.callbacks import RateLimit
 from avibe.web.fleet import Fleet, SessionHandle
 from avibe.web.server import Api, build_tcp_app

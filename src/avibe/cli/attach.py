@@ -24,7 +24,7 @@ FOLLOW_POLL_S: Final = 0.2
 
 def live_lease(store: RecordStore, session_id: str, now: datetime | None = None) -> Lease | None:
     """The lease of another live host of the session, or None when nobody (live) hosts it."""
-    from avibe.store.sql import lease_stale_reason
+    from avibe.store.leases import lease_stale_reason
 
     lease = store.session_lease(session_id)
     if lease is None or lease_stale_reason(lease, now or datetime.now(UTC)):

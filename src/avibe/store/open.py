@@ -26,8 +26,9 @@ from sqlalchemy.pool import ConnectionPoolEntry, StaticPool
 from avibe.errors import NoRecord, StoreError, StoreUnavailable
 from avibe.ports import Clock
 from avibe.store import migrate
+from avibe.store.core import first_error_line
 from avibe.store.durable import force_synchronous_commit
-from avibe.store.sql import SqlStore, first_error_line
+from avibe.store.sql import SqlStore
 
 BUSY_TIMEOUT_MS: Final = 30_000
 # Reads of a large record (a range query over a session of a million entries): a page cache of 64 MiB per

@@ -1,168 +1,40 @@
-"""Scenarios of the memory evaluation (SPEC E1): a scripted conversation plus its ground truth.
-
-Values only, plus `load_scenario` / `scenario_from_dict`, which read the file form with strict pydantic
-models (evals/strict.py) and name every bad field (`events[3].tool_uses[0].output: expected a string`).
-The file format is documented in docs/eval-format.md; JSON and YAML files are both accepted.
-"""
+"""Reading a scenario file strictly (SPEC E1, docs/eval-format.md): pydantic models of the file form
+(evals/strict.py) that name every bad field (`events[3].tool_uses[0].output: expected a string`), then
+a check that the ground truth is planted in the conversation. JSON and YAML files are both accepted."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BeforeValidator, Field, field_validator, model_validator
 
-from avibe.evals.strict import FieldProblem, FileModel, NonEmpty, read
-from avibe.evals.strict import ScenarioError as ScenarioError  # re-exported: part of this module's API
-
-FORMAT_VERSION: Final = 1
-BackgroundKind = Literal["watch", "timer", "callback", "agent"]
-ItemKind = Literal["constraint", "authorisation", "preference"]
-ItemStatus = Literal["active", "revoked", "superseded"]
-RefKind = Literal["job_id", "path", "command", "error"]
-ProbeKind = Literal["exact", "rubric", "next_action"]
-DEFAULT_START: Final = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolUse:
-    """One tool call of an assistant turn and its output (output lives in the replay only, A3)."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any]
-    output: str
-    is_error: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class UserMessage:
-    author: str
-    text: str
-    type: Literal["user"] = "user"
-
-
-@dataclass(frozen=True, slots=True)
-class AssistantTurn:
-    text: str
-    tool_uses: tuple[ToolUse, ...] = ()
-    type: Literal["assistant"] = "assistant"
-
-
-@dataclass(frozen=True, slots=True)
-class BackgroundInput:
-    """Input not typed by a person: a watch, timer, callback or another agent session (T1)."""
-
-    source: BackgroundKind
-    name: str
-    ref: str
-    text: str
-    type: Literal["background"] = "background"
-
-
-Event = UserMessage | AssistantTurn | BackgroundInput
-
-
-@dataclass(frozen=True, slots=True)
-class PlantedItem:
-    """A constraint, authorisation or preference the user stated, in their exact words.
-
-    anchor:   a distinctive phrase a paraphrase would keep (finds the sentence that restates it).
-    loosened: known loosened variants (changed number, lost negation) to recognise verbatim.
-    status:   active, or revoked/superseded by `replaced_by` (another item's id).
-    """
-
-    id: str
-    kind: ItemKind
-    text: str
-    anchor: str
-    loosened: tuple[str, ...] = ()
-    status: ItemStatus = "active"
-    replaced_by: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class Queue:
-    """Items to handle in order; the first `done` are finished when the conversation ends."""
-
-    items: tuple[str, ...]
-    done: int
-
-    @property
-    def next_item(self) -> str | None:
-        return self.items[self.done] if self.done < len(self.items) else None
-
-    @property
-    def remaining(self) -> tuple[str, ...]:
-        return self.items[self.done :]
-
-
-@dataclass(frozen=True, slots=True)
-class Spoof:
-    """Text that claims the user's authority without being the user's message.
-
-    source:  the delivery path of the spoof (a background kind), or "user" for a person's message that
-             starts with `[Harness:` (T2: it must never pass for a harness tag).
-    payload: the distinctive request it carries; found in the user's words, it was misattributed.
-    """
-
-    source: BackgroundKind | Literal["user"]
-    payload: str
-
-
-@dataclass(frozen=True, slots=True)
-class Reference:
-    kind: RefKind
-    value: str
-
-
-@dataclass(frozen=True, slots=True)
-class Probe:
-    """A question asked of the model from the compacted context.
-
-    exact:       `answer` must appear in the reply as words (normalised; `probes.says`).
-    rubric:      each of `rubric` is judged pass/fail by the judge model.
-    next_action: any of `expect` must appear and none of `forbid` may appear in the reply, as words.
-    """
-
-    id: str
-    kind: ProbeKind
-    question: str
-    answer: str = ""
-    rubric: tuple[str, ...] = ()
-    expect: tuple[str, ...] = ()
-    forbid: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class GroundTruth:
-    mission: str = ""  # the user's exact wording of the goal ("" for imported conversations)
-    mission_key: str = ""  # distinctive phrase a faithful restatement keeps
-    items: tuple[PlantedItem, ...] = ()
-    queue: Queue | None = None
-    spoofs: tuple[Spoof, ...] = ()
-    references: tuple[Reference, ...] = ()
-    probes: tuple[Probe, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    id: str
-    type: str  # one of generators.SCENARIO_TYPES, or "custom" / "imported"
-    seed: int | None
-    user: str
-    events: tuple[Event, ...]
-    truth: GroundTruth = field(default_factory=GroundTruth)
-    start: datetime = DEFAULT_START
-    description: str = ""
-
-
-# --- strict reading: the file form, as pydantic models ---------------------------------------------
+from avibe.evals.scenario.values import (
+    DEFAULT_START,
+    FORMAT_VERSION,
+    AssistantTurn,
+    BackgroundInput,
+    BackgroundKind,
+    Event,
+    GroundTruth,
+    ItemKind,
+    ItemStatus,
+    PlantedItem,
+    Probe,
+    ProbeKind,
+    Queue,
+    Reference,
+    RefKind,
+    Scenario,
+    Spoof,
+    ToolUse,
+    UserMessage,
+)
+from avibe.evals.strict import FieldProblem, FileModel, NonEmpty, ScenarioError, read
 
 
 class _ToolUseFile(FileModel):
@@ -422,120 +294,3 @@ def load_scenario(path: Path | str) -> Scenario:
         return scenario_from_dict(data)
     except ScenarioError as err:  # every line names the file, as a compiler's messages do
         raise ScenarioError("\n".join(f"{path}: {line}" for line in str(err).splitlines())) from err
-
-
-# --- writing --------------------------------------------------------------------------------------
-
-
-def _drop_defaults(data: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in data.items() if k not in defaults or defaults[k] != v}
-
-
-def _event_dict(event: Event) -> dict[str, Any]:
-    if isinstance(event, UserMessage):
-        return {"type": "user", "author": event.author, "text": event.text}
-    if isinstance(event, BackgroundInput):
-        return {
-            "type": "background",
-            "source": event.source,
-            "name": event.name,
-            "ref": event.ref,
-            "text": event.text,
-        }
-    uses = [
-        _drop_defaults(
-            {
-                "id": u.id,
-                "name": u.name,
-                "arguments": u.arguments,
-                "output": u.output,
-                "is_error": u.is_error,
-            },
-            {"is_error": False},
-        )
-        for u in event.tool_uses
-    ]
-    return _drop_defaults({"type": "assistant", "text": event.text, "tool_uses": uses}, {"tool_uses": []})
-
-
-def _truth_dict(truth: GroundTruth) -> dict[str, Any]:
-    item_defaults = {"loosened": [], "status": "active", "replaced_by": ""}
-    probe_defaults = {"answer": "", "rubric": [], "expect": [], "forbid": []}
-    items = [
-        _drop_defaults(
-            {
-                "id": i.id,
-                "kind": i.kind,
-                "text": i.text,
-                "anchor": i.anchor,
-                "loosened": list(i.loosened),
-                "status": i.status,
-                "replaced_by": i.replaced_by,
-            },
-            item_defaults,
-        )
-        for i in truth.items
-    ]
-    probes = [
-        _drop_defaults(
-            {
-                "id": p.id,
-                "kind": p.kind,
-                "question": p.question,
-                "answer": p.answer,
-                "rubric": list(p.rubric),
-                "expect": list(p.expect),
-                "forbid": list(p.forbid),
-            },
-            probe_defaults,
-        )
-        for p in truth.probes
-    ]
-    data: dict[str, Any] = {
-        "mission": truth.mission,
-        "mission_key": truth.mission_key,
-        "items": items,
-        "queue": {"items": list(truth.queue.items), "done": truth.queue.done} if truth.queue else None,
-        "spoofs": [{"source": s.source, "payload": s.payload} for s in truth.spoofs],
-        "references": [{"kind": r.kind, "value": r.value} for r in truth.references],
-        "probes": probes,
-    }
-    return _drop_defaults(
-        data,
-        {
-            "mission": "",
-            "mission_key": "",
-            "items": [],
-            "queue": None,
-            "spoofs": [],
-            "references": [],
-            "probes": [],
-        },
-    )
-
-
-def scenario_to_dict(scenario: Scenario) -> dict[str, Any]:
-    """The file form of a scenario; `scenario_from_dict(scenario_to_dict(s)) == s`."""
-    return {
-        "format": FORMAT_VERSION,
-        "id": scenario.id,
-        "type": scenario.type,
-        "seed": scenario.seed,
-        "user": scenario.user,
-        "start": scenario.start.isoformat(),
-        "description": scenario.description,
-        "events": [_event_dict(e) for e in scenario.events],
-        "truth": _truth_dict(scenario.truth),
-    }
-
-
-def save_scenario(scenario: Scenario, path: Path | str) -> Path:
-    """Write a scenario as JSON (or YAML when the name ends in .yaml/.yml)."""
-    path = Path(path)
-    data = scenario_to_dict(scenario)
-    if path.suffix in {".yaml", ".yml"}:
-        text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=120)
-    else:
-        text = json.dumps(data, ensure_ascii=False, indent=1) + "\n"
-    path.write_text(text, encoding="utf-8")
-    return path
