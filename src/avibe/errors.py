@@ -17,6 +17,7 @@ AvibeError
  +-- ToolError              a tool failed; its message goes back to the model
  +-- BackendError           an external agent's turn ended without a reply (`avibe.backends`)
  +-- SessionImportError     a session file `vibe import` cannot read (names the file and line; one line)
+ +-- RealSessionError       a real-set session that cannot be used (a changed byte, a bad manifest)
  +-- ScriptError            the scripted model got an unexpected or left an unconsumed call
 """
 
@@ -95,6 +96,10 @@ class ToolError(AvibeError):
 
 class ScriptError(AvibeError):
     pass
+
+
+class RealSessionError(AvibeError):
+    """A real session that cannot be used: a changed byte, a bad manifest, a segment that is not there."""
 
 
 class SessionImportError(AvibeError, ValueError):

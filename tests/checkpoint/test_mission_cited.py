@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.effects import TurnInputs
-from avibe.checkpoint.mind import EMPTY_MIND, guard_new_missions, mission_lines, says_it_ends
+from avibe.checkpoint.mind import EMPTY_MIND, mission_lines
+from avibe.checkpoint.mission_guard import guard_new_missions, says_it_ends
 from avibe.checkpoint.model import Checkpoint
 from avibe.checkpoint.turn import Accepted, checkpoint_turn
 from avibe.checkpoint.turn_state import draft, start

@@ -26,17 +26,15 @@ from avibe.evals.realset import (
     build_scenario,
     cut,
     fetch,
-    home_names,
     load_manifest,
     local_file,
     prepare,
     real_set,
-    scrub,
-    scrub_text,
     sha256_of,
     truth_file,
 )
 from avibe.evals.scenario import AssistantTurn, UserMessage
+from avibe.evals.scrub import home_names, scrub, scrub_text
 from avibe.ports import ModelClient, TokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.messages import ChatMessage

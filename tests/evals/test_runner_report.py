@@ -179,7 +179,7 @@ def test_E1_per_k_tables_pool_only_the_scenarios_run_at_every_k() -> None:
 
 
 def test_E1_verdict_reads_the_paired_interval_in_the_metrics_direction() -> None:
-    from avibe.evals.report import verdict
+    from avibe.evals.claims import verdict
     from avibe.evals.stats import Interval
 
     assert verdict(Interval(0.5, 0.2, 0.8, 4), True) == "beats"

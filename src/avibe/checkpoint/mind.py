@@ -15,12 +15,7 @@ API:
     section_texts(text: str) -> dict[str, str]              body of each heading found (tolerant)
     mission_ids(text: str) -> tuple[str, ...]               distinct "M<n>" ids of mission lines, in order
     mission_lines(text: str) -> dict[str, str]              id -> the mission line as written
-    cited_messages(line: str) -> set[int]                   the "#N" message numbers a line cites
-    guard_new_missions(previous, mind, allowed) -> (mind, notes)   M4: a new mission entry cites a user
-                                                            message since the last checkpoint (allowed:
-                                                            number -> text) in its words, or goes; an
-                                                            active entry's status changes only with one
-    words_from(line, cited, mission) -> bool                a new entry's words are the cited messages'
+    (the M4 guard of new mission entries: checkpoint/mission_guard.py)
     active_missions(text: str) -> list[str]                 the text of each active mission entry (M4)
     strip_guidance(text: str) -> str                        the text without <!-- --> guidance comments
     apply_edit(document: str, old: str, new: str) -> EditOutcome   (M2, M3)
@@ -35,11 +30,9 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Final
 
-from avibe.checkpoint.memo import sentences
 from avibe.checkpoint.model import MIND_SECTIONS, Problem
 from avibe.prompts import render
 
@@ -56,10 +49,10 @@ _HEADING3 = re.compile(r"^###(?!#)[ \t]*(.*?)\s*$")
 _FENCE = re.compile(r"^(```|~~~)")
 _COMMENT = re.compile(r"<!--.*?(-->|\Z)", re.DOTALL)
 _LIST_ITEM = re.compile(r"^[-*+][ \t]")
-_MISSION_LINE = re.compile(r"^[-*+][ \t]+\[(M\d+)\][ \t]*\(([^)\n]*)\)[ \t]*(.*)$")
+MISSION_LINE = re.compile(r"^[-*+][ \t]+\[(M\d+)\][ \t]*\(([^)\n]*)\)[ \t]*(.*)$")
 _MISSION_ID = re.compile(r"^[-*+][ \t]+\[(M\d+)\]")
 _WORKSTREAM_LINE = re.compile(r"^[-*+][ \t]+(?:\[(W\d+)\][ \t]*)?\(([^)\n]+)\)[ \t]*(.*)$")
-_REPLACED = re.compile(r"^replaced by (m\d+)$", re.IGNORECASE)
+REPLACED_BY = re.compile(r"^replaced by (m\d+)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +88,7 @@ class EditOutcome:
         return "Edit applied." if self.problem is None else self.problem.message
 
 
-def _short(text: str, limit: int = 60) -> str:
+def short(text: str, limit: int = 60) -> str:
     one_line = " ".join(text.split())
     return one_line if len(one_line) <= limit else one_line[: limit - 3] + "..."
 
@@ -192,7 +185,7 @@ def _text_before_first_heading(text: str) -> list[Problem]:
         Problem(
             "mind.text_outside_sections",
             f"Text before '{HEADINGS[0]}' belongs to no section: "
-            f"'{_short(stray[0])}'. Move it under one of the four headings.",
+            f"'{short(stray[0])}'. Move it under one of the four headings.",
         )
     ]
 
@@ -213,7 +206,7 @@ def _subsections(body: str) -> dict[str, list[str]]:
 
 def _parse_status(entry_id: str, raw: str) -> tuple[str, str | None, Problem | None]:
     status = " ".join(raw.split()).lower()
-    replaced = _REPLACED.match(status)
+    replaced = REPLACED_BY.match(status)
     if replaced:
         new_id = replaced.group(1).upper()
         return f"replaced by {new_id}", new_id, None
@@ -232,13 +225,13 @@ def _parse_missions(lines: list[str]) -> tuple[list[MissionEntry], list[Problem]
     for line in lines:
         if not line.strip() or line[0] in " \t":
             continue  # blank or a continuation of the entry above
-        match = _MISSION_LINE.match(line)
+        match = MISSION_LINE.match(line)
         if not match:
             problems.append(
                 Problem(
                     "mind.mission_format",
                     f"Under '{MISSION_HEADING}' the line "
-                    f"'{_short(line)}' is not a mission entry. Write it as '- [M1] (active) <purpose>'.",
+                    f"'{short(line)}' is not a mission entry. Write it as '- [M1] (active) <purpose>'.",
                 )
             )
             continue
@@ -284,7 +277,7 @@ def _parse_workstreams(lines: list[str]) -> tuple[list[WorkstreamEntry], list[Pr
             problems.append(
                 Problem(
                     "mind.workstream_format",
-                    f"Workstream '{_short(line)}' needs a status: "
+                    f"Workstream '{short(line)}' needs a status: "
                     f"'- [W1] (active) <what>; queue position 2 of 5; next: <item>'.",
                 )
             )
@@ -299,7 +292,7 @@ def _missions_outside(text: str, mission_lines: list[str]) -> list[Problem]:
     return [
         Problem(
             "mind.mission_misplaced",
-            f"The mission entry '{_short(line)}' is outside "
+            f"The mission entry '{short(line)}' is outside "
             f"'{MISSION_HEADING}'. Move it under '{MISSION_HEADING}' in '## Goals'.",
         )
         for line in outside
@@ -397,7 +390,7 @@ def apply_edit(document: str, old: str, new: str) -> EditOutcome:
         return _refuse(
             "edit.old_not_found",
             document,
-            f"The 'old' text '{_short(old)}' is not in the mind "
+            f"The 'old' text '{short(old)}' is not in the mind "
             "file. Copy it exactly from the file (same spaces and line breaks), or use a shorter part.",
         )
     if count > 1:
@@ -426,7 +419,7 @@ def active_missions(text: str) -> list[str]:
     "Ship v2")."""
     texts = []
     for line in mission_lines(text).values():
-        match = _MISSION_LINE.match(line)
+        match = MISSION_LINE.match(line)
         if match and match.group(2).strip().casefold() == "active":
             texts.append(match.group(3).strip())
     return texts
@@ -442,166 +435,4 @@ def mission_lines(text: str) -> dict[str, str]:
     return lines
 
 
-_CITED = re.compile(r"#(\d+)")
-
-
-def cited_messages(line: str) -> set[int]:
-    """The message numbers a mission line cites ("(from #12)", "message #12")."""
-    return {int(n) for n in _CITED.findall(line)}
-
-
-def guard_new_missions(previous: str, mind: str, allowed: Mapping[int, str]) -> tuple[str, tuple[str, ...]]:
-    """M4: "the mission changes only when the user explicitly changes it". Once a mission exists:
-    - a new entry (an id the previous mind lacks) stays only when it cites a message in `allowed` - the
-      user's messages since the last checkpoint, number -> text - and its words are mostly that
-      message's (the demo's 1.5B filed a copy of M1's text as a new entry "from" "Continue with the next
-      ticket."); any other is taken out, and an entry marked "replaced by" it gets its previous line back;
-    - an entry that was active and is now done, withdrawn or replaced keeps that status only when it is
-      replaced by a new entry that stayed, or its line newly cites a message in `allowed` that says it
-      ends, is withdrawn or replaced (the demo's 1.5B marked the whole job done, with five of six
-      tickets left, "per" "Next ticket, please."); otherwise its previous line returns.
-    Entries of the previous mind are never taken out (never fewer, V2). Returns the mind and a note for
-    each change undone (the turn's notes: logged and shown with the checkpoint)."""
-    before, now = mission_lines(previous), mission_lines(mind)
-    if not before:  # the first mission is set, not changed: the user's purpose, as the model read it
-        return _first_mission_active(mind, now, allowed)
-    numbers = _cites(allowed) or "none"
-    notes: list[str] = []
-    dropped: list[str] = []
-    for mid, line in now.items():
-        if mid in before:
-            continue
-        cited = cited_messages(line) & set(allowed)
-        if not cited:
-            why = f"it cites no user message since the last checkpoint ({numbers})"
-        elif not words_from(line, [allowed[n] for n in cited], "\n".join(before.values())):
-            why = "its words are not those of the user's message it cites (" + _cites(cited) + ")"
-        else:
-            continue
-        notes.append(f"mission entry {mid} dropped (M4): {why}: {_short(line, 120)}")
-        dropped.append(mid)
-        mind = _without_line(mind, line)
-    for mid, line in mission_lines(mind).items():
-        old = before.get(mid)
-        if old is None or line == old or _status(old) != "active" or _status(line) == "active":
-            continue
-        target = _REPLACED.match(_status(line))
-        by = target.group(1).upper() if target else ""
-        if by in dropped:
-            why = "what replaced it was dropped"
-        elif by and by not in before:
-            continue  # replaced by a new entry that stayed: that entry cites the user's message
-        else:
-            cited = (cited_messages(line) - cited_messages(old)) & set(allowed)
-            said = [allowed[n] for n in sorted(cited)]
-            if cited and (by or any(says_it_ends(text) for text in said)):
-                continue
-            why = (
-                f"the message it cites ({_cites(cited)}) does not end or withdraw it"
-                if cited
-                else "no user message since the last checkpoint is cited"
-            )
-        mind = mind.replace(line, old, 1)
-        notes.append(f"mission entry {mid} keeps its status (M4): {why}")
-    return mind, tuple(notes)
-
-
-def _first_mission_active(
-    mind: str, lines: Mapping[str, str], allowed: Mapping[int, str]
-) -> tuple[str, tuple[str, ...]]:
-    """The first mission's entries start active: one set done or withdrawn stays so only per a user message
-    it cites that says so (the 1.5B's first mission was "(done) (per #6)", a message of reporting rules)."""
-    notes: list[str] = []
-    for mid, line in lines.items():
-        status = _status(line)
-        if status in ("active", "") or _REPLACED.match(status):
-            continue
-        cited = cited_messages(line) & set(allowed)
-        if any(says_it_ends(allowed[n]) for n in cited):
-            continue
-        match = _MISSION_LINE.match(line)
-        rest = PER_REASON.sub("", match.group(3) if match else "", count=1)
-        mind = mind.replace(line, f"- [{mid}] (active) {rest}".rstrip(), 1)
-        notes.append(f"mission entry {mid} starts active (M4): no user message it cites ends it")
-    return mind, tuple(notes)
-
-
 PER_REASON: Final = re.compile(r"^\(per #\d+\) ")  # the reason a line gives for its status
-
-
-# A user message that ends or withdraws a purpose says so. The demo's 1.5B marked the whole job done
-# "per" "Next ticket, please." A phrasing missed here leaves the entry active: the side that keeps more.
-_ENDS: Final = re.compile(
-    r"\b(done|finished|finish|complete|completed|that's all|that is all|enough|stop|stopped|cancel\w*|"
-    r"drop|dropped|abandon\w*|forget|never ?mind|no longer|withdraw\w*|scrap\w*|wrap(ped)? up|"
-    r"instead(?! of)|replace\w*|don't need|do not need|not needed)\b",
-    re.IGNORECASE,
-)
-# A rule for later is not an ending: the 1.5B marked a whole ticket queue done "per" a message of reporting
-# rules ("If you find a bug outside the ticket, add a new ticket for it instead of fixing it").
-_CONDITIONAL: Final = re.compile(
-    r"\b(if|when|whenever|once|until|unless|before|after|each time|every time)\b", re.IGNORECASE
-)
-_NEGATED: Final = re.compile(r"(\b(not|never|no)|n't)\W+(\w+\W+){0,2}$", re.IGNORECASE)  # "don't stop"
-
-
-def says_it_ends(text: str) -> bool:
-    """Whether a user message says outright that a purpose ends or is withdrawn: one of its sentences has
-    an ending word ("done", "stop", "forget", "instead" ...) that is neither negated ("Don't stop") nor in
-    a conditional ("When a ticket is done, commit it"); "instead of" contrasts, it withdraws nothing."""
-    for start, end in sentences(text):
-        sentence = text[start:end]
-        if _CONDITIONAL.search(sentence):
-            continue
-        if any(not _NEGATED.search(sentence[: m.start()]) for m in _ENDS.finditer(sentence)):
-            return True
-    return False
-
-
-def _status(line: str) -> str:
-    match = _MISSION_LINE.match(line)
-    return match.group(2).strip().casefold() if match else ""
-
-
-def _cites(numbers: Collection[int]) -> str:
-    return ", ".join(f"#{n}" for n in sorted(numbers))
-
-
-# Words that say who asked or how, not what: a paraphrase ("The user wants ...") adds them freely.
-_FRAME_TEXT: Final = (
-    "a an as at be by do if in is it of on or so to up we the and then with for from that this these "
-    "those into onto also user users asked asks wants want wanted please should must will would can "
-    "could our your their you his her its has have had was were are now next new all any each per "
-    "via"
-)
-_FRAME_WORDS: Final = frozenset(_FRAME_TEXT.split())
-_WORD = re.compile(r"[a-z0-9]+")
-_CITATION = re.compile(r"\((?:from|per) #\d+\)|\[\.\.\. cut[^\]]*\]")
-MOSTLY: Final = 0.6  # share of an entry's content words that must be the user's or the mission's
-
-
-def _stems(text: str) -> set[str]:
-    """Content words, a plural "s" dropped and cut to five letters (a crude stem: "PRs" and "PR",
-    "translate" and "translation" meet); framing words and single letters left out."""
-    words = (w[:-1] if len(w) > 3 and w.endswith("s") else w for w in _WORD.findall(text.casefold()))
-    return {w[:5] for w in words if (len(w) > 1 or w.isdigit()) and w not in _FRAME_WORDS}
-
-
-def words_from(line: str, cited: Collection[str], mission: str = "") -> bool:
-    """Whether a new mission line says what the user messages it cites say: at least MOSTLY of its content
-    words are theirs or the mission's before (a new entry often restates what it replaces), and at least
-    one is the cited messages' own, not the mission's (a copy of the old mission "from" "Continue with
-    the next ticket." brings nothing of the user's). Its id, status and citation are left out."""
-    match = _MISSION_LINE.match(line)
-    own = _stems(_CITATION.sub(" ", match.group(3) if match else line))
-    theirs = set().union(*(_stems(text) for text in cited)) if cited else set()
-    before = _stems(_CITATION.sub(" ", mission))
-    return bool(own & (theirs - before)) and len(own & (theirs | before)) >= MOSTLY * len(own)
-
-
-def _without_line(text: str, line: str) -> str:
-    lines = text.splitlines(keepends=True)
-    for i, raw in enumerate(lines):
-        if raw.rstrip() == line:
-            return "".join(lines[:i] + lines[i + 1 :])
-    return text

@@ -47,7 +47,8 @@ from avibe.checkpoint.memo import (
     render_checklist,
     rules_kept,
 )
-from avibe.checkpoint.mind import EMPTY_MIND, active_missions, guard_new_missions
+from avibe.checkpoint.mind import EMPTY_MIND, active_missions
+from avibe.checkpoint.mission_guard import guard_new_missions
 from avibe.checkpoint.model import Checkpoint, MemoItem, Problem
 from avibe.checkpoint.validate import repair_request, validate
 from avibe.prompts import render
