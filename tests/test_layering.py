@@ -53,7 +53,8 @@ ALLOWED_INSIDE = {
 # (checkpoint <-> context, through context/prompts) went when the texts moved to avibe.prompts (issue 10).
 KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 # third-party modules the pure core may use (DESIGN: "small pure libs")
-PURE_THIRD_PARTY = {"jinja2", "markupsafe", "disarm"}  # disarm: Unicode confusable skeletons, no IO
+# disarm: Unicode confusable skeletons; pydantic: validation at the record's edge (record/state.py); no IO
+PURE_THIRD_PARTY = {"jinja2", "markupsafe", "disarm", "pydantic", "pydantic_core"}
 IO_MODULES = {
     "os",
     "io",

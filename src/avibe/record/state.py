@@ -2,7 +2,8 @@
 per kind, stored with `RecordStore.save_state` under its key. Every reader and writer goes through
 `to_dict` / `from_stored`, so a document has one shape; a stored document of the wrong shape (written by
 hand, by another version, or cut short) is a StateError that names the key and the field - never a
-KeyError from deep inside a host.
+KeyError from deep inside a host. `from_stored` validates what the store returned with pydantic over the
+dataclasses themselves (`_read`: strict JSON types - a count is no bool and no string), not by hand.
 
     "workdir"           WorkdirState        the folder the session works in (any host runs it there)
     "agent"             AgentState          which agent works in the session (absent: Vibey)
@@ -19,9 +20,13 @@ message encoded once while it stays in the context, not again at every save).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any, Final, Self, TypeVar
+from dataclasses import dataclass, field, replace
+from typing import Any, Final, Self, TypeVar, cast
+
+from pydantic import TypeAdapter, ValidationError
+from pydantic_core import ErrorDetails
 
 from avibe.errors import StateError
 
@@ -41,23 +46,49 @@ class EncodedDocument(dict[str, Any]):
         self.text = text
 
 
-def _field(key: str, data: Mapping[str, Any], name: str, kind: type[T], default: T) -> T:
-    """`data[name]` when it is a `kind` (an int is no bool), `default` when absent; else StateError."""
-    value = data.get(name, default)
-    if isinstance(value, bool) and kind is not bool:
-        value = None  # True is an int to Python, never a count or a seq here
-    if not isinstance(value, kind):
-        raise StateError(
-            f"session state {key!r}: {name!r} is {type(value).__name__}, not {kind.__name__}; "
-            "the stored document is damaged (remove it or fix it by hand)"
-        )
-    return value
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}  # one per document kind, built on its first read
 
 
-def _document(key: str, data: object) -> Mapping[str, Any]:
+def _adapter(cls: type[T]) -> TypeAdapter[T]:
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return cast(TypeAdapter[T], adapter)
+
+
+def _read(cls: type[T], key: str, data: object) -> T:
+    """The document `data` (as the store returned it) as a `cls`: absent fields get their defaults, every
+    field present must have its JSON type exactly; else a StateError naming `key` and the field."""
     if not isinstance(data, Mapping):
         raise StateError(f"session state {key!r} is {type(data).__name__}, not a JSON object")
-    return data
+    try:
+        text = json.dumps(data, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise StateError(f"session state {key!r} is not plain JSON: {exc}") from None
+    try:
+        return _adapter(cls).validate_json(text, strict=True)
+    except ValidationError as exc:
+        raise StateError(_problem(key, exc.errors()[0])) from None
+
+
+def _problem(key: str, error: ErrorDetails) -> str:
+    """One line: the document, the field (and where it sits, when nested), what is wrong with it."""
+    loc = error["loc"]
+    names = [part for part in loc if isinstance(part, str)]
+    name = names[-1] if names else "?"
+    where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+    found = type(error["input"]).__name__
+    if error["type"] == "missing":
+        what = "is missing"
+    elif error["type"] in {"dict_type", "dataclass_type", "model_type"}:
+        what = f"is {found}, not a JSON object"
+    else:
+        what = f"is {found}: {error['msg'][0].lower()}{error['msg'][1:]}"
+    at = f" (at {where})" if where != name else ""
+    return (
+        f"session state {key!r}: {name!r}{at} {what}; the stored document is damaged "
+        "(remove it or fix it by hand)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +103,7 @@ class WorkdirState:
     def from_stored(cls, data: object | None) -> Self:
         if data is None:
             return cls()
-        return cls(_field(cls.KEY, _document(cls.KEY, data), "path", str, ""))
+        return _read(cls, cls.KEY, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +118,8 @@ class AgentState:
     def from_stored(cls, data: object | None) -> Self:
         if data is None:
             return cls()
-        return cls(_field(cls.KEY, _document(cls.KEY, data), "name", str, VIBEY) or VIBEY)
+        read = _read(cls, cls.KEY, data)
+        return read if read.name else replace(read, name=VIBEY)  # an empty name was stored once: Vibey
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +137,7 @@ class TitleState:
     def from_stored(cls, data: object | None) -> Self:
         if data is None:
             return cls()
-        return cls(_field(cls.KEY, _document(cls.KEY, data), "title", str, ""))
+        return _read(cls, cls.KEY, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,13 +162,7 @@ class BackendState:
     def from_stored(cls, data: object | None, backend: str) -> Self:
         if data is None:
             return cls()
-        key = cls.key(backend)
-        doc = _document(key, data)
-        return cls(
-            _field(key, doc, "session", str, ""),
-            _field(key, doc, "cursor", int, 0),
-            _field(key, doc, "answered", int, 0),
-        )
+        return _read(cls, cls.key(backend), data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,28 +171,14 @@ class DelegatedRun:
     child, whether its final reply was reported back, and who works in it."""
 
     child: str
-    task: str
-    from_seq: int
+    task: str = ""  # absent in a stored run: read as before, only the child is required
+    from_seq: int = 0
     reported: bool = False
     worker: str = VIBEY
 
     def to_dict(self) -> dict[str, Any]:
         return {"child": self.child, "task": self.task, "from_seq": self.from_seq,
                 "reported": self.reported, "worker": self.worker}  # fmt: skip
-
-    @classmethod
-    def from_dict(cls, data: object) -> Self:
-        key = DelegationsState.KEY
-        doc = _document(key, data)
-        if "child" not in doc:
-            raise StateError(f"session state {key!r}: a run has no 'child'")
-        return cls(
-            _field(key, doc, "child", str, ""),
-            _field(key, doc, "task", str, ""),
-            _field(key, doc, "from_seq", int, 0),
-            _field(key, doc, "reported", bool, False),
-            _field(key, doc, "worker", str, VIBEY),
-        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,8 +198,7 @@ class DelegationsState:
     def from_stored(cls, data: object | None) -> Self:
         if data is None:
             return cls()
-        runs = _field(cls.KEY, _document(cls.KEY, data), "runs", list, [])
-        return cls(tuple(DelegatedRun.from_dict(run) for run in runs))
+        return _read(cls, cls.KEY, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,15 +211,6 @@ class LostJob:
 
     def to_dict(self) -> dict[str, Any]:
         return {"command": self.command, "pid": self.pid, "sandboxed": self.sandboxed}
-
-    @classmethod
-    def from_dict(cls, data: object) -> Self:
-        key = JobsState.KEY
-        doc = _document(key, data)
-        pid = doc.get("pid")
-        if pid is not None and (isinstance(pid, bool) or not isinstance(pid, int)):
-            raise StateError(f"session state {key!r}: a job's 'pid' is {type(pid).__name__}, not int")
-        return cls(_field(key, doc, "command", str, "?"), pid, _field(key, doc, "sandboxed", bool, False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,10 +227,7 @@ class JobsState:
     def from_stored(cls, data: object | None) -> Self:
         if data is None:
             return cls()
-        doc = _document(cls.KEY, data)
-        running = _field(cls.KEY, doc, "running", dict, {})
-        jobs = {str(job_id): LostJob.from_dict(job) for job_id, job in running.items()}
-        return cls(_field(cls.KEY, doc, "next_number", int, 1), jobs)
+        return _read(cls, cls.KEY, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,11 +249,7 @@ class ContextHeader:
     def from_stored(cls, data: object | None) -> Self:
         if data is None:
             return cls()
-        doc = _document(cls.KEY, data)
-        ints = (
-            _field(cls.KEY, doc, name, int, 0) for name in ("window", "threshold", "hard_limit", "chunks")
-        )
-        return cls(_field(cls.KEY, doc, "model", str, ""), *ints)
+        return _read(cls, cls.KEY, data)
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +271,4 @@ class ContextChunk:
     def from_stored(cls, data: object | None, index: int) -> Self:
         if data is None:
             return cls()
-        key = cls.key(index)
-        doc = _document(key, data)
-        points, marks = _field(key, doc, "points", list, []), _field(key, doc, "marks", list, [])
-        return cls(tuple(_document(key, p) for p in points), tuple(_document(key, m) for m in marks))
+        return _read(cls, cls.key(index), data)
