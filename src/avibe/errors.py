@@ -6,7 +6,7 @@ AvibeError
  |    +-- StoreUnavailable  cannot connect / open
  |    |    +-- NoRecord      read-only open of a database that holds no record yet
  |    +-- UnknownSession    no such session
- |    +-- SessionHosted     another live process hosts the session (its lease, issue 11 item 2)
+ |    +-- SessionHosted     another live process hosts the session (its lease, docs/serve.md)
  |    +-- StateError        a stored session state document of the wrong shape (names key and field)
  +-- ModelError             any model backend; `.provider_text` keeps the provider's own words
  |    +-- ContextOverflow   the request does not fit the model's window
@@ -53,7 +53,7 @@ class UnknownSession(StoreError):
 
 
 class SessionHosted(StoreError):
-    """Another live process holds the session's lease: nothing was written (issue 11 item 2)."""
+    """Another live process holds the session's lease: nothing was written (docs/serve.md)."""
 
     def __init__(self, session: str, pid: int, host: str, since: str) -> None:
         super().__init__(

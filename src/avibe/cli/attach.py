@@ -1,4 +1,4 @@
-"""Attaching to a session another process hosts (issue 12 item 1): `vibe run --session S TASK` while a
+"""Attaching to a session another process hosts: `vibe run --session S TASK` while a
 `vibe serve` (or another `vibe run`) holds S's lease posts the message into the record and follows the
 record until the agent has answered it - the same record, the same ingress, the same events printed as
 when hosting here. If the host goes away before answering, the session is hosted here instead (its lease

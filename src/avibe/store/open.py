@@ -4,7 +4,7 @@ with the password masked.
 
 `read_only=True` is for the commands that only look (`vibe log`, `sessions`, `checkpoints`): the SQLite
 file is opened with `mode=ro` (never switched to WAL, never migrated, never created) and a PostgreSQL
-session is `default_transaction_read_only`, so the database is byte-for-byte what it was (issue 11).
+session is `default_transaction_read_only`, so the database is byte-for-byte what it was (docs/serve.md).
 An in-memory SQLite database is refused unless `in_memory=True` says it is meant (the eval's scratch
 stores, tests): a record that vanishes when the process ends is no record."""
 
