@@ -6,15 +6,21 @@
 #   requirements/llama-cpp-python.txt  llama-cpp-python's exact version and sdist hash: it has no wheel on
 #                                      PyPI, so scripts/setup.sh compiles it from that sdist
 # The versions already in .venv are kept where the ranges allow (`--upgrade` moves every one to the newest
-# in its range). Needs uv (pip install uv); resolves for every platform and Python >= 3.11.
+# in its range). Uses uv (from PATH, else a throwaway install); resolves for every platform, Python >= 3.11.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-UV=${UV:-uv}
+tools="" installed=""
+trap 'rm -rf "$tools" "$installed"' EXIT
+UV=${UV:-$(command -v uv || true)}
+if [ -z "$UV" ]; then  # no uv on PATH: one in a throwaway virtualenv, for this run only
+  tools=$(mktemp -d)
+  python3 -m venv "$tools" && "$tools/bin/python" -m pip install --quiet uv
+  UV=$tools/bin/uv
+fi
 VENV_PY=${VENV_PY:-.venv/bin/python}
 prefer=()
 if [ "${1:-}" != "--upgrade" ] && [ -x "$VENV_PY" ]; then
   installed=$(mktemp)
-  trap 'rm -f "$installed"' EXIT
   # as installed, but not what came from a file (the bindings' wheel built here)
   "$VENV_PY" -m pip freeze --exclude-editable --exclude avibe | grep -v ' @ ' >"$installed"
   prefer=(--constraint "$installed")
