@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from avibe.agent import live
+from avibe.agent.compaction import LiveRoom, make_compactor
 from avibe.agent.driver import CheckpointDriver, CheckpointResult, entries_lookup, reminds
 from avibe.agent.driver import mode_for as driver_mode_for
-from avibe.agent.live import LiveRoom
 from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer
 from avibe.checkpoint.budgets import Budgets, budgets_for
@@ -386,7 +386,8 @@ def _compact(
         )
         room = _room(state, carry, model, counter, window, driver)
         live_state = replace(LiveState.from_dict(carry.live), messages=conversation)
-        new, stop, results = room.make_room(live_state)
+        # the registry's checkpoint compactor, the one `vibe run` makes room with
+        new, stop, results = make_compactor("checkpoint").make_room(live_state, room)
     if stop is not None and stop.stop:
         why = "; ".join(r.reason for r in results if r.reason) or stop.reason
         raise CompactionFailed(f"the checkpoint could neither run nor move anything out: {why}")
