@@ -165,7 +165,13 @@ def prefill(store: Any, session: str, entries: int, checkpoints: int) -> None:
     ]  # fmt: skip
     for start in range(0, len(new), 1_000):
         store.append_many(new[start : start + 1_000])
-    mind = "## I am here\n\n## Goals\n### Mission\n- [M1] Read every file of the queue in order\n"
+    # a mind this tree accepts (the four sections, M1's mission entry format): the checkpoints that follow
+    # edit it through the normal path, not V8's strikes and model-free move-outs
+    mind = (
+        "## I am here\nReading the file queue for bench.\n\n## Goals\n### Mission\n"
+        "- [M1] (active) Read every file of the queue in order\n\n### Workstreams\n"
+        "- [W1] (active) file queue, oldest first\n\n## Key decisions\n\n## Lessons\n"
+    )
     scene = "<checkpoint>\nCurrent step: reading the queue\n</checkpoint>"
     for n in range(checkpoints):
         upto = entries * (n + 1) // max(checkpoints, 1)

@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from avibe.agent.compaction.room import make_room
 from avibe.agent.driver import CheckpointResult
-from avibe.agent.room import make_room
 from avibe.checkpoint.plan import MIN_ROOM_SHARE, CheckpointRunState, needed_to_free
-from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits
+from avibe.checkpoint.room import CheckpointNow, MoveOut, PartialCheckpoint, RoomLimits
 from avibe.checkpoint.trigger import TriggerDecision
 
 LIMITS = RoomLimits(window=6_144, threshold=3_640, hard_limit=4_608, turn_overhead=200)
@@ -31,7 +31,9 @@ class Ops:
     def trigger(self, tokens: int) -> TriggerDecision:
         return TriggerDecision(tokens > LIMITS.threshold, LIMITS.threshold, "test", tokens)
 
-    def checkpoint(self, state: int, tokens: int, action: Checkpoint | PartialCheckpoint) -> tuple[int, Any]:
+    def checkpoint(
+        self, state: int, tokens: int, action: CheckpointNow | PartialCheckpoint
+    ) -> tuple[int, Any]:
         self.calls.append("checkpoint")
         return state - self.frees, CheckpointResult(ACCEPTED, ())
 
@@ -73,7 +75,9 @@ class FailingOps(Ops):
 
     failing: int = 0
 
-    def checkpoint(self, state: int, tokens: int, action: Checkpoint | PartialCheckpoint) -> tuple[int, Any]:
+    def checkpoint(
+        self, state: int, tokens: int, action: CheckpointNow | PartialCheckpoint
+    ) -> tuple[int, Any]:
         if self.failing > 0:
             self.failing -= 1
             self.calls.append("failed")

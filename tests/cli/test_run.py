@@ -182,3 +182,25 @@ def test_run_streams_the_reply_and_shows_it_once(tmp_path: Path, work: Path, cha
     assert len(deltas) > 1 and "".join(deltas) == reply and all(deltas)  # no heartbeat printed
     kinds = [e["kind"] for e in events]
     assert kinds.index("model_started") < kinds.index("reply_delta") < kinds.index("model_call")
+
+
+def test_F1_run_compaction_handoff_makes_room_with_a_handoff_and_records_it(
+    tmp_path: Path, work: Path, chat: ChatServer
+) -> None:
+    """`vibe run --compaction handoff`: past the trigger the handoff's summary request (no tools, the
+    handoff prompt last) replaces the checkpoint turn; the run goes on from its summary."""
+    _checkpointing(chat, work)
+    summary = {"role": "assistant", "content": "HANDOFF-SUMMARY: big.txt was read twice; report it."}
+    chat.responder = lambda body: summary if "handing this task over" in str(body["messages"][-1]) else None
+    done = _vibe(
+        tmp_path, chat, "run", "--json", "--window", "6000", "--compaction", "handoff", "Read big.txt"
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    compacted = [e for e in events if e["kind"] == "compacted"]  # each read of big.txt passes the trigger
+    assert compacted and all(e["strategy"] == "handoff" and e["after"] < e["before"] for e in compacted)
+    assert not [e for e in events if e["kind"] in ("checkpoint_started", "checkpoint")]
+    assert any("HANDOFF-SUMMARY" in str(m.get("content")) for m in chat.requests[-1]["messages"])
+    assert not _accepted(tmp_path, chat)  # no checkpoint was made
+    wrong = _vibe(tmp_path, chat, "run", "--compaction", "summarise-it", "hi")
+    assert wrong.returncode == 2 and "unknown --compaction" in wrong.stderr and "handoff" in wrong.stderr

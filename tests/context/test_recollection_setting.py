@@ -7,17 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from avibe.config import Settings, load_settings
 from avibe.errors import ConfigError
+from config_support import load_from
 
-
-def _load(tmp_path: Path, project: str = "", user: str = "", env: dict[str, str] | None = None) -> Settings:
-    folder = tmp_path / "project"
-    (folder / ".avibe").mkdir(parents=True, exist_ok=True)
-    (folder / ".avibe" / "config.toml").write_text(project, encoding="utf-8")
-    user_file = tmp_path / "user.toml"
-    user_file.write_text(user, encoding="utf-8")
-    return load_settings(env or {}, project_dir=folder, user_config=user_file)
+_load = load_from
 
 
 def test_the_default_is_sections(tmp_path: Path) -> None:

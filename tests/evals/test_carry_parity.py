@@ -1,95 +1,144 @@
-"""Issue 28: the eval's `avibe-checkpoint` strategy and Vibey hand on the same carry for the same
-transcript - skills (A1), the file list (A2), the current request (F5) and the plan - because both run
-the same bookkeeping (`avibe.agent.live`) and room ops. Vibey runs the transcript live (a scripted model
-replays its assistant steps; the tools report what the transcript's outputs say), the eval replays it."""
+"""The eval's `avibe-checkpoint` strategy and Vibey hand on the same carry for the same session - skills
+(A1), the file list (A2), the current request (F5), the plan - and both name the background job the
+session waits for (S3). The transcript is recorded from Avibe's REAL tools (their own wording: a skill
+loaded, a plan set, a file read and edited, a failing command, a job started in the background); Vibey
+then lives it with real tools again (a scripted model plays its assistant steps) while the eval replays
+the recorded outputs. Nothing here is a function the eval shares, so a tool whose wording or report
+changes while the eval's reading of it does not makes this test fail."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 from eval_scripts import checkpoint_answer
 
 from avibe.agent.loop import RunConfig, Vibey
-from avibe.evals.checkpoint import NAME, replayed_result
+from avibe.evals.checkpoint import NAME
 from avibe.evals.replay import replay, trigger_fraction
 from avibe.evals.scenario import AssistantTurn, Event, Scenario, ToolUse, UserMessage
 from avibe.evals.strategies import make_strategy
 from avibe.evals.strategy import Compacted, CompactState
 from avibe.host.session import SessionHost
-from avibe.ports import ModelClient, TokenCounter
+from avibe.ports import ModelClient, RecordStore, TokenCounter
 from avibe.providers.scripted import ModelRequest, ScriptedModel
 from avibe.record.checkpoint import Carry
 from avibe.record.messages import ModelFacts, ModelReply, ToolCall, ToolSpec
+from avibe.sources.background import BackgroundJobs
 from avibe.store import open_store
+from avibe.tools import ToolBox, default_tools
+from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
 
 WINDOW = 4_000
 PLAN = "[x] ticket 001\n[>] ticket 002\n[ ] ticket 003"
-BIG = "\n".join(f"b.txt line {i:04d}: lorem ipsum dolor sit amet" for i in range(140))  # crosses the trigger
-
-
-def _use(id_: str, tool: str, output: str, error: bool = False, **arguments: str) -> ToolUse:
-    return ToolUse(id_, tool, dict(arguments), output, error)
-
-
-EVENTS: tuple[Event, ...] = (
-    UserMessage("kofi", "Load the release-notes skill, plan tickets 001-003, then fix app.py."),
-    AssistantTurn(
-        "",
-        (
-            _use(
-                "c1",
-                "skill_load",
-                "# release-notes\nRN-MARKER: write notes newest first.",
-                name="release-notes",
-            ),
-            _use("c2", "update_plan", "Plan updated (1 of 3 done)", plan=PLAN),
-            _use("c3", "read_file", "value = 0", path="app.py"),
-            _use("c4", "edit_file", "edited app.py", path="app.py"),
-            _use("c5", "shell", "FAILED test_app.py::test_value", error=True, command="pytest -q"),
-        ),
-    ),
-    AssistantTurn("Fixed app.py; the test still fails."),
-    UserMessage("kofi", "Now read b.txt and tell me what it holds."),
-    AssistantTurn("", (_use("c6", "read_file", BIG, path="b.txt"),)),
-    AssistantTurn("b.txt holds numbered lorem lines."),
+BIG = "\n".join(f"b.txt line {i:04d}: lorem ipsum dolor sit amet" for i in range(110))  # crosses the trigger
+SKILL = "---\nname: release-notes\ndescription: How to write release notes.\n---\nRN-MARKER: newest first.\n"
+ASKED = (
+    "Load the release-notes skill, plan tickets 001-003, fix app.py, start the export in the background.",
+    "Now read b.txt and tell me what it holds.",
 )
-SCENARIO = Scenario("parity", "custom", None, "kofi", EVENTS, start=datetime(2026, 12, 1, tzinfo=UTC))
-SPECS = [
-    ToolSpec(n, n, {"type": "object"})
-    for n in ("skill_load", "update_plan", "read_file", "edit_file", "shell")
-]
+CALLS: tuple[tuple[ToolCall, ...], ...] = (
+    (
+        ToolCall("c1", "skill_load", {"name": "release-notes"}),
+        ToolCall("c2", "update_plan", {"plan": PLAN}),
+        ToolCall("c3", "read_file", {"path": "app.py"}),
+        ToolCall("c4", "edit_file", {"path": "app.py", "old": "value = 0", "new": "value = 1"}),
+        ToolCall("c5", "shell", {"command": "echo 'FAILED test_app.py::test_value'; exit 1"}),
+        ToolCall("c6", "shell", {"command": "sleep 120", "background": True}),
+    ),
+    (ToolCall("c7", "read_file", {"path": "b.txt"}),),
+)
 
 
-def _vibey_carry(tmp_path: Path, counter: TokenCounter) -> Carry:
-    """Vibey lives the transcript: the person's messages through the host, the assistant's steps from the
-    script, each tool's result what Avibe's tool reports for the transcript's output."""
-    turns = [e for e in EVENTS if isinstance(e, AssistantTurn)]
-    outputs = {u.id: ("ERROR: " if u.is_error else "") + u.output for t in turns for u in t.tool_uses}
+@dataclass
+class Tools:
+    box: ToolBox
+    jobs: BackgroundJobs
+    root: Path
+    store: RecordStore
+    session: str
+
+
+@pytest.fixture
+def tools(tmp_path: Path) -> Iterator[object]:
+    made: list[BackgroundJobs] = []
+
+    def make(name: str) -> Tools:
+        """Avibe's real tools over a fresh workdir and record (the skill, app.py and b.txt in place)."""
+        root = tmp_path / name
+        (root / "skills" / "release-notes").mkdir(parents=True)
+        (root / "skills" / "release-notes" / "SKILL.md").write_text(SKILL)
+        (root / "work").mkdir()
+        (root / "work" / "app.py").write_text("value = 0\n")
+        (root / "work" / "b.txt").write_text(BIG)
+        store = open_store(f"sqlite:///{root / 'avibe.db'}")
+        session = store.create_session(title=name).id
+        sandbox = SandboxPolicy(DEFAULT_MODE, root / "work")
+        jobs = BackgroundJobs(lambda source, text: None, store, session, sandbox, log_dir=root / "logs")  # type: ignore[arg-type,return-value]
+        made.append(jobs)
+        box = ToolBox(default_tools(root / "work", store=store, session_id=session,
+                                    skill_dirs=[root / "skills"], jobs=jobs, sandbox=sandbox))  # fmt: skip
+        return Tools(box, jobs, root, store, session)
+
+    yield make
+    for jobs in made:
+        jobs.kill_all("test ended")
+
+
+def _recorded(tools: Tools) -> Scenario:
+    """The session as a transcript records it: each call's output as the real tool wrote it."""
+    events: list[Event] = []
+    for asked, calls in zip(ASKED, CALLS, strict=True):
+        events.append(UserMessage("kofi", asked))
+        uses = []
+        for call in calls:
+            result = tools.box.dispatch(call)
+            uses.append(ToolUse(call.id, call.name, dict(call.arguments), result.output, result.is_error))
+        events += [AssistantTurn("", tuple(uses)), AssistantTurn("Done for now.")]
+    return Scenario(
+        "parity", "imported", None, "kofi", tuple(events), start=datetime(2026, 12, 1, tzinfo=UTC)
+    )
+
+
+def _waiting(scene: str) -> str:
+    return scene.split("Waiting for:", 1)[1].split("Next step:", 1)[0]
+
+
+def _vibey(tools: Tools, counter: TokenCounter) -> tuple[Carry, str]:
+    """Vibey lives the session: the person's messages through the host, the assistant's steps from the
+    script, every call run by the real tools, the scene's jobs from the real job table."""
+    turns = [step for calls in CALLS for step in (calls, ())]
 
     def step(request: ModelRequest) -> ModelReply:
         if request.json_schema is not None:
             return checkpoint_answer(request)
-        turn = turns.pop(0)
-        calls = tuple(ToolCall(u.id, u.name, u.arguments) for u in turn.tool_uses)
-        return ModelReply(turn.text, calls)
+        calls = turns.pop(0)
+        return ModelReply("" if calls else "Done for now.", calls)
 
-    store = open_store(f"sqlite:///{tmp_path / 'avibe.db'}")
-    session = store.create_session(title="parity").id
     model = ScriptedModel.of([step] * 40, window=WINDOW, max_output=1_024)
     vibey = Vibey(
-        store=store, model=model, counter=counter, clock=_Clock(), session_id=session,
-        session_dir=tmp_path / "s", tool_specs=SPECS,
-        run_tool=lambda call: replayed_result(call, outputs[call.id]),
+        store=tools.store, model=model, counter=counter, clock=_Clock(), session_id=tools.session,
+        session_dir=tools.root / "s", tool_specs=SPECS,
+        run_tool=tools.box.dispatch, waiting_for=tools.jobs.waiting,
         config=RunConfig(checkpoint_mode="structured", identity="You are Vibey.", rules="", user_name="kofi"),
     )  # fmt: skip
-    host = SessionHost(store, session, vibey, vibey.clock)
-    for event in EVENTS:
-        if isinstance(event, UserMessage):
-            assert not host.send(event.text, "kofi").stopped
-    [stored] = store.list_checkpoints(session)
-    return stored.carry
+    host = SessionHost(tools.store, tools.session, vibey, vibey.clock)
+    for asked in ASKED:
+        assert not host.send(asked, "kofi").stopped
+    [stored] = tools.store.list_checkpoints(tools.session)
+    return stored.carry, stored.scene
+
+
+# the tools as the model is offered them, by name only: the replay offers none, and Vibey's request must
+# cross the trigger where the replay's does (the full specs would add ~1,200 tokens to every request)
+SPECS = [
+    ToolSpec(n, n, {"type": "object"})
+    for n in ("skill_load", "update_plan", "read_file", "edit_file", "shell")
+]
 
 
 class _Kept:
@@ -108,15 +157,16 @@ class _Kept:
         return done
 
 
-def _eval_carry(counter: TokenCounter) -> Carry:
+def _eval(scenario: Scenario, counter: TokenCounter) -> tuple[Carry, str]:
     facts = ModelFacts("scripted", WINDOW, 1_024)
     model, strategy = ScriptedModel([checkpoint_answer] * 40, facts), _Kept()
-    result = replay(SCENARIO, strategy, model, counter, WINDOW, threshold=trigger_fraction(facts, WINDOW))
+    result = replay(scenario, strategy, model, counter, WINDOW, threshold=trigger_fraction(facts, WINDOW))
     compaction = result.compactions[0]  # after b.txt's output, where Vibey checkpoints too
     assert compaction.changed and compaction.meta["carry_skills"] == 1 and compaction.meta["carry_plan"] == 3
     recollection = next(m.content for m in result.context if m.kind == "checkpoint")  # A1, A2, the plan
     assert "RN-MARKER" in recollection and "app.py" in recollection and "ticket 002" in recollection
-    return Carry.from_dict(json.loads(strategy.carries[0])["checkpoint"]["carry"])
+    checkpoint = json.loads(strategy.carries[0])["checkpoint"]
+    return Carry.from_dict(checkpoint["carry"]), checkpoint["scene"]
 
 
 class _Clock:
@@ -127,9 +177,18 @@ class _Clock:
         return self.at
 
 
-def test_the_eval_and_vibey_hand_on_the_same_carry(tmp_path: Path, counter: TokenCounter) -> None:
-    live = _vibey_carry(tmp_path, counter)
+def test_the_eval_and_vibey_hand_on_the_same_carry_and_wait_for_the_same_job(
+    tools: object, counter: TokenCounter
+) -> None:
+    make = tools  # type: ignore[assignment]
+    scenario = _recorded(make("recorded"))  # type: ignore[operator]
+    [job] = [u for e in scenario.events if isinstance(e, AssistantTurn) for u in e.tool_uses if u.id == "c6"]
+    assert not job.is_error and job.output.startswith("started ")  # the shell's own wording, whatever it is
+    live, live_scene = _vibey(make("live"), counter)  # type: ignore[operator]
     assert [s.name for s in live.skills] == ["release-notes"] and live.plan and "app.py" in live.files
     assert live.current_request_seqs == (4,)  # F5: the person's second message, its turn still running
-    replayed = _eval_carry(counter)
+    replayed, replayed_scene = _eval(scenario, counter)
     assert json.dumps(replayed.to_dict(), sort_keys=True) == json.dumps(live.to_dict(), sort_keys=True)
+    # S3: the job started in the background is waited for, in the live session and in its replay alike
+    assert "bg-1" in _waiting(live_scene) and "sleep 120" in _waiting(live_scene)
+    assert "bg-1" in _waiting(replayed_scene) and "sleep 120" in _waiting(replayed_scene)

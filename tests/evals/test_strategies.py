@@ -131,7 +131,7 @@ def test_E1_the_eval_runs_vibeys_room_policy_change_it_and_the_result_changes(
     counter: TokenCounter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """DESIGN: the eval measures the code users run - the same room loop, policy and driver as Vibey."""
-    from avibe.agent import room
+    from avibe.agent.compaction import room
     from avibe.checkpoint import plan
 
     decided: list[str] = []

@@ -1,4 +1,4 @@
-"""How one Vibey run is set up: the window, the step limit, the prompt's parts."""
+"""How one Vibey run is set up: the window, the step limit, the prompt's parts, the compaction."""
 
 from __future__ import annotations
 
@@ -23,3 +23,4 @@ class RunConfig:
     user_name: str = "user"
     record_where: str = "Avibe's record database"
     recollection: Rendering = DEFAULT_RENDERING  # how the checkpoint is shown (issue 31 item 3)
+    compaction: str = "checkpoint"  # how room is made: a name in `avibe.agent.compaction.registry`

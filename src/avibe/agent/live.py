@@ -1,8 +1,8 @@
 """Vibey's per-session bookkeeping, one pure module that Vibey and the eval both run (DESIGN: "the eval
 measures the code users run"): inputs absorbed, a reply and a tool call recorded in the live state, what a
 checkpoint carries (A1 skills, A2 files, F5 the current request, the plan) and the harness facts for the
-scene (S2, S3, S5, S6). `LiveRoom` makes room over a live state (F1, V5-V9, U3) and commits through a
-small port: Vibey's is the record, the eval's an in-memory checkpoint. Nothing here does IO of its own.
+scene (S2, S3, S5, S6). Making room over a live state is `avibe.agent.compaction` (its `LiveRoom` commits
+through a small port: Vibey's is the record, the eval's an in-memory checkpoint). Nothing here does IO.
 """
 
 from __future__ import annotations
@@ -10,46 +10,23 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import Final, Protocol
+from dataclasses import replace
+from typing import Final
 
-from avibe.agent.driver import CheckpointDriver, CheckpointResult
 from avibe.agent.interrupted import Interrupted, settle_unanswered
 from avibe.agent.plan_note import plan_note, remember_event, resent_note
 from avibe.agent.repeats import repeat_note
-from avibe.agent.room import make_room
 from avibe.agent.state import LiveState, LoadedSkill, remember_file
-from avibe.agent.view import Viewer
-from avibe.checkpoint.budgets import Budgets
 from avibe.checkpoint.carry import file_list
 from avibe.checkpoint.facts import FailedCall, HarnessFacts, WaitingJob, failure_after, open_question
-from avibe.checkpoint.plan import (
-    CheckpointRunState,
-    StopDecision,
-    cut_step_outputs,
-    request_parts,
-    too_long_to_continue,
-)
-from avibe.checkpoint.room import Checkpoint, MoveOut, PartialCheckpoint, RoomLimits
-from avibe.checkpoint.trigger import TriggerDecision
 from avibe.host.agent import Input, render_input
-from avibe.host.events import (
-    CheckpointAccepted,
-    CheckpointFailed,
-    CheckpointFallback,
-    CheckpointStarted,
-    EventSink,
-    ignore_events,
-)
 from avibe.ports import StoredCheckpoint, ToolResult
-from avibe.record.checkpoint import Carry, Provenance, SkillRef
+from avibe.record.checkpoint import Carry, SkillRef
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ToolCall
 from avibe.record.sources import frame_tag_lines
 
 __all__ = [
-    "LiveRoom",
-    "RoomPort",
     "absorb",
     "after_reply",
     "after_tool",
@@ -62,7 +39,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("avibe.agent")
-CUT_MARGIN: Final = 64  # tokens kept free beside a cut tool output (its note, the next message header)
 SHELL_SKILL_LOAD: Final = re.compile(r"(?:^|[;&|\s])vibe\s+skill\s+load\s+['\"]?([\w.-]+)")
 
 
@@ -236,163 +212,3 @@ def without_skills_in_context(
         return stored
     skills = tuple(s for s in stored.carry.skills if s.name not in present)
     return replace(stored, carry=replace(stored.carry, skills=skills))
-
-
-# ---- making room ----------------------------------------------------------------------------------------
-
-
-class RoomPort(Protocol):
-    """Where checkpoints live: the latest one, and one transaction for a checkpoint and its live state."""
-
-    def latest(self) -> StoredCheckpoint | None: ...
-    def begin(self, state: LiveState) -> None: ...  # a checkpoint starts (a crash now is visible)
-    def commit(self, checkpoint: StoredCheckpoint, state: LiveState) -> StoredCheckpoint: ...
-
-
-@dataclass
-class LiveRoom:
-    """`RoomOps` over a live state: the room policy's steps as Vibey runs them, and the eval too."""
-
-    viewer: Viewer
-    port: RoomPort
-    driver: Callable[[], CheckpointDriver]
-    facts: ModelFacts
-    limits: RoomLimits
-    budgets: Budgets
-    trigger: Callable[[int], TriggerDecision]
-    tool_specs: Sequence[object] = ()
-    waiting_for: Callable[[], Sequence[tuple[str, ...]]] = lambda: ()
-    events: EventSink = ignore_events
-    # V8 counts failures "in the same run": one LiveRoom is one run, so this is not persisted.
-    run: CheckpointRunState = field(default_factory=CheckpointRunState)
-    # the last failed checkpoint attempt since a checkpoint was saved: the move-out that follows says why
-    # it fell back (its problems and reason, for `vibe checkpoints` and the inspector; U2 stays silent)
-    failed: CheckpointResult | None = None
-
-    def tokens(self, state: LiveState) -> int:
-        return self.viewer.derive(state, self.port.latest()).tokens
-
-    def checkpoint(
-        self, state: LiveState, tokens: int, action: Checkpoint | PartialCheckpoint
-    ) -> tuple[LiveState, CheckpointResult]:
-        """One checkpoint attempt; accepted -> committed with the live state it implies."""
-        partial = isinstance(action, PartialCheckpoint)
-        self.events(CheckpointStarted(action.reason, tokens, partial))
-        self.port.begin(replace(state, checkpointing=True))
-        previous = self.port.latest()
-        result = self.driver().run(
-            view=self.viewer.derive(state, previous).messages,
-            conversation=state.messages,
-            base_view=self.viewer.base(state, previous),
-            previous=previous,
-            budgets=self.budgets,
-            dismissed=frozenset(state.dismissed),
-            turn_start=turn_start(state),
-            tools=self.tool_specs,
-            carry=carry(state, previous, self.facts.window),
-            provenance=Provenance(trigger=action.reason, tokens_before=tokens),
-            partial=partial,
-            facts=harness_facts(state, self.waiting_for()),
-        )
-        if result.checkpoint is None:
-            if result.attempted:
-                self.failed = result
-                self.events(CheckpointFailed(result.reason))
-            return state, result
-        return self._commit(state, result, tokens), result
-
-    def _fallback_provenance(self, action: MoveOut, tokens: int) -> Provenance:
-        """A move-out's provenance, with the failed checkpoint it falls back from: its real problems
-        (never "no problems" for a checkpoint that failed) and its reason."""
-        made = Provenance(trigger=action.reason, tokens_before=tokens)
-        if self.failed is None:
-            return made
-        note = f"fell back: the checkpoint tried before failed - {self.failed.reason}"
-        return replace(made, problems=self.failed.problems, notes=(note,))
-
-    def move_out(self, state: LiveState, tokens: int, action: MoveOut) -> tuple[LiveState, CheckpointResult]:
-        """V7: the oldest part moves out without the model."""
-        previous = self.port.latest()
-        result = self.driver().move_out_without_model(
-            state.messages,
-            previous,
-            self.budgets,
-            turn_start(state),
-            carry(state, previous, self.facts.window),
-            self._fallback_provenance(action, tokens),
-        )
-        if result.checkpoint is None:
-            return state, result
-        return self._commit(state, result, tokens), result
-
-    def _commit(self, state: LiveState, result: CheckpointResult, before: int) -> LiveState:
-        """Save the accepted checkpoint and the live state it leads to in one transaction (a crash
-        between the two would resume with the recollection AND the moved-out messages, or lose N6)."""
-        assert result.checkpoint is not None
-        made = without_skills_in_context(result.checkpoint, state, result.kept)
-        dismissed = tuple(sorted({*state.dismissed, *result.dismissed}))
-        state = replace(state, messages=result.kept, dismissed=dismissed, checkpointing=False)
-        previous = self.port.latest()
-        unsaved = replace(made, number=(previous.number if previous else 0) + 1)
-        after = self.viewer.tokens(self.viewer.view(state, unsaved))
-        unsaved = replace(unsaved, provenance=replace(unsaved.provenance, tokens_after=after))
-        saved = self.port.commit(unsaved, state)
-        self.failed = None  # told once, by the checkpoint saved now
-        self.viewer.adopt()
-        how = saved.provenance
-        if how.fallback == "model-free":
-            self.events(CheckpointFallback(saved.number, before, after, result.reason))
-        else:
-            self.events(CheckpointAccepted(saved.number, before, after, how.calls, how.seconds, how.fallback))
-        return state
-
-    def cut_latest_tool_output(self, state: LiveState) -> LiveState:
-        """V9: when the newest step's tool outputs do not fit - not even with everything before the step
-        moved out - cut them, the largest first, each with a note saying so (one output, or the many
-        outputs of a step that made many calls)."""
-        messages = state.messages
-        first = len(messages)
-        while first > 0 and messages[first - 1].role == "tool":
-            first -= 1
-        if first == len(messages):
-            return state
-        outputs = messages[first:]
-        calls = messages[first - 1 : first] if first > 0 and messages[first - 1].tool_calls else ()
-        alone = self.viewer.view(replace(state, messages=tuple(calls)), self.port.latest())
-        framing = self.viewer.counter.count_messages(outputs) - sum(
-            self.viewer.counter.count(m.content) for m in outputs
-        )  # each output's message header, which a cut does not shrink
-        room = self.limits.hard_limit - self.viewer.tokens(alone) - framing - CUT_MARGIN
-        cut = cut_step_outputs(outputs, self.viewer.counter, max(room, CUT_MARGIN))
-        if cut == tuple(outputs):
-            return state
-        log.info("the newest step's %d tool output(s) cut to fit %d tokens (V9)", len(outputs), room)
-        return replace(state, messages=(*messages[:first], *cut))
-
-    def make_room(
-        self, state: LiveState
-    ) -> tuple[LiveState, StopDecision | None, tuple[CheckpointResult, ...]]:
-        """V9 cut -> F1 trigger -> checkpoint (V8 permitting) -> V5 (goes out as it is when it still fits)
-        -> V7 model-free move-outs until it fits -> U3 stop when nothing is left to move out."""
-        state = self.cut_latest_tool_output(state)
-        room = make_room(state, self, self.limits, self.run)
-        self.run = room.run
-        if room.stop is None:
-            return room.state, None, room.results
-        return room.state, self._stop_decision(room.state, room.tokens), room.results
-
-    def _stop_decision(self, state: LiveState, tokens: int) -> StopDecision:
-        """U3: what the request is made of, named (the room policy found nothing left to move out)."""
-        counter = self.viewer.counter
-        system, tools = counter.count(self.viewer.system), self.viewer.tools
-        conversation = counter.count_messages(state.messages) if state.messages else 0
-        recollection = max(tokens - system - conversation - tools, 0)
-        parts = request_parts(
-            state.messages,
-            counter,
-            turn_start(state),
-            system_prompt=system,
-            tool_list=tools,
-            checkpoint=recollection,
-        )
-        return too_long_to_continue(parts, self.limits.hard_limit, 0)

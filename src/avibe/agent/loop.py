@@ -21,9 +21,11 @@ from pathlib import Path
 from typing import Final
 
 from avibe.agent import live
+from avibe.agent.compaction import Compactor, LiveRoom, make_compactor
+from avibe.agent.compaction.messages import EXTRA_KEY
 from avibe.agent.config import RunConfig
 from avibe.agent.driver import CheckpointDriver, reminds, store_lookup
-from avibe.agent.live import LiveRoom, shell_skill_load
+from avibe.agent.live import shell_skill_load
 from avibe.agent.persist import SessionRecord
 from avibe.agent.repeats import ANSWER_ONLY, answer_of, loop_stop_reason, not_run_text
 from avibe.agent.state import LiveState
@@ -114,7 +116,12 @@ class Vibey:
         trigger = lambda tokens: should_checkpoint(tokens, self.facts)  # noqa: E731
         sizes = (self.facts, self.limits, self.budgets)
         return LiveRoom(self.viewer, self.record, self._driver, *sizes, trigger, self.tool_specs,
-                        lambda: self.waiting_for(), lambda event: self.events(event))  # fmt: skip
+                        lambda: self.waiting_for(), lambda event: self.events(event), self.model)  # fmt: skip
+
+    @cached_property
+    def compactor(self) -> Compactor:
+        """How this run makes room (`RunConfig.compaction`, a name in `avibe.agent.compaction`)."""
+        return make_compactor(self.config.compaction)
 
     def _driver(self) -> CheckpointDriver:
         return CheckpointDriver(store_lookup(self.store, self.session_id), self.model, self.counter,
@@ -153,8 +160,22 @@ class Vibey:
         return self.room.tokens(state)
 
     def make_room(self, state: LiveState) -> tuple[LiveState, StopDecision | None]:
-        state, stop, _ = self.room.make_room(state)
+        state, stop, _ = self.compactor.make_room(state, self.room)
         return state, stop
+
+    def use_compaction(self, name: str) -> None:
+        """Make room with another compactor from the next request on (the chat's /compaction); ValueError
+        for a name the registry does not have."""
+        compactor = make_compactor(name)
+        self.config = replace(self.config, compaction=name)
+        self.__dict__["compactor"] = compactor  # the cached property, replaced
+
+    def _recorded_compaction(self, state: LiveState) -> LiveState:
+        """The session's state names the compactor its turns run with (with what it hands on, if any)."""
+        held = state.extra.get(EXTRA_KEY)
+        if isinstance(held, dict) and held.get("name") == self.compactor.name:
+            return state
+        return replace(state, extra={**state.extra, EXTRA_KEY: {"name": self.compactor.name}})
 
     # ---- the turn --------------------------------------------------------------------------------------
 
@@ -162,7 +183,7 @@ class Vibey:
         """One turn (the `Agent` protocol): take inputs, work until the model answers without tools."""
         if emit is not None:
             self.events = emit
-        state = replace(self.load_state(), turn_user_seqs=())
+        state = self._recorded_compaction(replace(self.load_state(), turn_user_seqs=()))
         self.viewer.new_turn(self.system_prompt())  # F4: rebuilt every turn; A1: skills read once a turn
         before = self._checkpoint_number()
         self.events(ev.TurnStarted(self.session_id, self.name))

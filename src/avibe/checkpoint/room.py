@@ -6,7 +6,7 @@ API:
     RoomLimits(window, threshold, hard_limit, turn_overhead);  limits_for(facts) -> RoomLimits
     turn_overhead(window) -> int            room a checkpoint turn needs beside the conversation
     Tried(checkpoint, nothing_to_move)      what already happened while making room for this request
-    decide_room(tokens, trigger, limits, run, tried) -> Proceed | Checkpoint | PartialCheckpoint
+    decide_room(tokens, trigger, limits, run, tried) -> Proceed | CheckpointNow | PartialCheckpoint
                                                         | MoveOut | Stop
 
 The order: over the trigger (F1) -> a checkpoint, unless V8 ended checkpointing in this run; a turn that
@@ -65,7 +65,7 @@ class Proceed:
 
 
 @dataclass(frozen=True, slots=True)
-class Checkpoint:
+class CheckpointNow:
     reason: str
     kind: Literal["checkpoint"] = "checkpoint"
 
@@ -88,7 +88,7 @@ class Stop:
     kind: Literal["stop"] = "stop"
 
 
-RoomAction = Proceed | Checkpoint | PartialCheckpoint | MoveOut | Stop
+RoomAction = Proceed | CheckpointNow | PartialCheckpoint | MoveOut | Stop
 
 
 def decide_room(
@@ -97,7 +97,7 @@ def decide_room(
     """The next step to make room for a request of `tokens` tokens (see the module docstring)."""
     if trigger.checkpoint and not tried.checkpoint and may_try_checkpoint(run):
         if tokens - limits.tool_tokens + limits.turn_overhead <= limits.window:
-            return Checkpoint(trigger.reason)
+            return CheckpointNow(trigger.reason)
         return PartialCheckpoint(f"{trigger.reason}; the whole conversation does not fit a turn (V6)")
     if tokens <= limits.hard_limit:
         if trigger.checkpoint and not may_try_checkpoint(run) and not tried.checkpoint:

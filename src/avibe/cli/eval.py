@@ -11,6 +11,7 @@ from typing import Annotated, Any, cast, get_args
 
 import typer
 
+from avibe.agent.compaction import COMPACTORS
 from avibe.checkpoint.effects import Mode
 from avibe.cli.options import MAX_SQL_INT, BadArgument, check_model, check_session_id, log_to_file, shown
 from avibe.config import MAX_WINDOW, MIN_WINDOW, Settings, load_settings
@@ -110,7 +111,7 @@ def _check_choices(types: list[str], strategies: list[str]) -> None:
         if kind not in SCENARIO_TYPES:
             raise BadArgument(f"unknown scenario type {shown(kind)}; choose from {', '.join(SCENARIO_TYPES)}")
     for name in strategies:
-        if name not in STRATEGY_NAMES:
+        if name not in STRATEGY_NAMES and name not in COMPACTORS:  # `vibe run --compaction`'s names too
             raise BadArgument(f"unknown strategy {shown(name)}; choose from {', '.join(STRATEGY_NAMES)}")
 
 

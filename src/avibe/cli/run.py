@@ -107,6 +107,14 @@ def run(
             "session resumed, else vibey.",
         ),
     ] = None,
+    compaction: Annotated[
+        str | None,
+        typer.Option(
+            "--compaction",
+            help="How Vibey makes room when its context fills: checkpoint (the default), handoff, rewrite, "
+            "anchored, mask, truncate or full (see `vibe eval`; default: the config's `compaction`).",
+        ),
+    ] = None,
     agent_timeout: Annotated[
         float | None,
         typer.Option(
@@ -130,8 +138,10 @@ def run(
     if agent is not None and agent != "vibey":
         from avibe.cli.agents import run_backend
 
-        if model is not None or window is not None:
-            raise BadArgument(f"--model and --window are Vibey's; {agent} uses the model configured for it")
+        if model is not None or window is not None or compaction is not None:
+            raise BadArgument(
+                f"--model, --window and --compaction are Vibey's; {agent} keeps its own model and context"
+            )
         raise typer.Exit(
             run_backend(
                 agent,
@@ -145,6 +155,7 @@ def run(
                 timeout_s=agent_timeout,
             )
         )
+    _check_compaction(compaction)
     preflight_model(model_name, settings)  # before a session or a database file exists
     log_path = log_to_file(settings)
     printer = EventPrinter(verbose=verbose, json_lines=json_lines)
@@ -163,12 +174,23 @@ def run(
         events=printer,
         approver=terminal_approver(),
         on_hosted=lambda: announce(settings),  # the session starts: its loosened settings said
+        compaction=compaction,
     ) as live:
         if not json_lines:
             typer.echo(f"[session] {live.session_id} (log: {log_path})")
         results = [] if sent else [live.send(text)]  # a message posted while attached is waiting already
         results += live.host.run_until_idle(wait_for_jobs=not no_wait)
     raise typer.Exit(1 if results and results[-1].stopped else 0)
+
+
+def _check_compaction(name: str | None) -> None:
+    """A name the compaction registry has, checked before anything is written."""
+    if name is None:
+        return
+    from avibe.agent.compaction import compaction_names
+
+    if name not in compaction_names():
+        raise BadArgument(f"unknown --compaction {shown(name)}; choose from {', '.join(compaction_names())}")
 
 
 def _attach(

@@ -69,11 +69,13 @@ def open_session(
     start_delegate: Callable[[str], None] | None = None,
     model: ModelClient | None = None,
     on_hosted: Callable[[], None] = lambda: None,
+    compaction: str | None = None,
 ) -> Iterator[VibeySession]:
     """A session host with Vibey over a new or existing session; its sources stop on the way out.
     This process holds the session's lease while it hosts it (issue 11 item 2). `approver` answers
     ask-mode approvals (issue 11 item 9; None: nobody, they are refused). `on_hosted` runs once the
-    lease is held, before anything is written (the CLI says the loosened settings in force then)."""
+    lease is held, before anything is written (the CLI says the loosened settings in force then).
+    `compaction`: how Vibey makes room (`vibe run --compaction`; None: the config's)."""
     from avibe.providers import open_model
     from avibe.store.sql import lease_owner
 
@@ -86,6 +88,7 @@ def open_session(
     build = _VibeyBuilder(
         settings, store, model, model_name, workdir, window, max_steps, events, approver, start
     )
+    build.compaction = compaction or settings.compaction
     with host_session(
         store,
         session.id,
@@ -112,6 +115,7 @@ class _VibeyBuilder:
         self.workdir, self.window, self.max_steps = workdir, window, max_steps
         self.events, self.approver, self.start = events, approver, start
         self.clock = SystemClock()
+        self.compaction = settings.compaction
 
     def __call__(self, ports: HostPorts) -> SessionParts[Vibey]:
         from avibe.providers import is_local, open_counter
@@ -158,6 +162,7 @@ class _VibeyBuilder:
             user_name=settings.user_name,
             record_where=f"Avibe's record, session {session_id} (the record_query tool reads it)",
             recollection=as_rendering(settings.recollection),
+            compaction=self.compaction,
         )
 
         def limits() -> Limits:  # the inspector's plot: the window and trigger line the run used

@@ -33,6 +33,9 @@ to set.
 | recollection  | AVIBE_RECOLLECTION       | sections; rules-last, plain: how the checkpoint is  |
 |               |                          | shown to the model (avibe/context/assemble.py); a   |
 |               |                          | project may set it (it changes no content, no trust)|
+| compaction    | AVIBE_COMPACTION         | checkpoint; handoff, rewrite, anchored, mask,       |
+|               |                          | truncate, full: how Vibey makes room when the view  |
+|               |                          | outgrows the window (avibe/agent/compaction/)       |
 | network       | AVIBE_NETWORK            | off: sandboxed commands have no network, loopback   |
 |               |                          | included; on (yours only: a project cannot open it) |
 | host_sockets  | AVIBE_HOST_SOCKETS       | off: /run, $XDG_RUNTIME_DIR, the ssh-agent's socket |
@@ -83,6 +86,7 @@ from avibe.config.values import (
     login_name,
     masked_url,
     parse_approval,
+    parse_compaction,
     parse_database_url,
     parse_folder,
     parse_recollection,
@@ -176,6 +180,8 @@ def load_settings(
         allow_writes=held.allow_writes or (),
         serve_url=parse_serve_url(serve_url, serve_where),
         recollection=sources.tightened("recollection", parse_recollection, any_rendering),
+        # a project may pick it: every compactor keeps the record whole and falls back as the checkpoint does
+        compaction=sources.tightened("compaction", parse_compaction, any_rendering),
         remember=remember,
         network=sources.tightened("network", parse_switch, stricter_switch),
         host_sockets=sources.tightened("host_sockets", parse_switch, stricter_switch),

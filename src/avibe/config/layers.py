@@ -51,6 +51,7 @@ class _Layers(BaseSettings):
     rules: dict[str, Any] | None = None
     serve_url: str | None = None
     recollection: str | None = None
+    compaction: str | None = None
     network: str | None = None
     host_sockets: str | None = None
     trusted_projects: list[str] | None = None  # read from the user's config only

@@ -25,6 +25,7 @@ class Settings:
     allow_writes: tuple[str, ...] = ()  # paths written without asking in ask mode
     serve_url: str = "http://127.0.0.1:8765"  # where `vibe serve` listens; callback URLs start here
     recollection: str = "sections"  # how the checkpoint is shown to the model (issue 31 item 3)
+    compaction: str = "checkpoint"  # how Vibey makes room (avibe.agent.compaction's registry)
     network: bool = False  # sandboxed commands reach the network (issue 48; avibe/tools/sandbox.py)
     host_sockets: bool = False  # sandboxed commands reach the host's Unix sockets (avibe/tools/reach.py)
     trusted_projects: tuple[Path, ...] = ()  # resolved; their .avibe/ is read-only in any sandbox

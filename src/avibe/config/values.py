@@ -164,6 +164,18 @@ def parse_recollection(value: str | None, where: str) -> str:
     return _one_of(value, where, "sections", RECOLLECTION_RENDERINGS, "a recollection rendering", use)
 
 
+def parse_compaction(value: str | None, where: str) -> str:
+    """How Vibey makes room when its view outgrows the window: a name of `avibe.agent.compaction`'s
+    registry (read when a value is given: the registry imports the agent, which most commands never load)."""
+    if value is None or not value.strip():
+        return "checkpoint"
+    from avibe.agent.compaction import compaction_names
+
+    names = compaction_names()
+    use = f"checkpoint (the default) or one of {', '.join(n for n in names if n != 'checkpoint')}"
+    return _one_of(value, where, "checkpoint", names, "a compaction", use)
+
+
 def parse_switch(value: str | None, where: str) -> bool:
     """An on/off setting (network, host_sockets): off unless set to on."""
     return _one_of(value, where, "off", ("on", "off"), "on or off", "on or off (the default)") == "on"

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from avibe.agent import live
+from avibe.agent.compaction import LiveRoom, make_compactor
 from avibe.agent.driver import CheckpointDriver, CheckpointResult, entries_lookup, reminds
 from avibe.agent.driver import mode_for as driver_mode_for
-from avibe.agent.live import LiveRoom
 from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer
 from avibe.checkpoint.budgets import Budgets, budgets_for
@@ -49,6 +49,7 @@ from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
 from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 from avibe.tools.plan import parse_plan
+from avibe.tools.shell import started_job
 
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context
 NAME: Final = "avibe-checkpoint"
@@ -174,7 +175,10 @@ def _work_dir() -> Iterator[Path]:
 
 # ---- the replay's tools and job table: what Avibe's tools would have reported ---------------------------
 
-_STARTED_JOB = re.compile(r"started background job (\S+)")
+# The eval's own generated scenarios (avibe.evals.generators) start jobs in a wording of their own, with the
+# log and first output a real tool's answer lacks; Avibe's shell is read by its own parser (`started_job`).
+# Kept only until the generator writes the shell's wording (its figures would move with the log line).
+_GENERATED_JOB = re.compile(r"\Astarted background job (\S+)")
 _JOB_LOG = re.compile(r"^log: (\S+)", re.MULTILINE)
 _READS: Final = frozenset({"read_file", "read"})  # transcripts' names for Avibe's read_file, write_file ...
 _WRITES: Final = frozenset({"write_file", "edit_file", "write", "edit"})
@@ -207,15 +211,19 @@ def replayed_result(call: ToolCall, output: str) -> ToolResult:
 
 
 def _jobs_after(jobs: dict[str, list[str]], call: ToolCall, output: str) -> dict[str, list[str]]:
-    """The replay's job table (Vibey's is the host's): a call whose output says it started a job."""
-    started = _STARTED_JOB.search(output)
-    if not started:
+    """The replay's job table (Vibey's is the host's): a call whose output says it started a job - in
+    Avibe's shell's own words (`avibe.tools.shell.started_job`), or the eval generator's."""
+    command = str(call.arguments.get("command", ""))
+    started = started_job(output)
+    if started is not None:  # Avibe's shell says no log and no output yet: the host knows them, not it
+        return {**jobs, started[0]: [started[1] or command, "", ""]}
+    generated = _GENERATED_JOB.search(output)
+    if not generated:
         return jobs
     log = _JOB_LOG.search(output)
     said = [line.strip() for line in output.splitlines() if line.strip()]
-    own = [line for line in said if not (_STARTED_JOB.search(line) or _JOB_LOG.match(line))]
-    command = str(call.arguments.get("command", ""))
-    return {**jobs, started.group(1): [command, log.group(1) if log else "", own[-1] if own else ""]}
+    own = [line for line in said if not (_GENERATED_JOB.search(line) or _JOB_LOG.match(line))]
+    return {**jobs, generated.group(1): [command, log.group(1) if log else "", own[-1] if own else ""]}
 
 
 def replayed(carry: ReplayCarry, conversation: Sequence[ChatMessage], record: Sequence[Entry]) -> ReplayCarry:
@@ -386,7 +394,8 @@ def _compact(
         )
         room = _room(state, carry, model, counter, window, driver)
         live_state = replace(LiveState.from_dict(carry.live), messages=conversation)
-        new, stop, results = room.make_room(live_state)
+        # the registry's checkpoint compactor, the one `vibe run` makes room with
+        new, stop, results = make_compactor("checkpoint").make_room(live_state, room)
     if stop is not None and stop.stop:
         why = "; ".join(r.reason for r in results if r.reason) or stop.reason
         raise CompactionFailed(f"the checkpoint could neither run nor move anything out: {why}")

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Final
 
+from avibe.checkpoint.trigger import WINDOW_SHARE
 from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
 from avibe.evals.strategy import CompactState, Strategy
 from avibe.ports import ModelClient, TokenCounter
@@ -21,7 +22,7 @@ SYSTEM_PROMPT: Final = (
     "You are a coding agent working in the user's repository. Use the tools to read, edit and run code. "
     "Follow the user's instructions and constraints exactly."
 )
-DEFAULT_THRESHOLD: Final = 0.9  # SPEC F1: compact when the next request would exceed ~90% of the window
+DEFAULT_THRESHOLD: Final = WINDOW_SHARE  # SPEC F1: compact past ~90% of the window (the trigger's share)
 
 
 def trigger_fraction(facts: ModelFacts, window: int) -> float:

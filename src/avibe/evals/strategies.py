@@ -6,24 +6,18 @@ question). `available_strategies()` (what `vibe eval` runs unasked) leaves the r
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Final
+from typing import Final, cast
 
+from avibe.agent.compaction.registry import COMPACTORS, DEFAULT_COMPACTION
 from avibe.checkpoint.turn import Mode
-from avibe.evals.baselines import Anchored, FullContext, Handoff, Mask, Rewrite, Truncate
 from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.checkpoint import AvibeCheckpoint
 from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, Rendered, rendering_of
 from avibe.evals.strategy import Strategy
 
-BASELINES: Final[dict[str, Callable[[], Strategy]]] = {
-    "full": FullContext,
-    "truncate": Truncate,
-    "mask": Mask,
-    "rewrite": Rewrite,
-    "handoff": Handoff,
-    "anchored": Anchored,
-}
+# every compactor of the product but its checkpoint (which the eval runs as `AvibeCheckpoint`, over the
+# replay's live state): one registry, so a new strategy is measured as soon as users can pick it
+BASELINES: Final[tuple[str, ...]] = tuple(name for name in COMPACTORS if name != DEFAULT_COMPACTION)
 STRATEGY_NAMES: Final[tuple[str, ...]] = (CHECKPOINT, *RENDERED_NAMES, UNREMINDED, *BASELINES)
 
 
@@ -34,6 +28,7 @@ def make_strategy(
     checkpoint's mode; None picks by the model's name, as Vibey does. A checkpoint strategy records its
     recollection in its own rendering and in `renderings` (other strategy names of the checkpoint family)
     at each compaction, for `avibe.evals.rendering.at_rendering`; the default one records none."""
+    name = CHECKPOINT if name == DEFAULT_COMPACTION else name  # `vibe eval -s checkpoint`, as `vibe run` says
     rendering = rendering_of(name)
     if rendering is not None:
         others = (rendering_of(other) for other in renderings)
@@ -41,9 +36,9 @@ def make_strategy(
         if name == CHECKPOINT and wanted == (rendering,):
             return AvibeCheckpoint(checkpoint_mode)
         return Rendered(AvibeCheckpoint(checkpoint_mode), wanted, name)
-    if name not in BASELINES:
+    if name not in COMPACTORS:  # read now: a compactor registered after import is measured too
         raise ValueError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
-    return BASELINES[name]()
+    return cast(Strategy, COMPACTORS[name]())  # the class `vibe run --compaction NAME` runs
 
 
 def available_strategies() -> tuple[str, ...]:

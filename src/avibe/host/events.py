@@ -101,6 +101,19 @@ class CheckpointAccepted:
 
 
 @dataclass(frozen=True, slots=True)
+class Compacted:
+    """A compactor other than the checkpoint made room (`vibe run --compaction handoff`): its name, the
+    view's tokens before and after, and what it cost."""
+
+    strategy: str
+    before: int
+    after: int
+    calls: int
+    seconds: float
+    kind: Literal["compacted"] = "compacted"
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointFailed:
     """U2: silent for the user; the reason is in the log and here for `--verbose` and the inspector."""
 
@@ -170,6 +183,7 @@ Event = (
     | ToolFinished
     | CheckpointStarted
     | CheckpointAccepted
+    | Compacted
     | CheckpointFailed
     | CheckpointFallback
     | ReplyDelta
@@ -179,7 +193,9 @@ Event = (
     | Idle
 )
 EventSink = Callable[[Event], None]
-CHECKPOINT_KINDS = frozenset({"checkpoint_started", "checkpoint", "checkpoint_failed", "fallback"})
+CHECKPOINT_KINDS = frozenset(
+    {"checkpoint_started", "checkpoint", "compacted", "checkpoint_failed", "fallback"}
+)
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:

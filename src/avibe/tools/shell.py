@@ -11,6 +11,7 @@ once: SIGTERM to everything it started, SIGKILL after a short grace, and the out
 
 from __future__ import annotations
 
+import re
 import tempfile
 import threading
 import time
@@ -28,6 +29,24 @@ from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
 
 DEFAULT_TIMEOUT_S: Final = 60
 MAX_TIMEOUT_S: Final = 600
+_STARTED: Final = re.compile(r"\Astarted (\S+) in the background: (.*)$", re.MULTILINE)
+
+
+def started_text(job_id: str, command: str) -> str:
+    """What the tool answers when it starts a background job (S3): its id first, then how it reports."""
+    return (
+        f"started {job_id} in the background: {command}\n"
+        f"Its exit code and last output will arrive as a callback message tagged ({job_id}); "
+        "go on with other work meanwhile instead of polling for it."
+    )
+
+
+def started_job(output: str) -> tuple[str, str] | None:
+    """(job id, command) when `output` is this tool's answer for a background start, else None. A
+    recorded session read back (the eval's replay) learns its jobs from the tool's own words here; the
+    carry-parity test runs the tool itself, so the two cannot drift apart unnoticed."""
+    found = _STARTED.search(output)
+    return (found.group(1), found.group(2)) if found else None
 
 
 class Shell(BaseTool):
@@ -90,13 +109,7 @@ class Shell(BaseTool):
         if self._jobs is None:
             raise ToolError("shell: background commands are not available here; run it in the foreground")
         job = self._jobs.start(command, timeout)
-        return ToolResult(
-            output=(
-                f"started {job.id} in the background: {command}\n"
-                f"Its exit code and last output will arrive as a callback message tagged ({job.id}); "
-                "go on with other work meanwhile instead of polling for it."
-            )
-        )
+        return ToolResult(output=started_text(job.id, command))
 
     def _foreground(self, command: str, timeout: int) -> ToolResult:
         with tempfile.TemporaryDirectory(prefix="avibe-sh-") as tmp:

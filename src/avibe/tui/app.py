@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
@@ -176,7 +177,8 @@ class ChatApp(App[None]):
         self.session_id = opened.session_id
         external = opened.agent != VIBEY
         kept_by = opened.agent if external else ""
-        self.meter = Meter(opened.view_tokens, opened.threshold, opened.window, kept_by=kept_by)
+        self.meter = Meter(opened.view_tokens, opened.threshold, opened.window, kept_by=kept_by,
+                           compaction=opened.compaction)  # fmt: skip
         self.state = "idle"
         if opened.session_id != self._kept:  # the same session on another model or agent: shown already
             for line in opened.history:
@@ -338,6 +340,8 @@ class ChatApp(App[None]):
             self._model(args)
         elif name == "agent":
             self._agent(args)
+        elif name == "compaction":
+            self._compaction(args)
         elif name == "skills":
             self._output(self.cli.run(["skill", "list", "--workdir", str(self.workdir)]))
         elif name == "sessions":
@@ -405,6 +409,20 @@ class ChatApp(App[None]):
             self._output(f"cannot use {args[0]}: {problem}", error=True)
             return
         self.call_from_thread(self._switch, Target(self.session_id, self.driver.model, args[0]))
+
+    def _compaction(self, args: tuple[str, ...]) -> None:
+        """/compaction: how Vibey makes room; /compaction NAME: that way from its next request on."""
+        try:
+            name = self.driver.use_compaction(args[0] if args else "")
+        except ValueError as exc:
+            self._output(str(exc), error=True)
+            return
+        self.call_from_thread(self._show_compaction, name)
+        self._output(f"compaction: {name}" + ("" if args else " (/compaction NAME switches)"))
+
+    def _show_compaction(self, name: str) -> None:
+        self.meter = replace(self.meter, compaction=name)
+        self._status()
 
     def _output(self, text: str, *, error: bool = False) -> None:
         self.call_from_thread(self._say, text.rstrip() or "(nothing)", "error" if error else "output")

@@ -37,6 +37,8 @@ HELP: Final = """Commands
                         --from-seq A --to-seq B --since T --until T --limit N (--session S for another)
   /checkpoints [--show N | --diff N M]
                         this session's checkpoints: list, one whole (mind, memo, scene), diff two minds
+  /compaction [NAME]    how Vibey makes room when the context fills: checkpoint (the default), handoff,
+                        rewrite, anchored, mask, truncate, full
   /skills               the skills Vibey can load
   /plain                replies as written, or (again) rendered as markdown
   /help                 this list;  /quit  leave (the session stays resumable)
@@ -46,8 +48,8 @@ Keys
   PageUp / PageDown scroll the conversation; scrolled up, it stays put - PageDown to the end follows again"""
 
 NAMES: Final = (
-    "new", "sessions", "rename", "resume", "model", "agent", "log", "checkpoints", "skills", "plain", "help",
-    "quit", "exit",
+    "new", "sessions", "rename", "resume", "model", "agent", "compaction", "log", "checkpoints", "skills",
+    "plain", "help", "quit", "exit",
 )  # fmt: skip
 
 

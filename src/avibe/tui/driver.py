@@ -210,6 +210,17 @@ class ChatDriver:
         self._switch.put(target)
         self._wake.set()
 
+    def use_compaction(self, name: str) -> str:
+        """/compaction NAME: Vibey makes room that way from its next request on; the name in force, or
+        ValueError (no Vibey hosted, or a name the registry lacks)."""
+        live = self._live
+        vibey = live.vibey if live is not None else None
+        if vibey is None:
+            raise ValueError("/compaction is Vibey's; an external agent keeps its own context")
+        if name:
+            vibey.use_compaction(name)
+        return vibey.config.compaction
+
     def answer(self, decision: Decision) -> None:
         self._answer = decision
         self._answered.set()
@@ -298,8 +309,9 @@ class ChatDriver:
             self._wrap_tools(vibey, live.stop)
             limits, tokens = vibey.limits, vibey.tokens(vibey.load_state())
             opened = Opened(
-                live.session_id, self.model, limits.window, limits.threshold, tokens, lines, resumed
-            )
+                live.session_id, self.model, limits.window, limits.threshold, tokens, lines, resumed,
+                compaction=vibey.config.compaction,
+            )  # fmt: skip
         self._floor = 0  # what was waiting when a session resumes runs now (e.g. after a crash)
         with self._lock:
             self._live = live

@@ -14,6 +14,7 @@ from avibe.host.events import (
     CheckpointAccepted,
     CheckpointFailed,
     CheckpointFallback,
+    Compacted,
     Event,
     ModelCalled,
     ModelStarted,
@@ -38,6 +39,7 @@ class Meter:
     # why the last checkpoint fell back ("" once one is saved): never a prompt (U1, U2), but not invisible -
     # the meter says so, the reason on hover and in `/checkpoints`
     fell_back: str = ""
+    compaction: str = "checkpoint"  # how Vibey makes room; the text names any other way
 
     def after(self, event: Event) -> Meter:
         """The meter once `event` happened (unchanged for events that do not move it)."""
@@ -52,6 +54,8 @@ class Meter:
             )
         if isinstance(event, CheckpointAccepted):
             return replace(self, view_tokens=event.after, fell_back="")
+        if isinstance(event, Compacted):  # another compactor than the checkpoint made room
+            return replace(self, view_tokens=event.after)
         if isinstance(event, CheckpointFailed):  # the request goes out as it is (V5), or moves out next
             return replace(self, fell_back=plain(event.reason))
         if isinstance(event, CheckpointFallback):  # the failure before it, then the move-out
@@ -70,7 +74,8 @@ class Meter:
         share = self.cached_share
         cache = "-" if share is None else f"{share:.0%}"
         fell = f" · {FELL_BACK}" if self.fell_back else ""
-        return f"ctx {self.view_tokens:,}/{self.threshold:,} of {self.window:,} · cache {cache}{fell}"
+        how = "" if self.compaction == "checkpoint" else f" · {self.compaction}"
+        return f"ctx {self.view_tokens:,}/{self.threshold:,} of {self.window:,} · cache {cache}{how}{fell}"
 
     def fill(self) -> float:
         """How full the view is, as a share of the trigger point (1.0 = a checkpoint is due)."""

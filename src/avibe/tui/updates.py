@@ -41,6 +41,7 @@ class Opened:
     resumed: bool
     agent: str = "vibey"  # another agent (Claude Code, Codex, OpenCode) keeps its own context
     attached: str = ""  # the process that hosts it, when the chat follows a session hosted elsewhere
+    compaction: str = "checkpoint"  # how Vibey makes room (the meter names any other way)
 
 
 @dataclass(frozen=True, slots=True)
