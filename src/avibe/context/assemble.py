@@ -39,13 +39,14 @@ steps (a prompt cache keeps it).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Final, Literal
 
 from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.memo import (
     contrasted,
     corrects,
+    later_links,
     reads_as_limit,
     reads_as_rule,
     sentences,
@@ -137,28 +138,38 @@ def _memo(items: Sequence[MemoItem], between: str = "\n\n", memo: Sequence[MemoI
     of it (rules-last), so a header's note is the same wherever the message is shown."""
     if not items:
         return "(none kept)"
-    links = _corrections(memo or items)
-    return between.join(f"{_header(item.seq, links)}\n{_quoted(item.text)}" for item in items)
+    whole = memo or items
+    links = _corrections(whole)
+    held = {item.seq for item in whole}
+    return between.join(f"{_header(item.seq, links, held)}\n{_quoted(item.text)}" for item in items)
 
 
 def _corrections(memo: Sequence[MemoItem]) -> set[tuple[int, int]]:
-    """(earlier, later) for each kept message a later kept one corrects or takes back (`corrects`),
-    each pair tested once."""
-    return {
+    """(earlier, later) for each kept message a later kept one corrects or takes back (`corrects`), and
+    for each kept rule, grant or limit each later message about the same thing, whatever its words
+    (`later_links`, N3): kept too, or still in the conversation - a rule is never shown as in force
+    without the note that names its change."""
+    corrected = {
         (first.seq, then.seq)
         for first in memo
         for then in memo
         if first.seq < then.seq and corrects(first.text, then.text)
     }
+    return corrected | later_links(memo)
 
 
-def _header(seq: int, links: set[tuple[int, int]]) -> str:
-    """`Message #12:`, and where the user corrected or took back a kept message in a later one that is
-    kept too, a note in both headers that says which: a small model shown both in order answered with
-    the first (issue 31 item 3). The messages themselves stay word for word."""
-    later = _numbers(b for a, b in links if a == seq)
+def _header(seq: int, links: set[tuple[int, int]], held: Collection[int] = ()) -> str:
+    """`Message #12:`, and where the user corrected, took back or spoke again of a kept message in a later
+    one, a note that says which: in both headers when both are kept (a small model shown both in order
+    answered with the first, issue 31 item 3), and "in the conversation below" for one not kept because
+    it is still there (N3). The messages themselves stay word for word."""
+    later = sorted({b for a, b in links if a == seq})
+    kept, below = [b for b in later if b in held], [b for b in later if b not in held]
     earlier = _numbers(a for a, b in links if b == seq)
-    notes = [f"the user changed this later, in {later}"] if later else []
+    notes = [f"the user changed this later, in {_numbers(kept)}"] if kept else []
+    notes += (
+        [f"the user changed this later, in {_numbers(below)}, in the conversation below"] if below else []
+    )
     notes += [f"this changes {earlier}"] if earlier else []
     return f"Message #{seq}" + (f" ({'; '.join(notes)})" if notes else "") + ":"
 
