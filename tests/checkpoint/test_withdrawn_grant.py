@@ -78,7 +78,9 @@ def _turn(inputs: TurnInputs, untick: frozenset[str] = frozenset({"1"})) -> Chec
     return outcome.checkpoint
 
 
-def test_N3_repro_a_grant_unticked_while_its_withdrawal_is_in_the_conversation_is_marked_changed_later() -> None:
+def test_N3_repro_a_grant_unticked_while_its_withdrawal_is_in_the_conversation_is_marked_changed_later() -> (
+    None
+):
     """The issue's repro, through the real turn: the grant moves out, the withdrawal is still in the
     conversation, the model unticks the grant and the harness keeps it back as a rule. Every rendering
     shows it marked as changed later in the message still below - and the memo holds no copy of it."""
@@ -94,7 +96,9 @@ def test_N3_repro_a_grant_unticked_while_its_withdrawal_is_in_the_conversation_i
             continue
         for rendering in RENDERINGS:
             text = recollection(checkpoint, rendering=rendering)
-            assert "Message #1 (the user changed this later, in message #3, in the conversation below):" in text
+            assert (
+                "Message #1 (the user changed this later, in message #3, in the conversation below):" in text
+            )
             assert "Message #2:" in text  # a line the withdrawal is not about stays unmarked
         assert kept[1].later == (3,) and kept[2].later == (), checkpoint.memo
 
@@ -135,7 +139,9 @@ def test_N3_a_withdrawal_pointed_at_is_kept_beside_its_grant_when_it_moves_out()
     previous = Checkpoint(mind=TICKET_MIND, memo=(), scene=TICKET_SCENE)
     first = _turn(_inputs(entries[:2], entries[2:], previous, LARGE))
     assert [(i.seq, i.later) for i in first.memo if i.seq == 1] == [(1, (3,))], first.memo
-    second = _turn(_inputs(entries[2:3], entries[3:], first, LARGE, entries[:2]), untick=frozenset({"1", "3"}))
+    second = _turn(
+        _inputs(entries[2:3], entries[3:], first, LARGE, entries[:2]), untick=frozenset({"1", "3"})
+    )
     assert [(i.seq, i.later) for i in second.memo if i.seq in (1, 3)] == [(1, ()), (3, ())], second.memo
     assert "Message #1 (the user changed this later, in message #3):" in recollection(second)
 
@@ -148,7 +154,9 @@ def test_mark_later_points_only_rules_at_later_user_messages_about_them_not_in_t
     )
     live = [
         make_entry(3, WITHDRAWAL),
-        make_entry(4, "About the snapshots: the cron writes them nightly.", kind="assistant"),  # not the user's
+        make_entry(
+            4, "About the snapshots: the cron writes them nightly.", kind="assistant"
+        ),  # not the user's
         make_entry(6, "Push the hotfix to the main branch today, just this once."),
     ]
     marked = mark_later(items, live)
@@ -281,7 +289,11 @@ def _assert_no_grant_alone(text: str, said: Sequence[Said], upto: int) -> None:
 )
 # the repro: the grant moves out, the withdrawal is still in the conversation, the model unticks the grant
 @example(
-    said=[Said(GRANT, "snapshots", True), Said(UNRELATED[0], None, False), Said(WITHDRAWAL, "snapshots", False)],
+    said=[
+        Said(GRANT, "snapshots", True),
+        Said(UNRELATED[0], None, False),
+        Said(WITHDRAWAL, "snapshots", False),
+    ],
     cuts=[2],
     how="untick-grants",
     data=None,  # type: ignore[arg-type]  # not drawn from with "untick-grants"
