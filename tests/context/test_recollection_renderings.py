@@ -63,13 +63,14 @@ def _quoted(text: str) -> str:
 
 def _entry(item: MemoItem) -> str:
     """A kept message as shown; MEMO's rule #3 and its later words #9 (N3) with the notes that pair them."""
-    note = {3: " (the user changed this later, in message #9)", 9: " (this changes message #3)"}
+    note = {3: " (changed later: #9)"}
     return f"Message #{item.seq}{note.get(item.seq, '') if item in MEMO else ''}:\n{_quoted(item.text)}"
 
 
 _HEADER = re.compile(
     r"Message #(\d+)(?: \((?:the user changed this later, in (?P<later>messages? [#\d, and]+))?(?:; )?"
-    r"(?:this changes (?P<earlier>messages? [#\d, and]+))?\))?:"
+    r"(?:this changes (?P<earlier>messages? [#\d, and]+))?\))?"
+    r"(?: \(changed later: [#\d, ;]+(?:in the conversation below)?\))?:"  # a rule's later words (N3)
 )
 
 
@@ -329,5 +330,5 @@ def test_notes_on_corrections_name_only_kept_messages_and_leave_the_words_as_the
         related = {m.seq for m in memo if m.seq > item.seq and corrects(item.text, m.text)}
         related |= {m.seq for m in memo if m.seq < item.seq and corrects(m.text, item.text)}
         links = later_links(memo)  # a rule and the later words about the same thing (N3)
-        related |= {b for a, b in links if a == item.seq} | {a for a, b in links if b == item.seq}
+        related |= {b for a, b in links if a == item.seq}  # named on the rule's header only
         assert named == related

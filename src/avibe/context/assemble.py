@@ -139,39 +139,48 @@ def _memo(items: Sequence[MemoItem], between: str = "\n\n", memo: Sequence[MemoI
     if not items:
         return "(none kept)"
     whole = memo or items
-    links = _corrections(whole)
+    corrected = _corrections(whole)
+    spoken = later_links(whole) - corrected
     held = {item.seq for item in whole}
-    return between.join(f"{_header(item.seq, links, held)}\n{_quoted(item.text)}" for item in items)
+    return between.join(
+        f"{_header(item.seq, corrected)}{_later_note(item.seq, spoken, held)}:\n{_quoted(item.text)}"
+        for item in items
+    )
 
 
 def _corrections(memo: Sequence[MemoItem]) -> set[tuple[int, int]]:
-    """(earlier, later) for each kept message a later kept one corrects or takes back (`corrects`), and
-    for each kept rule, grant or limit each later message about the same thing, whatever its words
-    (`later_links`, N3): kept too, or still in the conversation - a rule is never shown as in force
-    without the note that names its change."""
-    corrected = {
+    """(earlier, later) for each kept message a later kept one corrects or takes back (`corrects`),
+    each pair tested once."""
+    return {
         (first.seq, then.seq)
         for first in memo
         for then in memo
         if first.seq < then.seq and corrects(first.text, then.text)
     }
-    return corrected | later_links(memo)
 
 
-def _header(seq: int, links: set[tuple[int, int]], held: Collection[int] = ()) -> str:
-    """`Message #12:`, and where the user corrected, took back or spoke again of a kept message in a later
-    one, a note that says which: in both headers when both are kept (a small model shown both in order
-    answered with the first, issue 31 item 3), and "in the conversation below" for one not kept because
-    it is still there (N3). The messages themselves stay word for word."""
-    later = sorted({b for a, b in links if a == seq})
-    kept, below = [b for b in later if b in held], [b for b in later if b not in held]
+def _header(seq: int, links: set[tuple[int, int]]) -> str:
+    """`Message #12`, and where the user corrected or took back a kept message in a later one that is
+    kept too, a note in both headers that says which: a small model shown both in order answered with
+    the first (issue 31 item 3). The messages themselves stay word for word."""
+    later = _numbers(b for a, b in links if a == seq)
     earlier = _numbers(a for a, b in links if b == seq)
-    notes = [f"the user changed this later, in {_numbers(kept)}"] if kept else []
-    notes += (
-        [f"the user changed this later, in {_numbers(below)}, in the conversation below"] if below else []
-    )
+    notes = [f"the user changed this later, in {later}"] if later else []
     notes += [f"this changes {earlier}"] if earlier else []
-    return f"Message #{seq}" + (f" ({'; '.join(notes)})" if notes else "") + ":"
+    return f"Message #{seq}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _later_note(seq: int, links: set[tuple[int, int]], held: Collection[int]) -> str:
+    """A kept rule's later words about the same thing, whatever their wording (`later_links`, N3): a
+    short note after its header - " (changed later: #15)", kept after it; " (changed later: #15, in the
+    conversation below)", still there - so it is never shown as simply in force. Short, because on a
+    small window every token of the recollection is room the work lacks."""
+    later = sorted({b for a, b in links if a == seq})
+    kept = ", ".join(f"#{b}" for b in later if b in held)
+    below = ", ".join(f"#{b}" for b in later if b not in held)
+    notes = [kept] if kept else []
+    notes += [f"{below}, in the conversation below"] if below else []
+    return f" (changed later: {'; '.join(notes)})" if notes else ""
 
 
 def _numbers(seqs: Iterable[int]) -> str:

@@ -48,6 +48,7 @@ from avibe.checkpoint.memo.select import (
     rules_kept,
 )
 from avibe.checkpoint.memo.words import (
+    ABOUT_SHARE,
     BESIDE_SHARED_WORDS,
     CORRECTION_SHARE,
     about_same,
@@ -62,6 +63,7 @@ from avibe.checkpoint.memo.words import (
 )
 
 __all__ = [
+    "ABOUT_SHARE",
     "BESIDE_SHARED_WORDS",
     "CORRECTION_SHARE",
     "DEFAULT_PREVIEW_CHARS",

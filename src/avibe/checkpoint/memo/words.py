@@ -11,7 +11,7 @@ API:
     content_words(text) -> set[str]    words that carry meaning, a plural "s" dropped
     subject_words(text) -> set[str]    content words of four letters or more that are no rule wording
     named(text) -> frozenset[str]     what a message names: subject words less those that name nothing
-    about_same(line, later) -> bool    `later` names something `line` names (N3: its change, any wording)
+    about_same(line, later) -> bool    `later` names what `line` names (N3: its change, any wording)
     changes_beside(line, later) -> bool    a later message shares two of the line's subject words
     corrects(line, later) -> bool      a sentence of `later` is worded as a correction of `line`
 """
@@ -211,7 +211,7 @@ _NAMES_NOTHING: Final = frozenset(
         "wipe wiping prune pruning rewrite rewriting keep keeping leave leaving create creating move "
         "moving rename renaming install installing commit committing merge merging push pushing open "
         "close clean cleaning work working help whenever hold alone mind hand hands free feel scratch "
-        "forget",
+        "forget changed let's",
     )
 )
 _PATH_PART: Final = re.compile(r"[^\W_]{4,}")
@@ -228,7 +228,16 @@ def named(text: str) -> frozenset[str]:
     return frozenset(w for w in words if w not in _NAMES_NOTHING)
 
 
+ABOUT_SHARE: Final = 0.5  # of the shorter message's named things, shared: what "about the same thing" takes
+
+
 def about_same(line: str, later: str) -> bool:
-    """Whether the user's `later` message speaks of something `line` speaks of (N3): one thing named by
-    both (`named`), whatever either is worded as - a grant, a limit, a withdrawal, a question."""
-    return bool(named(line) & named(later))
+    """Whether the user's `later` message speaks of what `line` speaks of (N3), whatever either is worded
+    as - a grant, a limit, a withdrawal, a question: they name a thing in common (`named`), and at least
+    ABOUT_SHARE of what the shorter of the two names. A short message about one thing of a long one is
+    about it ("Hold off on generated/ for now" and a brief that ends "Never modify anything under
+    generated/"); two long briefs that share a word or two ("ticket", "commit") are not - the late_rule
+    eval's briefs were marked as changing each other, and the notes cost a small window its room."""
+    mine, theirs = named(line), named(later)
+    shared = mine & theirs
+    return bool(shared) and len(shared) >= ABOUT_SHARE * min(len(mine), len(theirs))
