@@ -21,7 +21,7 @@ from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer
 from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer
-from avibe.checkpoint.memo import corrects
+from avibe.checkpoint.memo import corrects, later_links
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.context.assemble import RENDERINGS, as_rendering, recollection, standing_rules
 from avibe.ports import StoredCheckpoint
@@ -62,12 +62,15 @@ def _quoted(text: str) -> str:
 
 
 def _entry(item: MemoItem) -> str:
-    return f"Message #{item.seq}:\n{_quoted(item.text)}"
+    """A kept message as shown; MEMO's rule #3 and its later words #9 (N3) with the notes that pair them."""
+    note = {3: " (changed later: #9)"}
+    return f"Message #{item.seq}{note.get(item.seq, '') if item in MEMO else ''}:\n{_quoted(item.text)}"
 
 
 _HEADER = re.compile(
     r"Message #(\d+)(?: \((?:the user changed this later, in (?P<later>messages? [#\d, and]+))?(?:; )?"
-    r"(?:this changes (?P<earlier>messages? [#\d, and]+))?\))?:"
+    r"(?:this changes (?P<earlier>messages? [#\d, and]+))?\))?"
+    r"(?: \(changed later: [#\d, ;]+(?:in the conversation below)?\))?:"  # a rule's later words (N3)
 )
 
 
@@ -326,4 +329,6 @@ def test_notes_on_corrections_name_only_kept_messages_and_leave_the_words_as_the
         named = {int(n) for n in re.findall(r"#(\d+)", found[0].partition("(")[2])}
         related = {m.seq for m in memo if m.seq > item.seq and corrects(item.text, m.text)}
         related |= {m.seq for m in memo if m.seq < item.seq and corrects(m.text, item.text)}
+        links = later_links(memo)  # a rule and the later words about the same thing (N3)
+        related |= {b for a, b in links if a == item.seq}  # named on the rule's header only
         assert named == related

@@ -41,6 +41,7 @@ from avibe.checkpoint.memo import (
     build_memo,
     clean_labels,
     dismissed,
+    mark_later,
     memo_candidates,
     mission_sources,
     newest_kept,
@@ -210,8 +211,10 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
         live=st.live_user_seqs,
     )
     memo = build_memo(st.newest.labels, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
+    # a kept rule's later change still in the conversation: marked, not copied (N3, memo/later.py)
+    items = mark_later(memo.items, inputs.live_entries)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
-    proposed = Checkpoint(mind=st.mind, memo=memo.items, scene=scene)
+    proposed = Checkpoint(mind=st.mind, memo=items, scene=scene)
     covered = all(item.seq in st.entries for item in proposed.memo)
     record = st.entries if covered else None
     found = validate(

@@ -39,13 +39,14 @@ steps (a prompt cache keeps it).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Final, Literal
 
 from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.memo import (
     contrasted,
     corrects,
+    later_links,
     reads_as_limit,
     reads_as_rule,
     sentences,
@@ -137,8 +138,14 @@ def _memo(items: Sequence[MemoItem], between: str = "\n\n", memo: Sequence[MemoI
     of it (rules-last), so a header's note is the same wherever the message is shown."""
     if not items:
         return "(none kept)"
-    links = _corrections(memo or items)
-    return between.join(f"{_header(item.seq, links)}\n{_quoted(item.text)}" for item in items)
+    whole = memo or items
+    corrected = _corrections(whole)
+    spoken = later_links(whole) - corrected
+    held = {item.seq for item in whole}
+    return between.join(
+        f"{_header(item.seq, corrected)}{_later_note(item.seq, spoken, held)}:\n{_quoted(item.text)}"
+        for item in items
+    )
 
 
 def _corrections(memo: Sequence[MemoItem]) -> set[tuple[int, int]]:
@@ -153,14 +160,27 @@ def _corrections(memo: Sequence[MemoItem]) -> set[tuple[int, int]]:
 
 
 def _header(seq: int, links: set[tuple[int, int]]) -> str:
-    """`Message #12:`, and where the user corrected or took back a kept message in a later one that is
+    """`Message #12`, and where the user corrected or took back a kept message in a later one that is
     kept too, a note in both headers that says which: a small model shown both in order answered with
     the first (issue 31 item 3). The messages themselves stay word for word."""
     later = _numbers(b for a, b in links if a == seq)
     earlier = _numbers(a for a, b in links if b == seq)
     notes = [f"the user changed this later, in {later}"] if later else []
     notes += [f"this changes {earlier}"] if earlier else []
-    return f"Message #{seq}" + (f" ({'; '.join(notes)})" if notes else "") + ":"
+    return f"Message #{seq}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def _later_note(seq: int, links: set[tuple[int, int]], held: Collection[int]) -> str:
+    """A kept rule's later words about the same thing, whatever their wording (`later_links`, N3): a
+    short note after its header - " (changed later: #15)", kept after it; " (changed later: #15, in the
+    conversation below)", still there - so it is never shown as simply in force. Short, because on a
+    small window every token of the recollection is room the work lacks."""
+    later = sorted({b for a, b in links if a == seq})
+    kept = ", ".join(f"#{b}" for b in later if b in held)
+    below = ", ".join(f"#{b}" for b in later if b not in held)
+    notes = [kept] if kept else []
+    notes += [f"{below}, in the conversation below"] if below else []
+    return f" (changed later: {'; '.join(notes)})" if notes else ""
 
 
 def _numbers(seqs: Iterable[int]) -> str:

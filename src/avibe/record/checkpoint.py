@@ -20,25 +20,39 @@ from typing import Any, Literal, get_args
 
 @dataclass(frozen=True, slots=True)
 class MemoItem:
-    """A kept user message: `text` is the record's text, byte for byte, or a prefix plus a cut note."""
+    """A kept user message: `text` is the record's text, byte for byte, or a prefix plus a cut note.
+
+    `later`: the record numbers of the user's later messages about the same thing that were still in the
+    conversation when the checkpoint was made (N3): not copied into the memo - the recollection marks the
+    line as changed later, in the conversation below. Set by the harness, never by the model; a note on
+    the item, not its words, so two items with the same words are equal whatever their notes."""
 
     seq: int
     text: str
     cut: bool = False
+    later: tuple[int, ...] = field(default=(), compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seq": self.seq, "text": self.text, "cut": self.cut}
+        data: dict[str, Any] = {"seq": self.seq, "text": self.text, "cut": self.cut}
+        return data | ({"later": list(self.later)} if self.later else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoItem:
         seq, text, cut = data.get("seq"), data.get("text"), data.get("cut", False)
+        later = data.get("later", [])
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
             raise ValueError(f"memo item needs a positive integer 'seq', got {seq!r}")
         if not isinstance(text, str):
             raise ValueError(f"memo item #{seq} needs a string 'text', got {type(text).__name__}")
         if not isinstance(cut, bool):
             raise ValueError(f"memo item #{seq} needs a boolean 'cut', got {cut!r}")
-        return cls(seq=seq, text=text, cut=cut)
+        if not isinstance(later, list) or not all(
+            isinstance(n, int) and not isinstance(n, bool) and n > seq for n in later
+        ):
+            raise ValueError(
+                f"memo item #{seq} needs 'later' as a list of later message numbers, got {later!r}"
+            )
+        return cls(seq=seq, text=text, cut=cut, later=tuple(later))
 
 
 PlanStatus = Literal["pending", "in_progress", "done"]

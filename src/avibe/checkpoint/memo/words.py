@@ -1,0 +1,243 @@
+"""What the user's words say, read from their wording alone (N2, N3): rule and limit wording, sentences,
+content words, what says nothing that stays, and which later message changes a line. Pure.
+
+API:
+    sentences(text) -> list[tuple[int, int]]   (start, end) of each sentence, stripped (verbatim)
+    reads_as_rule(text) -> bool        worded as a standing rule, limit or permission ("never", "do not")
+    reads_as_limit(text) -> bool       worded as a limit on what may be done ("never", "only", "at most");
+                                       a value to follow ("must be 16") or a grant ("you may") is none
+    contrasted(text) -> str            what a contrast excludes ("must be 16, not 48": "48"), or ""
+    says_nothing_that_stays(text) -> bool   only pleasantries, go-aheads, questions for information (N3)
+    content_words(text) -> set[str]    words that carry meaning, a plural "s" dropped
+    subject_words(text) -> set[str]    content words of four letters or more that are no rule wording
+    named(text) -> frozenset[str]     what a message names: subject words less those that name nothing
+    about_same(line, later) -> bool    `later` names what `line` names (N3: its change, any wording)
+    changes_beside(line, later) -> bool    a later message shares two of the line's subject words
+    corrects(line, later) -> bool      a sentence of `later` is worded as a correction of `line`
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+|[ \t]*(?:\r?\n)+[ \t]*")
+
+# Wording of a standing rule, limit or permission (N2). It only ever adds the user's own sentences to the
+# memo, so a false positive costs budget, never a word of the user's.
+_RULE_WORDING: Final = re.compile(
+    r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
+    r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|under no circumstances|"
+    r"at most|at least|no more than|instead of|should|shouldn't|should not|has to|have to|needs to|avoid)\b"
+    r"|,\s*not\b",  # a contrast that forbids: "Pinned base image versions, not :latest."
+    re.IGNORECASE,
+)
+
+# Of that wording, what limits what may be done: a no, an only, an always, a bound, a condition to ask
+# first. A sentence that sets a value to follow ("must be 16"), says how ("make sure"), or grants ("you
+# may") limits nothing a request could go against; a contrast ("16, not 48") limits only what it excludes.
+_LIMIT_WORDING: Final = re.compile(
+    r"\b(?:never|always|only|mustn't|must not|do not|don't|does not|doesn't|may not|cannot|can't|"
+    r"no longer|not allowed|forbidden|prohibited|ask me|under no circumstances|at most|"
+    r"no more than|shouldn't|should not|avoid|no one|nobody)\b",
+    re.IGNORECASE,
+)
+_CONTRAST: Final = re.compile(r",\s*not\s+([^,;.!?]*(?:\.\d[^,;.!?]*)*)", re.IGNORECASE)
+
+
+def _hard_wrap(text: str, boundary: re.Match[str]) -> bool:
+    """A single line break inside a sentence: text wrapped by hand ("Non-root \nuser in the runtime
+    stage."), where the line does not end a sentence and the next one goes on in lower case. A real
+    user's wrapped rule was split in two there, and neither half was kept as a rule."""
+    if boundary.group().count("\n") != 1 or boundary.end() >= len(text):
+        return False
+    before = text[: boundary.start()].rstrip()
+    return bool(before) and before[-1] not in ".!?:;" and text[boundary.end()].islower()
+
+
+def sentences(text: str) -> list[tuple[int, int]]:
+    """(start, end) of each sentence of `text`: split after . ! ? followed by a space, and at line breaks
+    (not where a hand-wrapped sentence goes on, see _hard_wrap); stripped of surrounding white space, so
+    text[start:end] is the sentence verbatim."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    ends = [b for b in _SENTENCE_END.finditer(text) if not _hard_wrap(text, b)]
+    for boundary in [*ends, None]:
+        end = boundary.start() if boundary else len(text)
+        piece = text[start:end]
+        if piece.strip():
+            lead = len(piece) - len(piece.lstrip())
+            spans.append((start + lead, start + len(piece.rstrip())))
+        start = boundary.end() if boundary else len(text)
+    return spans
+
+
+def reads_as_rule(text: str) -> bool:
+    """A sentence worded as a standing rule, limit or permission ("Never modify...", "Only Ana may...")."""
+    return _RULE_WORDING.search(text) is not None
+
+
+def reads_as_limit(text: str) -> bool:
+    """A sentence worded as a limit on what may be done ("Never push...", "Only Ana may...", "at most $40",
+    "ask me before ..."), not only as a value or a way to follow ("must be 16") or a grant ("you may")."""
+    return _LIMIT_WORDING.search(text) is not None
+
+
+def contrasted(text: str) -> str:
+    """What a sentence's contrast excludes ("the pool must be 16, not 48." -> "48"; "" for none): the words
+    after ", not" up to the end of that phrase."""
+    found = _CONTRAST.search(text)
+    return found.group(1).strip() if found else ""
+
+
+# N3: what the user said only to push the work along, or asked in order to be told, holds nothing once it
+# is answered: pleasantries and go-aheads ("Thanks. What's next?", "ok, continue", "Sounds right to me.")
+# and questions for information ("How long do the tests take now?"). The eval's talkative users filled
+# the 0.5B's memo with 20 of them around two rules, and its answers from that context were worse than a
+# handoff's. A question that asks for work or suggests a way ("Can you switch to pnpm?", "Why not use
+# pnpm?") or is worded as a rule is not one.
+_PUSH_ALONG: Final = frozenset(
+    re.findall(
+        r"\S+",
+        "thanks thank you ok okay sure great nice cool good fine yes yep yeah continue go on carry keep "
+        "going next what's whats sounds right looks to me by lgtm perfect alright all proceed hm hmm",
+    )
+)
+_ASKS_FOR_WORK: Final = re.compile(
+    r"^\W*(?:(?:can|could|would|will|should|shall) (?:you|we)|please|let's|let us|why (?:don't|not)|"
+    r"how about|what about|maybe)\b",
+    re.IGNORECASE,
+)
+
+
+def says_nothing_that_stays(text: str) -> bool:
+    """Whether every sentence of a user message is a pleasantry, a go-ahead or a question for information
+    (N3: let go once answered); never for a message worded as a rule or one that asks for work."""
+    spans = sentences(text)
+    if not spans or reads_as_rule(text):
+        return False
+    for start, end in spans:
+        sentence = text[start:end]
+        words = [w.casefold() for w in re.findall(r"[\w']+", sentence)]
+        if words and all(w in _PUSH_ALONG for w in words):
+            continue
+        if sentence.rstrip().endswith("?") and not _ASKS_FOR_WORK.search(sentence):
+            continue
+        return False
+    return True
+
+
+# Content words: a mission's source (M4) and what a line is about (N3) are matched by them, not wording.
+_WORDS = re.compile(r"[^\W_]+(?:[/.'_-][^\W_]+)*")
+_COMMON: Final = frozenset(
+    re.findall(
+        r"\S+",
+        "the and for this that with you your our all are from into have will what when then them they its "
+        "was were has had but not can any each one out per via also just let lets please should would could",
+    )
+)
+
+
+def content_words(text: str) -> set[str]:
+    """Words that carry meaning, a plural "s" dropped ("tickets" and "ticket" are one word here)."""
+    words = (w.casefold() for w in _WORDS.findall(text))
+    kept = (w for w in words if (len(w) >= 3 or w.isdigit()) and w not in _COMMON)
+    return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in kept}
+
+
+def subject_words(text: str) -> set[str]:
+    """What a message is about: its content words of four letters or more that are no rule wording."""
+    return {w for w in content_words(text) if len(w) >= 4 and not reads_as_rule(w)}
+
+
+BESIDE_SHARED_WORDS: Final = 2  # content words a later message must share with a line to be copied beside it
+
+
+def changes_beside(line: str, later: str) -> bool:
+    """Whether the user's `later` message, still in the conversation, is about the same thing as a memo
+    `line` closely enough to be copied beside it: it shares two of the line's subject words (all of them
+    when the line has fewer). Stricter than a rule's change (one word): the message is in the
+    conversation anyway, so a copy only puts it where a small model reads it with the line - the eval's
+    0.5B answered the memo's "Set ... to 48" under the live "I meant ... 16, not 48", and 16 with the
+    correction copied beside it."""
+    about = subject_words(line)
+    shared = about & subject_words(later)
+    return bool(shared) and len(shared) >= min(BESIDE_SHARED_WORDS, len(about))
+
+
+# a sentence that takes back or replaces what the user said before: "Correction: I meant ... 16, not 48",
+# "scratch that", "use uv instead" (not "instead of": an alternative within one request), "no longer"
+_CORRECTION: Final = re.compile(
+    r"\b(?:correction|i meant|scratch that|change of plan|instead(?! of)|no longer|"
+    r"i take (?:that|it) back|cancel that|never mind|(?:forget|ignore|disregard) (?:what i said|that|my "
+    r"(?:earlier|last|previous))|not (?:\$?\d[\w.,]*|[\w./-]*[/_.\d][\w./-]*)\W*$)",
+    re.IGNORECASE,
+)
+CORRECTION_SHARE: Final = 0.4  # of the correcting sentence's subject words, shared with the line
+
+
+def corrects(line: str, later: str) -> bool:
+    """Whether the user's `later` message changes a memo `line` said before: a sentence of it is worded
+    as a correction or a taking back ("Correction: I meant ... must be 16, not 48", "use uv instead",
+    "I take that back: ...") and is about the same thing as the line - two of the line's subject words
+    (`changes_beside`) and CORRECTION_SHARE of its own, so a long brief that shares a few words with the
+    line is not read as changing it. The recollection then says so beside both (issue 31 item 3): the
+    0.5B, shown "Set ... to 48" and "Correction: ... 16, not 48" in order, wrote 48 at K = 4 in two seeds
+    of three."""
+    about = subject_words(line)
+    for start, end in sentences(later):
+        sentence = later[start:end]
+        if not _CORRECTION.search(sentence) or not changes_beside(line, sentence):
+            continue
+        own = subject_words(sentence)
+        if len(own & about) >= CORRECTION_SHARE * len(own):
+            return True
+    return False
+
+
+# N3: "speaks of the same thing" is read from what a message names, never from how it is worded. Of the
+# subject words, these name no thing a rule could be about - function words, and the verbs of what may be
+# done to anything ("delete", "touch"): sharing one says nothing ("You may delete the snapshots" is not
+# about "Never delete the vendor folder"; "without asking" is not about "run it without the cache").
+_NAMES_NOTHING: Final = frozenset(
+    re.findall(
+        r"\S+",
+        "about without within through across around over under into onto upon those these their there "
+        "here anything everything something nothing whatever thank thanks look said what that this some "
+        "more than like want need make made sure know think thing things going done okay good fine well "
+        "were been being does doing also only just very really time later again still first last next "
+        "back ahead earlier before after while asking check delete deleting remove removing change "
+        "changing update updating edit editing write writing read reading touch touching modify modifying "
+        "wipe wiping prune pruning rewrite rewriting keep keeping leave leaving create creating move "
+        "moving rename renaming install installing commit committing merge merging push pushing open "
+        "close clean cleaning work working help whenever hold alone mind hand hands free feel scratch "
+        "forget changed let's",
+    )
+)
+_PATH_PART: Final = re.compile(r"[^\W_]{4,}")
+
+
+def named(text: str) -> frozenset[str]:
+    """What a message names: its subject words (`subject_words`) and each part of a path in them
+    ("vendor/lib": also "vendor"), less the words that name nothing (`_NAMES_NOTHING`)."""
+    words: set[str] = set()
+    for word in subject_words(text):
+        words.add(word)
+        if "/" in word or "." in word:
+            words.update(part.casefold() for part in _PATH_PART.findall(word))
+    return frozenset(w for w in words if w not in _NAMES_NOTHING)
+
+
+ABOUT_SHARE: Final = 0.5  # of the shorter message's named things, shared: what "about the same thing" takes
+
+
+def about_same(line: str, later: str) -> bool:
+    """Whether the user's `later` message speaks of what `line` speaks of (N3), whatever either is worded
+    as - a grant, a limit, a withdrawal, a question: they name a thing in common (`named`), and at least
+    ABOUT_SHARE of what the shorter of the two names. A short message about one thing of a long one is
+    about it ("Hold off on generated/ for now" and a brief that ends "Never modify anything under
+    generated/"); two long briefs that share a word or two ("ticket", "commit") are not - the late_rule
+    eval's briefs were marked as changing each other, and the notes cost a small window its room."""
+    mine, theirs = named(line), named(later)
+    shared = mine & theirs
+    return bool(shared) and len(shared) >= ABOUT_SHARE * min(len(mine), len(theirs))
