@@ -58,11 +58,12 @@ from avibe.record.entries import Entry, EntryQuery, NewEntry, Source
 from avibe.record.feeds import Feed
 from avibe.record.sources import render_entry_text
 from avibe.store.sql import Appended, FeedChanged, SqlStore
-from avibe.web.callbacks import CALLBACKS, RateLimit, callback_refused
+from avibe.web.callbacks import CALLBACKS, RateLimit, callback_verdict
 from avibe.web.fleet import Fleet
 from avibe.web.guard import HostGuard, Hosts
 from avibe.web.local import SocketOnly
 from avibe.web.tokens import bearer_is, refuse_unauthorised
+from avibe.web.webhooks import Refused
 
 log = logging.getLogger("avibe.serve")
 
@@ -345,23 +346,26 @@ class Api:
         return feed
 
     async def _callback_with(self, request: Request, feed: Feed, body: bytes) -> Response | FeedChanged:
-        refused = callback_refused(request, str(feed.spec["secret"]), body, self.clock.now().timestamp())
-        if refused is not None:
-            return _error(401, refused, **{"WWW-Authenticate": 'Bearer realm="avibe"'})
+        verdict = callback_verdict(request, feed.spec, body, self.clock.now().timestamp())
+        if isinstance(verdict, Refused):
+            return _error(401, verdict.reason, **{"WWW-Authenticate": 'Bearer realm="avibe"'})
         wait = self.limits.allow(feed.id, int(feed.spec["per_minute"]))
         if wait:
             return _error(429, "too many requests for this callback", **{"Retry-After": str(int(wait) + 1)})
+        if verdict.reply is not None:  # a service's handshake (GitHub's ping, Slack's URL check): no input
+            return JSONResponse(verdict.reply)
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             return _error(400, "the body must be UTF-8 text")
         if not text.strip():
             return _error(400, "the body is empty")
-        key = _key(request, f"callback:{feed.id}")
-        if not key and "x-avibe-signature" in request.headers:
-            # A signed request without a key is recorded once all the same: its signature is its key.
-            key = f"callback:{feed.id}:sig:{request.headers['x-avibe-signature'].strip().lower()[7:]}"
-        source = Source("callback", name=feed.name, ref=feed.id)
+        scope = f"callback:{feed.id}"
+        if feed.spec.get("kind", "avibe") == "avibe":
+            key = _key(request, scope) or (f"{scope}:{verdict.key}" if verdict.key else "")
+        else:  # the service's own delivery id, proven with the request (never a header it does not sign)
+            key = f"{scope}:{verdict.key}" if verdict.key else ""
+        source = Source("callback", name=feed.name, ref=feed.id, event=verdict.event)
         try:
             return await self._record(feed.session, source, text, key, feed)
         except FeedChanged as exc:
