@@ -496,7 +496,7 @@ def _callback_cases() -> st.SearchStrategy[Case]:
             lambda kind: Case((*add, "--kind", kind))  # unknown, or a service that makes its own secret
         ),
         st.sampled_from([b"sk_live_not_a_signing_secret", b"whsec_!!", b"\xff\xfe"]).map(
-            lambda secret: Case((*add, "--kind", "stripe", "--secret-file", "{dir}/s"), files=(("s", secret),))
+            lambda key: Case((*add, "--kind", "stripe", "--secret-file", "{dir}/s"), files=(("s", key),))
         ),
         st.just(Case((*add, "--kind", "github", "--secret-file", "{dir}/missing"))),
         _settings_case(add),

@@ -20,7 +20,11 @@ process, and a token it learned would have let it post its own words as the pers
 route takes the token now. The Host header must name this server (avibe.web.guard): a web page whose
 name resolves to 127.0.0.1 gets 421.
 
-A callback request must carry its secret - `Authorization: Bearer <secret>`, or a signature:
+A callback of a service's kind (github, gitlab, standard-webhooks, stripe, slack) is checked by that
+service's own scheme and recorded once by its delivery id, its tag naming the service and event from the
+verified headers (avibe.web.webhooks); a handshake (GitHub's ping, Slack's URL check) is answered 200 and
+recorded nowhere. An `avibe` callback request must carry its secret - `Authorization: Bearer <secret>`, or
+a signature:
 `X-Avibe-Timestamp: <unix seconds>` and `X-Avibe-Signature: sha256=<hex HMAC-SHA256 of
 "{timestamp}.{Idempotency-Key}.{body}">` (the key empty when none is sent) - else 401 and nothing is
 recorded (avibe.web.callbacks). A signature is good for 5 minutes either side of this host's clock, and
