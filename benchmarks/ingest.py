@@ -14,7 +14,7 @@ hosts answer turns from a scripted OpenAI-compatible server (tests/openai_chat.p
 
     .venv/bin/python benchmarks/ingest.py [--callbacks 3000] [--concurrency 32] [--feeds 4]
         [--only sqlite-1,postgresql-1,postgresql-3] [--url POSTGRESQL_URL] [--compare-with REV]
-        [--signed] [--profile DIR]
+        [--signed] [--kind github] [--profile DIR]
 
 PostgreSQL: --url names a server (each run gets a new database on it), else a throwaway cluster is started
 as the tests do (default durability settings). `--compare-with REV` also runs the hosts of a git
@@ -22,6 +22,9 @@ revision (a temporary worktree on their PYTHONPATH) on the same load, side by si
 ratios; the client speaks each tree's protocol (`--signed`: this tree's HMAC over timestamp, key and
 body; the old tree's over the body). Each case also reports the CPU time per accepted callback of the
 hosts and of the client, and the load average: on a shared machine the rate moves with the load.
+`--kind github` runs every case twice, side by side: the callbacks of an `avibe` feed (the bearer secret,
+or --signed), then of a `github` feed, each signed as GitHub signs (X-Hub-Signature-256 over the body,
+X-GitHub-Delivery as the key): the verification cost per callback of a service's scheme.
 `--profile DIR` records the first host of each case with py-spy during the load (`AVIBE_SPY_GIL=1`: only
 samples holding the GIL). The method and the latest runs: docs/bench-ingest.md.
 """
@@ -99,9 +102,13 @@ class _Connection:
             self.streams = None
 
 
-def _auth(body: bytes, key: str, signed: bool, old: bool) -> dict[str, str]:
+def _auth(body: bytes, key: str, signed: bool, old: bool, kind: str = "avibe") -> dict[str, str]:
     """The callback's credentials in the protocol of the tree measured: the secret as a bearer token
-    (both trees), or a signature - this tree's over timestamp, key and body; the old tree's over the body."""
+    (both trees), or a signature - this tree's over timestamp, key and body; the old tree's over the body;
+    or, for a `github` feed, GitHub's own headers."""
+    if kind == "github":
+        digest = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+        return {"X-Hub-Signature-256": f"sha256={digest}", "X-GitHub-Event": "push", "X-GitHub-Delivery": key}
     if not signed:
         return {"Authorization": f"Bearer {SECRET}"}
     if old:
@@ -120,6 +127,7 @@ async def _load(
     *,
     signed: bool = False,
     old: bool = False,
+    kind: str = "avibe",
 ) -> tuple[dict[str, str], list[float], int, float]:
     """Post `count` callbacks; returns the accepted keys (key -> feed), latencies in ms, retries, seconds."""
     queue: asyncio.Queue[int] = asyncio.Queue()
@@ -140,7 +148,7 @@ async def _load(
                 began = time.perf_counter()
                 for attempt in range(ATTEMPTS):
                     port = ports[(n + attempt) % len(ports)]
-                    headers = {**_auth(body, key, signed, old), "Idempotency-Key": key}
+                    headers = {**_auth(body, key, signed, old, kind), "Idempotency-Key": key}
                     try:
                         status = await asyncio.wait_for(
                             connections[port].post(f"/callbacks/{feed}", body, headers), 30
@@ -199,13 +207,17 @@ def _count(url: str, sessions: dict[str, str], accepted: dict[str, str]) -> tupl
     return lost, duplicated, sum(seen.values())
 
 
-def run_case(url: str, hosts: int, args: argparse.Namespace, code: Path | None) -> dict[str, float]:
+def run_case(
+    url: str, hosts: int, args: argparse.Namespace, code: Path | None, kind: str = "avibe"
+) -> dict[str, float]:
     """One measurement: a fresh record at `url`, `hosts` `vibe serve` processes, the load, the count."""
     with open_store(url) as store:
         sessions: dict[str, str] = {}
         for n in range(args.feeds):
             session = store.create_session(f"ingest {n}").id
-            spec = {"secret": SECRET, "max_bytes": 4096, "per_minute": 10_000_000}
+            spec = {"kind": kind, "secret": SECRET, "max_bytes": 4096, "per_minute": 10_000_000}
+            if kind == "avibe":
+                del spec["kind"]  # as an older tree (--compare-with) stores it
             feed = store.add_feed(Feed(f"cb-{n}", session, "callback", f"ci-{n}", spec, wake=False))
             sessions[feed.id] = session
     work = Path(tempfile.mkdtemp(prefix="avibe-ingest-"))
@@ -224,13 +236,14 @@ def run_case(url: str, hosts: int, args: argparse.Namespace, code: Path | None) 
         feeds = list(sessions)
         # Warm-up (its keys are posted again by the load: they must not double): the inputs make the
         # hosts take the sessions (each host loads its tokenizer once); the load starts once they have.
-        asyncio.run(_load(ports, feeds, min(50, args.callbacks), 4, signed=args.signed, old=code is not None))
+        old = code is not None
+        asyncio.run(_load(ports, feeds, min(50, args.callbacks), 4, signed=args.signed, old=old, kind=kind))
         spy = _spy(processes[0].pid, args.profile, f"{url.split(':')[0]}-{hosts}{'-old' if code else ''}")
         host_cpu = sum(_cpu_s(p.pid) for p in processes)
         client_cpu = time.process_time()
         load = os.getloadavg()[0]
         accepted, latencies, retries, elapsed = asyncio.run(
-            _load(ports, feeds, args.callbacks, args.concurrency, signed=args.signed, old=code is not None)
+            _load(ports, feeds, args.callbacks, args.concurrency, signed=args.signed, old=old, kind=kind)
         )
         client_cpu = time.process_time() - client_cpu
         host_cpu = sum(_cpu_s(p.pid) for p in processes) - host_cpu
@@ -285,6 +298,12 @@ def main() -> None:
         action="store_true",
         help="sign each callback (each tree's HMAC) instead of the bearer secret",
     )
+    parser.add_argument(
+        "--kind",
+        choices=["avibe", "github"],
+        default="avibe",
+        help="github: also run each case with a github feed, side by side with the avibe kind",
+    )
     parser.add_argument("--profile", metavar="DIR", help="py-spy the first host of each case into DIR")
     parser.add_argument("--compare-with", metavar="REV", help="also run the hosts of this git revision")
     args = parser.parse_args()
@@ -293,6 +312,9 @@ def main() -> None:
         if backend not in {"sqlite", "postgresql"} or (backend == "sqlite" and hosts != 1):
             raise SystemExit(f"unknown case {backend}-{hosts}: sqlite-1, postgresql-N")
     revisions: list[str | None] = [None] + ([args.compare_with] if args.compare_with else [])
+    if args.compare_with and args.kind != "avibe":
+        raise SystemExit("--compare-with measures the avibe kind only (an older tree has no github feeds)")
+    kinds = ["avibe"] + (["github"] if args.kind == "github" else [])
     rows: list[tuple[str, dict[str, float]]] = []
     with ExitStack() as stack:
         server = None
@@ -308,11 +330,20 @@ def main() -> None:
                     if backend == "sqlite"
                     else fresh_database(server)
                 )
-                name = f"{backend}, {hosts} host{'s' if hosts > 1 else ''}" + (
-                    f" @ {revision}" if revision else ""
-                )
-                print(f"  running {name} ...", file=sys.stderr, flush=True)
-                rows.append((name, run_case(url, hosts, args, code)))
+                for kind in kinds:
+                    if kind != kinds[0]:  # each kind on a fresh record
+                        url = (
+                            url.replace(".db", f"-{kind}.db")
+                            if backend == "sqlite"
+                            else fresh_database(server)
+                        )
+                    name = (
+                        f"{backend}, {hosts} host{'s' if hosts > 1 else ''}"
+                        + (f" @ {revision}" if revision else "")
+                        + ("" if len(kinds) == 1 else f", {kind}")
+                    )
+                    print(f"  running {name} ...", file=sys.stderr, flush=True)
+                    rows.append((name, run_case(url, hosts, args, code, kind)))
     print(f"ingest benchmark: {args.callbacks:,} HTTP callbacks per case, {args.concurrency} in flight, "
           f"{args.feeds} feeds/sessions, {'signed' if args.signed else 'bearer secret'}, queued "
           f"(wake=False: no agent turns, ingest only); {os.cpu_count()} cores shared by client, hosts "

@@ -46,6 +46,9 @@ def _check_source(source: Source) -> None:
         raise IngressError(message + hint)
     _check_text("source name", source.name)
     _check_text("source ref", source.ref)
+    _check_text("source event", source.event)
+    if source.event and source.kind != "callback":
+        raise IngressError(f"only a callback names its service's event, not a {source.kind} input")
     if source.kind == "user" and not source.name.strip():
         raise IngressError("a user message needs the user's name (Source('user', name=...))")
 

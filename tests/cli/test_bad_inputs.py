@@ -492,6 +492,13 @@ def _callback_cases() -> st.SearchStrategy[Case]:
             lambda pop: Case(("callback", "add", "b", "--session", "s-20261130-nosuch"), populated=pop)
         ),
         st.booleans().map(lambda pop: Case(("callback", "rm", "cb-nosuch"), populated=pop)),
+        st.sampled_from(["nosuch", "slack", "stripe", "standard-webhooks"]).map(
+            lambda kind: Case((*add, "--kind", kind))  # unknown, or a service that makes its own secret
+        ),
+        st.sampled_from([b"sk_live_not_a_signing_secret", b"whsec_!!", b"\xff\xfe"]).map(
+            lambda key: Case((*add, "--kind", "stripe", "--secret-file", "{dir}/s"), files=(("s", key),))
+        ),
+        st.just(Case((*add, "--kind", "github", "--secret-file", "{dir}/missing"))),
         _settings_case(add),
     )
 

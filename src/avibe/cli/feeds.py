@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import secrets
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from pathlib import Path
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -154,7 +155,6 @@ def watch_add(
 def _say_if_missing(settings: Settings, feed: Feed) -> None:
     """A file watch on a file that is not there: kept (a file a build or a job is yet to write is a real
     thing to watch - its appearing is the change it posts), but said, so a mistyped name is seen now."""
-    from pathlib import Path
 
     from avibe.host.sessions import session_workdir
     from avibe.store import open_store
@@ -194,24 +194,69 @@ def timer_add(
     typer.echo(f"timer {feed.id} ({feed.name}) posts into session {feed.session}")
 
 
+KindOpt = Annotated[
+    str,
+    typer.Option(
+        "--kind",
+        help="Who posts and how it proves it: avibe (a bearer secret or Avibe's signature), github, gitlab, "
+        "standard-webhooks, stripe or slack (their own signatures, as they send them).",
+    ),
+]
+# Where each service takes the URL and the secret (docs/serve.md has a recipe per service).
+_WHERE: Final[dict[str, str]] = {
+    "github": "GitHub: Settings > Webhooks > Add webhook; Payload URL above, Content type application/json, "
+    "Secret the secret",
+    "gitlab": "GitLab: Settings > Webhooks > Add new webhook; URL above, Secret token the secret",
+    "standard-webhooks": "the sender's webhook settings: endpoint URL above (its secret is the one you gave)",
+    "stripe": "Stripe: Developers > Webhooks > Add endpoint; URL above (the signing secret is the file's)",
+    "slack": "Slack: your app's Event Subscriptions > Request URL above (the signing secret is the file's)",
+}
+_GIVEN: Final = ("standard-webhooks", "stripe", "slack")  # the service makes the secret; Avibe cannot
+
+
+def _secret(kind: str, secret_file: Path | None) -> str:
+    """The secret from --secret-file (the service made it) or a new one (we make it, the person pastes it)."""
+    if secret_file is None:
+        if kind in _GIVEN:
+            raise BadArgument(
+                f"a {kind} callback needs --secret-file: the file holding the secret {kind} gave you"
+            )
+        return secrets.token_urlsafe(24)
+    try:
+        return secret_file.read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadArgument(f"cannot read --secret-file {terminal_safe(str(secret_file))}: {exc}") from None
+
+
 @callback_app.command("add")
 def callback_add(
     name: Annotated[str, typer.Argument(help="What the callback is called (shown in its tag).")],
     session: SessionArg,
+    kind: KindOpt = "avibe",
+    secret_file: Annotated[
+        Path | None, typer.Option("--secret-file", help="A file holding the secret (else one is made).")
+    ] = None,
     max_bytes: Annotated[
-        int, typer.Option("--max-bytes", help="Largest body accepted (413 past it).")
-    ] = 65_536,
+        int | None,
+        typer.Option("--max-bytes", help="Largest body accepted (413 past it; 64 KiB, 1 MiB for a service)."),
+    ] = None,
     per_minute: Annotated[int, typer.Option("--per-minute", help="Requests a minute (429 past it).")] = 60,
     queue: QueueOpt = False,
 ) -> None:
     """An HTTP endpoint on `vibe serve`: POST a body to it with the secret; the body becomes an input."""
-    secret = secrets.token_urlsafe(24)  # checked with the limits in _add, before anything is written
-    spec = {"secret": secret, "max_bytes": max_bytes, "per_minute": per_minute}
+    secret = _secret(kind, secret_file)  # checked with the limits in _add, before anything is written
+    spec: dict[str, Any] = {"kind": kind, "secret": secret, "per_minute": per_minute}
+    if max_bytes is not None:
+        spec["max_bytes"] = max_bytes
     feed, settings = _add("callback", session, name, spec, not queue)
     url = f"{settings.serve_url}/callbacks/{feed.id}"
     typer.echo(f"callback {feed.id} ({feed.name}) posts into session {feed.session}")
     typer.echo(f"url:    {url}")
-    typer.echo(f"secret: {secret}")
+    if secret_file is None:
+        typer.echo(f"secret: {secret}")
+    if kind != "avibe":
+        typer.echo(f"paste:  {_WHERE[kind]}")
+        return
     typer.echo(
         "send:   curl -X POST -H 'Authorization: Bearer <secret>' -H 'Idempotency-Key: <unique id>' "
         f"--data-binary @body.txt {url}"

@@ -22,11 +22,14 @@ class Source:
     kind:  the delivery path.
     name:  user name (user), watch name, timer name, callback name, agent name, harness component.
     ref:   watch id, timer id, callback/command id, sending session id; empty where none.
+    event: what a callback's service said it is, from its verified headers, never its body
+           ("github workflow_run", "stripe"); empty for every other input (T1).
     """
 
     kind: Kind
     name: str = ""
     ref: str = ""
+    event: str = ""
 
 
 @dataclass(frozen=True, slots=True)

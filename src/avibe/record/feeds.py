@@ -17,6 +17,10 @@ from typing import Any, Final, Literal, get_args
 FeedKind = Literal["watch", "timer", "callback"]
 FEED_KINDS: Final[tuple[FeedKind, ...]] = get_args(FeedKind)
 ID_PREFIX: Final[dict[FeedKind, str]] = {"watch": "w", "timer": "t", "callback": "cb"}
+# How a callback proves its sender: Avibe's own secret or signature, or the scheme of the service that
+# posts it as it is (avibe.web.webhooks); its spec's "kind", "avibe" when absent (feeds made before).
+CallbackKind = Literal["avibe", "github", "gitlab", "standard-webhooks", "stripe", "slack"]
+CALLBACK_KINDS: Final[tuple[CallbackKind, ...]] = get_args(CallbackKind)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ import unicodedata
 from datetime import UTC, datetime
 from typing import Final
 
+from avibe.record.digests import digest
 from avibe.record.entries import Entry, Kind, Source
 from avibe.record.lookalikes import is_foreign_letter, is_like
 
@@ -322,17 +323,18 @@ def format_time(at: datetime) -> str:
 def render_tag(source: Source, at: datetime) -> str:
     """The tag line of a non-human input, from stored fields only (T1).
 
-    Example: `[Harness: watch "ci-status" (w-3) · 2026-11-30 08:00 UTC]`
+    Example: `[Harness: watch "ci-status" (w-3) · 2026-11-30 08:00 UTC]`; a callback of a service names
+    it and its event from the stored field: `[Harness: callback "ci" (cb-1) · github push · ...]`.
     """
     if source.kind == "user" or source.kind == "assistant":
         raise ValueError(f"{source.kind} entries carry no source tag")
     parts = [f"{TAG_OPENER} {_KIND_LABEL[source.kind]}"]
-    name, ref = clean_field(source.name), clean_field(source.ref)
+    name, ref, event = clean_field(source.name), clean_field(source.ref), clean_field(source.event)
     if name:
         parts.append(f'"{name}"')
     if ref:
         parts.append(f"({ref})")
-    return " ".join(parts) + f" · {format_time(at)}]"
+    return " ".join(parts) + (f" · {event}" if event else "") + f" · {format_time(at)}]"
 
 
 @functools.lru_cache(maxsize=256)
@@ -432,7 +434,10 @@ def render_entry_text(entry: Entry) -> str:
         return render_user_text(entry.source, entry.text)
     if entry.kind == "assistant":
         return entry.text
-    return f"{render_tag(entry.source, entry.at)}\n{frame_body(entry.text)}"
+    body = entry.text
+    if entry.kind == "callback" and entry.source.event:  # a service's long body: a digest (T1)
+        body = digest(entry.source.event, body, entry.seq) or body
+    return f"{render_tag(entry.source, entry.at)}\n{frame_body(body)}"
 
 
 def render_listed(entry: Entry) -> tuple[str, str]:

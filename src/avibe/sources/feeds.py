@@ -12,6 +12,8 @@ once. Callbacks are not run here: they arrive over HTTP (`vibe serve`).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import logging
 import math
@@ -31,7 +33,7 @@ from croniter import croniter
 from avibe.errors import AvibeError
 from avibe.ports import Clock, FeedStore, KeyedDelivery
 from avibe.record.entries import Entry, Source
-from avibe.record.feeds import FEED_KINDS, Feed, FeedKind
+from avibe.record.feeds import CALLBACK_KINDS, FEED_KINDS, CallbackKind, Feed, FeedKind
 from avibe.sources.agent_files import read_agent_file
 from avibe.sources.process import read_bounded
 
@@ -49,6 +51,9 @@ URL_TIMEOUT_S: Final = 15.0
 RELOAD_S: Final = 2.0  # how often a running host re-reads the session's feeds
 DEFAULT_CALLBACK_MAX_BYTES: Final = 64 * 1024
 DEFAULT_CALLBACK_PER_MINUTE: Final = 60
+# A service's events are larger than a note (a GitHub push with its commits is 10-40 KB; GitHub sends
+# up to 25 MB): 1 MiB by default, --max-bytes for more.
+DEFAULT_SERVICE_MAX_BYTES: Final = 1024 * 1024
 _DURATION: Final = re.compile(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", re.IGNORECASE)
 _UNIT_S: Final = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86_400.0}
 
@@ -131,16 +136,37 @@ def _check_timer(spec: Mapping[str, Any]) -> dict[str, Any]:
     return checked
 
 
+def _secret_refused(kind: CallbackKind, secret: str) -> str | None:
+    """Why `secret` cannot be a `kind` callback's secret (the format its service gives it in), or None."""
+    if len(secret) < 16 or secret != secret.strip() or not secret.isprintable():
+        return "a callback's secret must be at least 16 characters, printable, with no space around them"
+    if kind == "stripe" and not secret.startswith("whsec_"):
+        return "a Stripe signing secret starts with whsec_ (the endpoint's page in Stripe shows it)"
+    if kind == "standard-webhooks":
+        try:  # the spec's format: whsec_ then the key in base64 (padding optional)
+            key = base64.b64decode(secret.removeprefix("whsec_") + "==", validate=True)
+        except binascii.Error:
+            key = b""
+        if len(key) < 16:
+            return "a Standard Webhooks secret is whsec_ and a 16+ byte key in base64, as the sender shows it"
+    return None
+
+
 def _check_callback(spec: Mapping[str, Any]) -> dict[str, Any]:
+    kind = spec.get("kind", "avibe")
+    if kind not in CALLBACK_KINDS:
+        raise FeedSpecError(f"a callback's kind is one of {', '.join(CALLBACK_KINDS)}, not {kind!r}")
     secret = _need(spec, "secret", str, "a callback")
-    if len(secret) < 16:
-        raise FeedSpecError("a callback's secret must be at least 16 characters")
-    max_bytes = spec.get("max_bytes", DEFAULT_CALLBACK_MAX_BYTES)
+    refused = _secret_refused(kind, secret)
+    if refused:
+        raise FeedSpecError(refused)
+    default_bytes = DEFAULT_CALLBACK_MAX_BYTES if kind == "avibe" else DEFAULT_SERVICE_MAX_BYTES
+    max_bytes = spec.get("max_bytes", default_bytes)
     per_minute = spec.get("per_minute", DEFAULT_CALLBACK_PER_MINUTE)
     for key, value, top in (("max_bytes", max_bytes, 10 * 1024 * 1024), ("per_minute", per_minute, 100_000)):
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= top:
             raise FeedSpecError(f"a callback's {key} must be a whole number from 1 to {top:,}, got {value!r}")
-    return {"secret": secret, "max_bytes": max_bytes, "per_minute": per_minute}
+    return {"kind": kind, "secret": secret, "max_bytes": max_bytes, "per_minute": per_minute}
 
 
 def check_spec(kind: FeedKind, spec: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +193,9 @@ def describe(feed: Feed) -> str:
             else f"cron {spec['cron']}"
         )  # fmt: skip
         return f"timer {feed.name}: {when}"
-    return f"callback {feed.name}: up to {spec['max_bytes']:,} bytes, {spec['per_minute']}/min"
+    kind = spec.get("kind", "avibe")
+    service = "" if kind == "avibe" else f"from {kind}, "
+    return f"callback {feed.name}: {service}up to {spec['max_bytes']:,} bytes, {spec['per_minute']}/min"
 
 
 def _seconds(value: float) -> str:

@@ -40,6 +40,7 @@ def check_new_entry(entry: NewEntry) -> None:
         ("text", entry.text),
         ("source name", entry.source.name),
         ("source ref", entry.source.ref),
+        ("source event", entry.source.event),
         ("turn id", entry.turn_id),
         ("delivery key", entry.delivery_key),
     ):

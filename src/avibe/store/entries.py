@@ -41,6 +41,7 @@ _ENTRY_COLUMNS: Final = (
     entries.c.at,
     entries.c.turn_id,
     entries.c.calls,
+    entries.c.source_event,
 )
 
 
@@ -108,19 +109,19 @@ _ADVANCE_SESSION: Final = _ADVANCE.returning(sessions.c.last_seq)
 _KIND_SET: Final = frozenset(KINDS)
 
 
-def _entry(row: AnyRow, sources_seen: dict[tuple[str, str, str], Source] | None = None) -> Entry:
+def _entry(row: AnyRow, sources_seen: dict[tuple[str, str, str, str], Source] | None = None) -> Entry:
     """An entry from a row of _ENTRY_COLUMNS. `sources_seen` shares equal Sources between the rows of one
     read (a range query makes thousands of entries from a handful of sources)."""
-    session, seq, kind, name, ref, text_, at, turn_id, calls = row[:9]
+    session, seq, kind, name, ref, text_, at, turn_id, calls, event = row[:10]
     if kind not in _KIND_SET:
         raise StoreError(f"entry {session}#{seq} has unknown kind {kind!r}; the record is damaged")
     if sources_seen is None:
-        source = Source(cast(Kind, kind), name, ref)
+        source = Source(cast(Kind, kind), name, ref, event)
     else:
-        source_key = (kind, name, ref)
+        source_key = (kind, name, ref, event)
         found = sources_seen.get(source_key)
         if found is None:
-            found = sources_seen[source_key] = Source(cast(Kind, kind), name, ref)
+            found = sources_seen[source_key] = Source(cast(Kind, kind), name, ref, event)
         source = found
     made = tuple(CallRecord(c["name"], c["arguments"]) for c in calls) if calls else ()
     return Entry(session, seq, source, text_, at, turn_id, made)
@@ -394,7 +395,7 @@ class Entries(SqlCore):
             rows = conn.execute(stmt, params).all()
             if not rows:  # rows found prove the session exists; none may mean there is no such session
                 self._require_session(conn, query.session)
-        seen: dict[tuple[str, str, str], Source] = {}
+        seen: dict[tuple[str, str, str, str], Source] = {}
         return [_entry(row, seen) for row in rows]
 
 
@@ -431,6 +432,7 @@ def _entry_values(entry: Entry, delivery_key: str = "") -> dict[str, object]:
         "kind": entry.kind,
         "source_name": entry.source.name,
         "source_ref": entry.source.ref,
+        "source_event": entry.source.event,
         "text": entry.text,
         "at": entry.at,
         "turn_id": entry.turn_id,

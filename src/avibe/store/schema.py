@@ -76,6 +76,8 @@ entries = Table(
     Column("kind", String(16), nullable=False),
     Column("source_name", Text, nullable=False, default=""),
     Column("source_ref", Text, nullable=False, default=""),
+    # A callback's service and event, from its verified headers (migration 0005, T1).
+    Column("source_event", Text, nullable=False, default="", server_default=""),
     Column("text", Text, nullable=False),
     Column("at", UtcDateTime, nullable=False),
     Column("turn_id", String(128), nullable=False, default=""),

@@ -1,5 +1,6 @@
 """A callback's own secret (`POST /callbacks/{feed}`, the one route of `vibe serve` that strangers may
-call over TCP): its bearer secret or an HMAC signature, the signature's window, and the per-callback rate
+call over TCP): an `avibe` callback's bearer secret or HMAC signature and the signature's window, the
+verdict for every kind (the services' own schemes are avibe.web.webhooks), and the per-callback rate
 limit. The request handling itself is `Api.callback` (avibe.web.server)."""
 
 from __future__ import annotations
@@ -9,10 +10,12 @@ import hmac
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final
 
 from starlette.requests import Request
+
+from avibe.web.webhooks import SERVICE_VERIFIERS, Refused, Verdict, Verified
 
 CALLBACKS: Final = "/callbacks/"
 SIGNATURE_WINDOW_S: Final = 300  # a signed callback is good this long either side of this host's clock
@@ -74,13 +77,26 @@ def _signature_refused(request: Request, secret: str, body: bytes, now: float) -
     return None
 
 
-def callback_refused(request: Request, secret: str, body: bytes, now: float) -> str | None:
-    """Why a callback request is refused (no or wrong secret, a stale signature), or None."""
+def _avibe_verdict(request: Request, secret: str, body: bytes, now: float) -> Verdict:
+    """An `avibe` callback's proof: its bearer secret, or its signature (whose hex is its delivery key
+    when it sends no Idempotency-Key: a signed request records once all the same)."""
     if "x-avibe-signature" in request.headers:  # a signature decides, whatever else the request carries
-        return _signature_refused(request, secret, body, now)
+        refused = _signature_refused(request, secret, body, now)
+        if refused:
+            return Refused(refused)
+        return Verified(key="sig:" + request.headers["x-avibe-signature"].strip().lower()[7:])
     bearer = request.headers.get("authorization", "")
     if bearer.lower().startswith("bearer "):
         if hmac.compare_digest(bearer[7:].strip().encode(), secret.encode()):
-            return None
-        return "wrong secret"
-    return "missing secret (Authorization: Bearer <secret>, or a signature)"
+            return Verified()
+        return Refused("wrong secret")
+    return Refused("missing secret (Authorization: Bearer <secret>, or a signature)")
+
+
+def callback_verdict(request: Request, spec: Mapping[str, Any], body: bytes, now: float) -> Verdict:
+    """Whether a request to a callback feed of `spec` proved its sender, by the feed's kind (its
+    service's scheme, avibe.web.webhooks), and what it is then: its delivery id and event."""
+    kind, secret = spec.get("kind", "avibe"), str(spec["secret"])
+    if kind == "avibe":
+        return _avibe_verdict(request, secret, body, now)
+    return SERVICE_VERIFIERS[kind](request.headers, body, secret, now)

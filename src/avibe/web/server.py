@@ -20,7 +20,11 @@ process, and a token it learned would have let it post its own words as the pers
 route takes the token now. The Host header must name this server (avibe.web.guard): a web page whose
 name resolves to 127.0.0.1 gets 421.
 
-A callback request must carry its secret - `Authorization: Bearer <secret>`, or a signature:
+A callback of a service's kind (github, gitlab, standard-webhooks, stripe, slack) is checked by that
+service's own scheme and recorded once by its delivery id, its tag naming the service and event from the
+verified headers (avibe.web.webhooks); a handshake (GitHub's ping, Slack's URL check) is answered 200 and
+recorded nowhere. An `avibe` callback request must carry its secret - `Authorization: Bearer <secret>`, or
+a signature:
 `X-Avibe-Timestamp: <unix seconds>` and `X-Avibe-Signature: sha256=<hex HMAC-SHA256 of
 "{timestamp}.{Idempotency-Key}.{body}">` (the key empty when none is sent) - else 401 and nothing is
 recorded (avibe.web.callbacks). A signature is good for 5 minutes either side of this host's clock, and
@@ -58,11 +62,12 @@ from avibe.record.entries import Entry, EntryQuery, NewEntry, Source
 from avibe.record.feeds import Feed
 from avibe.record.sources import render_entry_text
 from avibe.store.sql import Appended, FeedChanged, SqlStore
-from avibe.web.callbacks import CALLBACKS, RateLimit, callback_refused
+from avibe.web.callbacks import CALLBACKS, RateLimit, callback_verdict
 from avibe.web.fleet import Fleet
 from avibe.web.guard import HostGuard, Hosts
 from avibe.web.local import SocketOnly
 from avibe.web.tokens import bearer_is, refuse_unauthorised
+from avibe.web.webhooks import Refused
 
 log = logging.getLogger("avibe.serve")
 
@@ -345,23 +350,26 @@ class Api:
         return feed
 
     async def _callback_with(self, request: Request, feed: Feed, body: bytes) -> Response | FeedChanged:
-        refused = callback_refused(request, str(feed.spec["secret"]), body, self.clock.now().timestamp())
-        if refused is not None:
-            return _error(401, refused, **{"WWW-Authenticate": 'Bearer realm="avibe"'})
+        verdict = callback_verdict(request, feed.spec, body, self.clock.now().timestamp())
+        if isinstance(verdict, Refused):
+            return _error(401, verdict.reason, **{"WWW-Authenticate": 'Bearer realm="avibe"'})
         wait = self.limits.allow(feed.id, int(feed.spec["per_minute"]))
         if wait:
             return _error(429, "too many requests for this callback", **{"Retry-After": str(int(wait) + 1)})
+        if verdict.reply is not None:  # a service's handshake (GitHub's ping, Slack's URL check): no input
+            return JSONResponse(verdict.reply)
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError:
             return _error(400, "the body must be UTF-8 text")
         if not text.strip():
             return _error(400, "the body is empty")
-        key = _key(request, f"callback:{feed.id}")
-        if not key and "x-avibe-signature" in request.headers:
-            # A signed request without a key is recorded once all the same: its signature is its key.
-            key = f"callback:{feed.id}:sig:{request.headers['x-avibe-signature'].strip().lower()[7:]}"
-        source = Source("callback", name=feed.name, ref=feed.id)
+        scope = f"callback:{feed.id}"
+        if feed.spec.get("kind", "avibe") == "avibe":
+            key = _key(request, scope) or (f"{scope}:{verdict.key}" if verdict.key else "")
+        else:  # the service's own delivery id, proven with the request (never a header it does not sign)
+            key = f"{scope}:{verdict.key}" if verdict.key else ""
+        source = Source("callback", name=feed.name, ref=feed.id, event=verdict.event)
         try:
             return await self._record(feed.session, source, text, key, feed)
         except FeedChanged as exc:
