@@ -211,7 +211,7 @@ class McpConnection:
             self._loop.loop.call_soon_threadsafe(closing.set)
         try:
             task.result(timeout=10)
-        except BaseException:  # noqa: BLE001 - it failed before: its reason is already kept
+        except BaseException:  # it failed before: its reason is already kept
             task.cancel()
 
     def close(self) -> None:
@@ -264,8 +264,9 @@ def _wait(
 
 
 def _closed(exc: BaseException) -> bool:
-    from mcp import MCPError
     from mcp.types import CONNECTION_CLOSED
+
+    from mcp import MCPError
 
     return (isinstance(exc, MCPError) and exc.code == CONNECTION_CLOSED) or isinstance(
         exc, ConnectionError | EOFError

@@ -47,7 +47,7 @@ class McpServer:
     name: str
     command: str = ""
     args: tuple[str, ...] = ()
-    env: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold a token
     cwd: str = ""
     url: str = ""
     headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)  # may hold a token
@@ -190,7 +190,7 @@ def from_claude_json(data: object, origin: str) -> tuple[McpServer, ...]:
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping):
         raise ConfigError(f'{origin} has no "mcpServers" object; is it a Claude Code .mcp.json?')
-    found = []
+    found: list[McpServer] = []
     for name, entry in servers.items():
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{origin}: mcpServers.{name} must be an object")
@@ -212,7 +212,7 @@ def from_codex_toml(data: object, origin: str) -> tuple[McpServer, ...]:
     renamed = {"http_headers": "headers", "tool_timeout_sec": "timeout_s", "startup_timeout_sec":
                "startup_timeout_s"}  # fmt: skip
     keys = ("command", "args", "env", "cwd", "url", "enabled", *renamed)
-    found = []
+    found: list[McpServer] = []
     for name, entry in servers.items():
         if not isinstance(entry, Mapping):
             raise ConfigError(f"{origin}: mcp_servers.{name} must be a table")

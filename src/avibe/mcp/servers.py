@@ -33,6 +33,22 @@ def live_servers(session_id: str) -> McpServers | None:
         return _LIVE.get(session_id)
 
 
+def start_servers(
+    servers: Sequence[McpServer],
+    sandbox: SandboxPolicy,
+    notify: Callable[[str], None],
+    session_id: str,
+    count: Callable[[str], int] | None = None,
+) -> McpServers:
+    """The session's servers, started (each that does not start is one line to `notify`) and registered
+    for `/mcp` in this process; `count`: the session model's token count, for what the tools cost."""
+    found = McpServers(servers, sandbox, notify)
+    found.count = count
+    found.start()
+    found.register(session_id)
+    return found
+
+
 class McpServers:
     """The configured servers of one session over one event loop."""
 
@@ -42,11 +58,14 @@ class McpServers:
         sandbox: SandboxPolicy,
         notify: Callable[[str], None] = lambda line: None,
     ) -> None:
-        self._loop = EventLoop()
-        self.connections = [McpConnection(s, self._loop, transport_for(s, sandbox)) for s in servers]
+        self._loop = EventLoop() if servers else None  # no thread for a session without servers
+        self.connections = [
+            McpConnection(s, loop, transport_for(s, sandbox)) for s in servers if (loop := self._loop)
+        ]
         self._notify = notify
         self.left_out: dict[str, list[str]] = {}  # server -> one line per tool the model cannot use
         self.session_id = ""
+        self.count: Callable[[str], int] | None = None
 
     def start(self) -> None:
         """Start every server at once; each that does not start is one line to the person."""
@@ -58,7 +77,9 @@ class McpServers:
             if not ok:
                 self._notify(f"MCP server {connection.server.name} is not available: {connection.reason}")
 
-    def tools(self, approval: ApprovalPolicy | None = None, stop: threading.Event | None = None) -> list[Tool]:
+    def tools(
+        self, approval: ApprovalPolicy | None = None, stop: threading.Event | None = None
+    ) -> list[Tool]:
         """The tools of every server that started, as `NAME.tool`; each left out is one line."""
         found: list[Tool] = []
         for connection in self.connections:
@@ -85,11 +106,13 @@ class McpServers:
                 del _LIVE[self.session_id]
         for connection in self.connections:
             connection.close()
-        self._loop.close()
+        if self._loop is not None:
+            self._loop.close()
 
-    def status(self, count: Callable[[str], int] | None = None) -> list[str]:
-        """For `/mcp`: each server, its state and tools (with what their schemas cost in tokens)."""
-        lines = []
+    def status(self) -> list[str]:
+        """For `/mcp`: each server, its state and tools, and what their schemas cost in tokens - counted
+        as the room's budget counts every tool (avibe/agent/view.py `tool_tokens`)."""
+        lines, count = [], self.count
         for connection in self.connections:
             server = connection.server
             state = connection.state + (f" ({connection.reason})" if connection.reason else "")
@@ -104,5 +127,8 @@ class McpServers:
             if connection.junk:
                 lines.append(f"  printed {connection.junk} line(s) on stdout that were not MCP (skipped)")
             if connection.list_changed:
-                lines.append("  its tools changed since the session started: the new list is offered from the next session")
+                lines.append(
+                    "  its tools changed since the session started: the new list is offered from the next "
+                    "session"
+                )
         return lines

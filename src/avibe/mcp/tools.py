@@ -54,7 +54,9 @@ def spec_for(server: str, tool: Any) -> ToolSpec | str:
     """The ToolSpec the model is offered for an SDK `Tool`, or why it is left out (one line)."""
     name = f"{server}.{tool.name}"
     if not TOOL_NAME.fullmatch(tool.name) or len(name) > MAX_NAME:
-        return f"{name[:80]!r} is left out: a tool name must be letters, digits, '_' or '-', {MAX_NAME} in all"
+        return (
+            f"{name[:80]!r} is left out: a tool name must be letters, digits, '_' or '-', {MAX_NAME} in all"
+        )
     problem = schema_problem(tool.input_schema)
     if problem is not None:
         return f"{name} is left out: {problem}"
@@ -69,11 +71,11 @@ def spec_for(server: str, tool: Any) -> ToolSpec | str:
 def render(outcome: CallOutcome, name: str, timeout_s: float) -> ToolResult:
     """A call's outcome as tool output: what the server returned, or one line saying why not."""
     if outcome.end == "timeout":
-        return ToolResult(f"{name}: no answer within {timeout_s:g} s; the call was cancelled. The server "
-                          "may be slow or stuck: try once more later, or go on without it.", is_error=True)  # fmt: skip
+        why = f"no answer within {timeout_s:g} s; the call was cancelled. The server may be slow or stuck"
+        return ToolResult(f"{name}: {why}: try once more later, or go on without it.", is_error=True)
     if outcome.end == "stopped":
-        return ToolResult(f"{name}: stopped by the user (Ctrl-C) after {outcome.seconds:.1f} s; the server "
-                          "was told to cancel the call, which may have done part of its work.", is_error=True)  # fmt: skip
+        why = f"stopped by the user (Ctrl-C) after {outcome.seconds:.1f} s; the server was told to cancel"
+        return ToolResult(f"{name}: {why} the call, which may have done part of its work.", is_error=True)
     if outcome.end == "down":
         return ToolResult(f"{name}: the MCP server is not available: {outcome.detail}", is_error=True)
     result = outcome.result
@@ -107,7 +109,8 @@ def _part(block: Any) -> str:
         mime = f", {resource.mime_type}" if resource.mime_type else ""
         if getattr(resource, "text", None) is not None:
             return f"[resource <{resource.uri}>{mime}]\n{resource.text}"
-        return f"[resource <{resource.uri}>{mime}: {_size(getattr(resource, 'blob', ''))} of binary data, not shown]"
+        size = _size(getattr(resource, "blob", ""))
+        return f"[resource <{resource.uri}>{mime}: {size} of binary data, not shown]"
     return f"[{kind or 'unknown'} content, not shown]"
 
 
@@ -135,7 +138,9 @@ class McpTool:
             shown = json.dumps(dict(arguments), ensure_ascii=False, indent=1)
             try:
                 self._approval.check_call(
-                    self._spec.name, f"MCP server {server.name}: {server.target}", cut_text(shown, "", _ARGUMENTS_SHOWN)
+                    self._spec.name,
+                    f"MCP server {server.name}: {server.target}",
+                    cut_text(shown, "", _ARGUMENTS_SHOWN),
                 )
             except ToolError as exc:
                 return ToolResult(str(exc), is_error=True)

@@ -38,6 +38,7 @@ HELP: Final = """Commands
   /checkpoints [--show N | --diff N M]
                         this session's checkpoints: list, one whole (mind, memo, scene), diff two minds
   /skills               the skills Vibey can load
+  /mcp                  the MCP servers: started or not (and why), their tools, what they cost in tokens
   /plain                replies as written, or (again) rendered as markdown
   /help                 this list;  /quit  leave (the session stays resumable)
 Keys
@@ -46,8 +47,8 @@ Keys
   PageUp / PageDown scroll the conversation; scrolled up, it stays put - PageDown to the end follows again"""
 
 NAMES: Final = (
-    "new", "sessions", "rename", "resume", "model", "agent", "log", "checkpoints", "skills", "plain", "help",
-    "quit", "exit",
+    "new", "sessions", "rename", "resume", "model", "agent", "log", "checkpoints", "skills", "mcp", "plain",
+    "help", "quit", "exit",
 )  # fmt: skip
 
 
