@@ -91,7 +91,8 @@ def render(outcome: CallOutcome, name: str, timeout_s: float) -> ToolResult:
 
 
 def _size(data: str | None) -> str:
-    return f"{len(data or '') * 3 // 4:,} bytes"  # base64: 4 characters for 3 bytes
+    text = (data or "").strip()
+    return f"{len(text) * 3 // 4 - text[-2:].count('='):,} bytes"  # base64: 4 characters for 3 bytes
 
 
 def _part(block: Any) -> str:
