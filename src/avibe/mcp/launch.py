@@ -46,7 +46,9 @@ def stdio_parameters(server: McpServer, sandbox: SandboxPolicy) -> StdioServerPa
     sandbox.check()
     sandbox.make_folders()
     policy = dataclasses.replace(sandbox, network=server.network)
-    argv = [*policy.bwrap_args(), "--chdir", str(cwd), "--", server.command, *server.args]
+    options = policy.bwrap_args()  # they end with `--chdir WORKDIR`: the server's own cwd instead
+    options = options[:-2] if options[-2:-1] == ["--chdir"] else options
+    argv = [*options, "--chdir", str(cwd), "--", server.command, *server.args]
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
 
 
