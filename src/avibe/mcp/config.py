@@ -33,7 +33,8 @@ DEFAULT_RESTARTS: Final = 2
 MAX_TIMEOUT_S: Final = 3600.0
 # A server's name is the first half of its tools' names (`NAME.tool`): letters, digits, `-` and single
 # `_`, so that the hosted providers' `NAME__tool` (no dot allowed there) maps back unambiguously.
-NAME: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_)){0,31}")
+# (An `_` is never last nor doubled: `a_.b` would go as `a___b` and come back as `a._b`; a test checks.)
+NAME: Final = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]|_(?=[A-Za-z0-9-])){0,31}")
 _KEYS: Final = frozenset(
     {"command", "args", "env", "cwd", "url", "headers", "network", "timeout_s", "startup_timeout_s",
      "restarts", "enabled"}
@@ -117,7 +118,7 @@ def _switch(value: object, where: str) -> bool:
 def check_name(name: str, where: str) -> str:
     if not NAME.fullmatch(name):
         raise ConfigError(
-            f"{where}: the server name {name!r} must be 1-32 letters, digits, '-' or single '_' (it "
+            f"{where}: the server name {name!r} must be 1-32 letters, digits, '-' or single '_' inside (it "
             "prefixes its tools' names)"
         )
     return name
