@@ -31,7 +31,9 @@ def start(tmp_path: Path) -> Iterator[Callable[..., McpServers]]:
     opened: list[McpServers] = []
 
     def started(*servers: McpServer, sandbox: SandboxPolicy | None = None, notify=None) -> McpServers:  # type: ignore[no-untyped-def]
-        found = McpServers(servers, sandbox or SandboxPolicy("full-access", tmp_path), notify or (lambda line: None))
+        found = McpServers(
+            servers, sandbox or SandboxPolicy("full-access", tmp_path), notify or (lambda line: None)
+        )
         opened.append(found)
         found.start()
         return found

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from avibe.config import load_settings
-from avibe.errors import ConfigError
+from avibe.errors import ConfigError, ToolError
 from avibe.mcp.config import NAME, McpServer, from_claude_json, from_codex_toml, parse_mcp_table
 from avibe.mcp.edit import added, configured, removed
 from avibe.mcp.tools import TOOL_NAME, spec_for
@@ -26,7 +26,12 @@ def test_a_server_table_is_checked_key_by_key() -> None:
     (server,) = parse_mcp_table(
         {"servers": {"tracker": {"command": "uvx", "args": ["t"], "env": {"T": "1"}, "network": "on"}}}, "f"
     )
-    assert (server.command, server.args, dict(server.env), server.network) == ("uvx", ("t",), {"T": "1"}, True)
+    assert (server.command, server.args, dict(server.env), server.network) == (
+        "uvx",
+        ("t",),
+        {"T": "1"},
+        True,
+    )
     bad = {
         "both": {"command": "x", "url": "http://h/mcp"},
         "neither": {},
@@ -70,8 +75,9 @@ def test_the_environment_cannot_add_servers(tmp_path: Path) -> None:
 
 
 def test_claude_and_codex_files_import() -> None:
-    claude = {"mcpServers": {"gh": {"command": "npx", "args": ["-y", "gh"], "env": {"T": "1"}},
-                             "docs": {"type": "http", "url": "https://d/mcp", "headers": {"A": "b"}}}}  # fmt: skip
+    gh_table = {"command": "npx", "args": ["-y", "gh"], "env": {"T": "1"}}
+    docs_table = {"type": "http", "url": "https://d/mcp", "headers": {"A": "b"}}
+    claude = {"mcpServers": {"gh": gh_table, "docs": docs_table}}
     gh, docs = from_claude_json(claude, ".mcp.json")
     assert (gh.target, docs.transport, dict(docs.headers)) == ("npx -y gh", "http", {"A": "b"})
     with pytest.raises(ConfigError, match="SSE"):
@@ -132,6 +138,8 @@ def test_ask_shows_server_tool_and_arguments_and_always_covers_the_tool() -> Non
         ("tracker.create", "call", '{"title": "x"}', "MCP server tracker: uvx tracker-mcp")
     ]
     refusing = ApprovalPolicy("ask", approver=lambda request: "no")
-    with pytest.raises(Exception, match="did not approve: it will not call 'tracker.create'"):
+    with pytest.raises(ToolError, match=r"did not approve: it will not call 'tracker\.create'"):
         refusing.check_call("tracker.create", "MCP server tracker", "{}")
-    ApprovalPolicy("auto", approver=lambda request: pytest.fail("auto never asks")).check_call("t.x", "s", "{}")
+    ApprovalPolicy("auto", approver=lambda request: pytest.fail("auto never asks")).check_call(
+        "t.x", "s", "{}"
+    )

@@ -72,4 +72,6 @@ def test_environment_is_the_allow_list_plus_its_env_and_stderr_goes_to_the_log(
     assert call(box, "demo.environment", name="OPENAI_API_KEY") == "(unset)"
     assert call(box, "demo.environment", name="TRACKER_TOKEN") == "t-123"
     assert call(box, "demo.environment", name="HOME") == "/tmp/home"
-    assert any(r.name == "avibe.mcp.server" and "demo server starting" in r.getMessage() for r in caplog.records)
+    assert any(
+        r.name == "avibe.mcp.server" and "demo server starting" in r.getMessage() for r in caplog.records
+    )

@@ -189,6 +189,7 @@ class _VibeyBuilder:
             waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
         )
         sources = (JobsSource(jobs), feeds, delegations)
+
         # what a background job of the agent's left before it was stopped: settled after the host stops
         def after_close() -> None:
             watch.settle()
