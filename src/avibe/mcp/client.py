@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import logging
 import os
 import threading
@@ -36,8 +37,9 @@ logging.getLogger("mcp").addHandler(logging.NullHandler())
 T = TypeVar("T")
 State = Literal["not started", "ready", "down", "stopped"]
 _POLL_S: Final = 0.05
+_STOP_S: Final = 15  # the SDK's own shutdown waits at most ~6.5 s (stdin closed, SIGTERM, SIGKILL)
 _LINE_CHARS: Final = 300
-CallEnd = Literal["ok", "timeout", "stopped", "down"]
+CallEnd = Literal["ok", "timeout", "stopped", "down", "error"]
 
 
 class EventLoop:
@@ -112,6 +114,7 @@ class McpConnection:
         self._session: Any = None
         self._closing: asyncio.Event | None = None
         self._task: concurrent.futures.Future[None] | None = None
+        self._running: asyncio.Task[Any] | None = None
 
     @property
     def restarts_left(self) -> int:
@@ -148,6 +151,7 @@ class McpConnection:
         from mcp import ClientSession
 
         self._closing = asyncio.Event()
+        self._running = asyncio.current_task()
         try:
             async with AsyncExitStack() as stack:
                 read, write = await stack.enter_async_context(self._transport(self))
@@ -198,25 +202,40 @@ class McpConnection:
             if _closed(result):
                 self._down(f"it stopped during the call ({_why(result)})")
                 return CallOutcome("down", detail=self.reason, seconds=seconds)
-            return CallOutcome("down", detail=_why(result), seconds=seconds)
+            return CallOutcome("error", detail=_why(result), seconds=seconds)  # e.g. a JSON-RPC error
         return CallOutcome(end, result, seconds=seconds)
 
     def stop_task(self) -> None:
-        """End the connection (the SDK stops a stdio server: stdin closed, then SIGTERM, SIGKILL)."""
-        task, closing = self._task, self._closing
+        """End the connection (the SDK stops a stdio server: stdin closed, then SIGTERM, SIGKILL, each
+        wait bounded): a ready one is asked to close, one still starting is cancelled; either way this
+        returns once the server is gone (or after _STOP_S, logged)."""
+        task, closing, running = self._task, self._closing, self._running
         self._task = None
-        if task is None:
+        if task is None or task.done():
             return
-        if closing is not None:
+        if self.state == "ready" and closing is not None:
             self._loop.loop.call_soon_threadsafe(closing.set)
+            ended: concurrent.futures.Future[Any] = task
+        else:
+            assert running is not None  # set before the task first awaits
+            ended = self._loop.submit(_cancelled(running))
         try:
-            task.result(timeout=10)
-        except BaseException:  # it failed before: its reason is already kept
-            task.cancel()
+            ended.result(timeout=_STOP_S)
+        except concurrent.futures.CancelledError:
+            pass
+        except Exception as exc:  # it failed: its reason is already kept
+            log.info("MCP server %s: stopped (%s)", self.server.name, _why(exc))
 
     def close(self) -> None:
         self.stop_task()
         self.state = "stopped" if self.state == "ready" else self.state
+
+
+async def _cancelled(task: asyncio.Task[Any]) -> None:
+    """Cancel `task` and wait until its cleanup (the server's shutdown, shielded in the SDK) is done."""
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
 
 
 async def _awaited(awaitable: Awaitable[T]) -> T | BaseException:

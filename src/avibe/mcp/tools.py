@@ -76,6 +76,8 @@ def render(outcome: CallOutcome, name: str, timeout_s: float) -> ToolResult:
     if outcome.end == "stopped":
         why = f"stopped by the user (Ctrl-C) after {outcome.seconds:.1f} s; the server was told to cancel"
         return ToolResult(f"{name}: {why} the call, which may have done part of its work.", is_error=True)
+    if outcome.end == "error":
+        return ToolResult(f"{name}: the server answered with an error: {outcome.detail}", is_error=True)
     if outcome.end == "down":
         return ToolResult(f"{name}: the MCP server is not available: {outcome.detail}", is_error=True)
     result = outcome.result
