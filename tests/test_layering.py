@@ -20,7 +20,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "avibe"
 
-ADAPTERS = ("avibe.store", "avibe.providers", "avibe.tools", "avibe.sources", "avibe.backends")
+ADAPTERS = ("avibe.store", "avibe.providers", "avibe.tools", "avibe.sources", "avibe.backends", "avibe.mcp")
 EDGES = ("avibe.cli", "avibe.tui", "avibe.web", "avibe.config", "avibe.compose")
 ORCHESTRATION = ("avibe.host", "avibe.agent", "avibe.ingress")
 # adapters are passed in: they never call back up into orchestration or the edges
@@ -41,6 +41,7 @@ FORBIDDEN: dict[str, tuple[str, ...]] = {
     "avibe.tools": ADAPTER_NEVER,
     "avibe.sources": ADAPTER_NEVER,
     "avibe.backends": ADAPTER_NEVER,
+    "avibe.mcp": ADAPTER_NEVER,
 }
 # values may raise the harness's own errors (a stored state document of the wrong shape, record/state.py)
 ALLOWED_INSIDE = {

@@ -20,7 +20,14 @@ CLI_DOC = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
 PAGES = {"README.md": README} | {
     f"docs/{page.name}": page.read_text(encoding="utf-8") for page in sorted((ROOT / "docs").glob("*.md"))
 }
-GROUPS = {"skill", "watch", "timer", "callback", "config"}  # the command groups: `vibe watch add --help`
+GROUPS = {
+    "skill",
+    "watch",
+    "timer",
+    "callback",
+    "config",
+    "mcp",
+}  # the command groups: `vibe watch add --help`
 
 
 def _quickstart() -> list[str]:

@@ -163,6 +163,7 @@ _COMMAND_MODULES: tuple[str, ...] = (
     "log",
     "inspect",
     "agents",
+    "mcp",
     "config",
 )
 

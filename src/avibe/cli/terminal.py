@@ -243,7 +243,7 @@ class TerminalApprover:
     ANSWERS: Final = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
 
     def __call__(self, request: ApprovalRequest) -> Decision:
-        verb = "run" if request.action == "command" else "change"
+        verb = {"command": "run", "call": "call"}.get(request.action, "change")
         detail = f" ({request.detail})" if request.detail else ""
         lines = terminal_safe(request.subject).splitlines() or [""]
         count = f" - {len(lines)} lines" if verb == "run" and len(lines) > 1 else ""

@@ -41,6 +41,7 @@ from avibe.prompts import fill
 from avibe.record.entries import Source
 
 if TYPE_CHECKING:
+    from avibe.mcp.servers import McpServers
     from avibe.sources.background import BackgroundJobs
     from avibe.sources.delegations import Delegations
     from avibe.store.provenance import ProvenanceLedger
@@ -118,6 +119,7 @@ class _VibeyBuilder:
         self.compaction = settings.compaction
 
     def __call__(self, ports: HostPorts) -> SessionParts[Vibey]:
+        from avibe.mcp.servers import start_servers
         from avibe.providers import is_local, open_counter
         from avibe.sources.background import BackgroundJobs
         from avibe.sources.delegations import Delegations
@@ -140,7 +142,10 @@ class _VibeyBuilder:
         )
         feeds = feeds_for(store, ports, self.clock, settings, workdir)  # issue 12
         ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
-        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports, ledger)
+        # MCP servers (docs/mcp.md): started now, their tools offered for the session, stopped after it
+        notice = lambda line: self.events(Notice(line))  # noqa: E731
+        mcp = start_servers(settings.mcp_servers, sandbox, notice, session_id, counter.count)
+        toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports, ledger, mcp)
         # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
         instructions = _instruction_files(
             workdir, skill_dirs, ledger, sandbox.own.identities, lambda line: self.events(Notice(line))
@@ -189,12 +194,17 @@ class _VibeyBuilder:
             waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
         )
         sources = (JobsSource(jobs), feeds, delegations)
+
         # what a background job of the agent's left before it was stopped: settled after the host stops
-        return SessionParts(vibey, vibey, sources, events, queued=feeds.queued, after_close=watch.settle)
+        def after_close() -> None:
+            watch.settle()
+            mcp.close()
+
+        return SessionParts(vibey, vibey, sources, events, queued=feeds.queued, after_close=after_close)
 
     def _toolbox(
         self, jobs: BackgroundJobs, delegations: Delegations, skill_dirs: list[Path], sandbox: SandboxPolicy,
-        ports: HostPorts, ledger: ProvenanceLedger,
+        ports: HostPorts, ledger: ProvenanceLedger, mcp: McpServers,
     ) -> ToolBox:  # fmt: skip
         """Vibey's tools: the files, the shell (background jobs too), skills, the record, and the other
         sessions (send, delegate), each asking the approver where the settings say so."""
@@ -224,6 +234,7 @@ class _VibeyBuilder:
                 delegate=delegations.start,
                 workers=delegate_workers(settings, self.model_name),
             )
+            + mcp.tools(approval, ports.stop)  # `NAME.tool`: asks in ask mode; Ctrl-C cancels a call
         )
 
 

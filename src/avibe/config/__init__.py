@@ -42,6 +42,8 @@ to set.
 |               |                          | are covered in the sandbox; on (yours only)          |
 | deny, allow_commands, allow_writes | the `[rules]` table of a config.toml | none (issue 11 item 9) |
 | trusted_projects | - (the user's config.toml only) | none: no project config loosens anything     |
+| mcp           | - (`[mcp.servers.NAME]` tables in a config.toml) | none; a project's only when trusted |
+|               |                          | (avibe.config.mcp, docs/mcp.md)                     |
 
 `[rules]` (e.g. `deny = ["vendor/**"]`): the file tools never change a path a deny rule matches; the
 deny rules of every file add up (a rule only ever refuses more), while `allow_commands` and
@@ -69,6 +71,7 @@ from avibe.config.layers import (
     checked_layer,
     user_config_file,
 )
+from avibe.config.mcp import mcp_servers
 from avibe.config.settings import Settings
 from avibe.config.trust import RULE_KEYS, TRUST_KEY, TRUSTED_ONLY, Sources, trusted_folders
 from avibe.config.values import (
@@ -186,5 +189,6 @@ def load_settings(
         network=sources.tightened("network", parse_switch, stricter_switch),
         host_sockets=sources.tightened("host_sockets", parse_switch, stricter_switch),
         trusted_projects=tuple(trusted_folders(sources.user)),
+        mcp_servers=mcp_servers(sources),
     )
     return replace(settings, warnings=tuple(sources.warnings), announcements=announcements(sources, settings))

@@ -25,7 +25,7 @@ from avibe.errors import ConfigError
 
 PROJECT_CONFIG: Final = Path(".avibe") / "config.toml"
 PROJECT_CONFIG_MAX_BYTES: Final = 1024 * 1024  # a settings file; more is refused with one line
-MAX_DEPTH: Final = 8  # tables and lists within each other: the settings need 3 ([rules] deny = [...])
+MAX_DEPTH: Final = 8  # tables and lists within each other: [mcp.servers.NAME] args = [...] needs 4
 
 
 def user_config_file() -> Path:
@@ -55,6 +55,7 @@ class _Layers(BaseSettings):
     network: str | None = None
     host_sockets: str | None = None
     trusted_projects: list[str] | None = None  # read from the user's config only
+    mcp: dict[str, Any] | None = None  # [mcp.servers.NAME] (avibe.config.mcp), from the files only
 
 
 class _MappingEnv(EnvSettingsSource):
@@ -64,7 +65,8 @@ class _MappingEnv(EnvSettingsSource):
         self._environ = {
             key: value
             for key, value in environ.items()
-            if key.startswith("AVIBE_") and key != "AVIBE_TRUSTED_PROJECTS"  # trust: the user's file only
+            # trust: the user's file only; MCP servers: the config files only (avibe.config.mcp)
+            if key.startswith("AVIBE_") and key not in ("AVIBE_TRUSTED_PROJECTS", "AVIBE_MCP")
         }
         super().__init__(settings_cls)
 

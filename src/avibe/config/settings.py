@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from avibe.mcp.config import McpServer
 from avibe.tightening import Remembered
 
 
@@ -29,6 +30,7 @@ class Settings:
     network: bool = False  # sandboxed commands reach the network (issue 48; avibe/tools/sandbox.py)
     host_sockets: bool = False  # sandboxed commands reach the host's Unix sockets (avibe/tools/reach.py)
     trusted_projects: tuple[Path, ...] = ()  # resolved; their .avibe/ is read-only in any sandbox
+    mcp_servers: tuple[McpServer, ...] = ()  # the MCP servers in force (avibe.config.mcp, docs/mcp.md)
     # Issue 27 item 1: what every start says on stderr (one line each, `vibe: ` in front): project values
     # ignored because they would loosen, then the loosened settings in force.
     warnings: tuple[str, ...] = ()

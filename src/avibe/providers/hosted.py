@@ -86,7 +86,7 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
                 {
                     "id": c.id,
                     "type": "function",
-                    "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    "function": {"name": wire_name(c.name), "arguments": json.dumps(c.arguments)},
                 }
                 for c in m.tool_calls
             ]
@@ -98,11 +98,22 @@ def to_openai_messages(messages: Sequence[ChatMessage]) -> list[dict[str, Any]]:
     return out
 
 
+def wire_name(name: str) -> str:
+    """A tool's name as the providers take it: an MCP tool's `server.tool` as `server__tool` (OpenAI and
+    Anthropic allow no dot; a server's name never holds `__`, avibe/mcp/config.py)."""
+    return name.replace(".", "__", 1)
+
+
+def our_name(name: str) -> str:
+    """The tool a provider's name stands for (`wire_name` undone; Vibey's own tools hold no `__`)."""
+    return name.replace("__", ".", 1)
+
+
 def to_openai_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [
         {
             "type": "function",
-            "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+            "function": {"name": wire_name(t.name), "description": t.description, "parameters": t.parameters},
         }
         for t in tools
     ]
@@ -338,7 +349,7 @@ def _tool_call(raw: Any, model: str) -> ToolCall:
         ) from exc
     if not isinstance(parsed, dict):
         raise BadResponse(f"{model}: tool call arguments are not an object; retry the turn", str(arguments))
-    return ToolCall(id=str(raw.id or ""), name=str(raw.function.name), arguments=parsed)
+    return ToolCall(id=str(raw.id or ""), name=our_name(str(raw.function.name)), arguments=parsed)
 
 
 def usage_of(response: Any) -> Usage:

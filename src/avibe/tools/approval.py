@@ -55,7 +55,7 @@ RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
 MAX_RULES: Final = 1000  # patterns per list: more is refused with one line
 ApprovalMode = Literal["auto", "ask"]
 Decision = Literal["yes", "no", "always"]
-Action = Literal["command", "write"]
+Action = Literal["command", "write", "call"]  # call: an MCP server's tool (avibe/mcp)
 # Characters that chain, redirect or substitute: a command holding one is never covered by an allow rule.
 _SHELL_CONTROL: Final = re.compile(r"[;&|`<>\n\r]|\$\(")
 
@@ -199,23 +199,31 @@ class ApprovalPolicy:
         if self.mode == "ask" and command_allowed(self.rules.allow_commands, command) is None:
             self._ask(ApprovalRequest("shell", "command", command.strip()))
 
+    def check_call(self, tool: str, server: str, arguments: str) -> None:
+        """Raise ToolError unless the MCP tool `tool` (`server.tool`) may be called now: in ask mode the
+        person sees the server (`server`: its name and what it runs), the tool and the `arguments`;
+        "always" covers that tool, whatever the arguments, for the rest of the session."""
+        if self.mode == "ask":
+            self._ask(ApprovalRequest(tool, "call", arguments, server))
+
     def _ask(self, request: ApprovalRequest) -> None:
-        key = (request.action, request.subject)
+        key = (request.action, request.tool if request.action == "call" else request.subject)
         if key in self._always:
             return
-        what = "run" if request.action == "command" else "change"
+        what = {"command": "run", "call": "call"}.get(request.action, "change")
+        subject = request.tool if request.action == "call" else request.subject
         if self.approver is None:
             allowed = self.rules.allow_commands if request.action == "command" else self.rules.allow_writes
             covered = ", ".join(allowed) or "nothing"
             raise ToolError(
                 f"{request.tool}: the approval mode is ask and nobody can approve here (no terminal "
-                f"to ask), so it will not {what} '{request.subject}'. Without asking, the rules allow: "
+                f"to ask), so it will not {what} '{subject}'. Without asking, the rules allow: "
                 f"{covered}. Do what you can within them, or stop and say what you need."
             )
         decision = self.approver(request)
         if decision == "no":
             raise ToolError(
-                f"{request.tool}: the person did not approve: it will not {what} '{request.subject}'. "
+                f"{request.tool}: the person did not approve: it will not {what} '{subject}'. "
                 "Do not try it again another way; go on without it or ask the person."
             )
         if decision == "always":

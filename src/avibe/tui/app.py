@@ -344,6 +344,8 @@ class ChatApp(App[None]):
             self._compaction(args)
         elif name == "skills":
             self._output(self.cli.run(["skill", "list", "--workdir", str(self.workdir)]))
+        elif name == "mcp":  # the session's live servers: this process hosts it
+            self._output(self.cli.run(["mcp", "list", *with_session(args, session)]))
         elif name == "sessions":
             self._sessions()
         elif name == "rename":

@@ -40,6 +40,7 @@ HELP: Final = """Commands
   /compaction [NAME]    how Vibey makes room when the context fills: checkpoint (the default), handoff,
                         rewrite, anchored, mask, truncate, full
   /skills               the skills Vibey can load
+  /mcp                  the MCP servers: started or not (and why), their tools, what they cost in tokens
   /plain                replies as written, or (again) rendered as markdown
   /help                 this list;  /quit  leave (the session stays resumable)
 Keys
@@ -49,7 +50,7 @@ Keys
 
 NAMES: Final = (
     "new", "sessions", "rename", "resume", "model", "agent", "compaction", "log", "checkpoints", "skills",
-    "plain", "help", "quit", "exit",
+    "mcp", "plain", "help", "quit", "exit",
 )  # fmt: skip
 
 

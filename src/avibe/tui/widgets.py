@@ -326,7 +326,7 @@ class ApprovalBar(Vertical, can_focus=True):
         self.body = VerticalScroll(Static(self.question), classes="approval-body", can_focus=False)
         self.ask = Static(Text(""), classes="approval-ask")
         self.seen_end = False  # every line has been on the screen
-        verb = "run" if request.action == "command" else "change"
+        verb = {"command": "run", "call": "call"}.get(request.action, "change")
         detail = f" ({request.detail})" if request.detail else ""
         count = f" - {self.lines} lines" if self.lines != 1 else " - 1 line"
         self.header = f"{request.tool} wants to {verb}{detail}{count if verb == 'run' else ''}:"
