@@ -137,6 +137,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command: -h as its peers take it
 )
 
 
@@ -144,7 +145,9 @@ app = typer.Typer(
 def _root(
     show_version: Annotated[
         bool,
-        typer.Option("--version", help="Print the version and exit.", callback=_show_version, is_eager=True),
+        typer.Option(
+            "--version", "-v", help="Print the version and exit.", callback=_show_version, is_eager=True
+        ),
     ] = False,
 ) -> None:
     """Avibe: run Vibey, inspect the record and its checkpoints."""

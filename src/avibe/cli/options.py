@@ -217,19 +217,21 @@ DemoWorkdirOpt = Annotated[
 # -- the pre-flight check (issue 11 item 8) ------------------------------------------------------------
 
 
-def preflight_model(name: str, settings: Settings) -> None:
+def preflight_model(name: str, settings: Settings, *, fetch: bool = False) -> None:
     """Check, before a session or database file is created, that `name` can run here: an embedded model
     is installed, a `local:` file is a GGUF file, a self-hosted server's window is set, a hosted model's
     API key is in the environment. Raises AvibeError with one line saying what to set; also logged (U2).
-    Loads no model; imports LiteLLM (~2 s) only for a hosted model."""
+    Loads no model; imports LiteLLM (~2 s) only for a hosted model. `fetch`: an embedded model that is
+    not here yet is fetched now, its progress on stderr (a person at a terminal, on first use); without
+    it the error names `vibe models install` (a script never downloads a gigabyte unasked)."""
     try:
-        _preflight(name, settings)
+        _preflight(name, settings, fetch)
     except AvibeError as exc:
         log.warning("model %r refused before the start: %s", name, exc)
         raise
 
 
-def _preflight(name: str, settings: Settings) -> None:
+def _preflight(name: str, settings: Settings, fetch: bool) -> None:
     from avibe.providers import check_model_name, model_facts, needs_window
     from avibe.providers.modelfile import (
         EMBEDDED_MODELS,
@@ -242,7 +244,12 @@ def _preflight(name: str, settings: Settings) -> None:
     check_model_name(name)
     if name in EMBEDDED_MODELS:
         spec = EMBEDDED_MODELS[name]
-        verify_model_file(model_path(settings.model_cache, spec), spec, records=records_dir(settings.home))
+        path = model_path(settings.model_cache, spec)
+        if fetch and not path.exists():
+            from avibe.cli.models import fetch_model
+
+            fetch_model(spec, settings, first_use=True)
+        verify_model_file(path, spec, records=records_dir(settings.home))
         return
     if name.startswith("local:"):
         check_gguf(Path(name.removeprefix("local:")).expanduser())

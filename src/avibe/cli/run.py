@@ -145,7 +145,8 @@ def run(
                 timeout_s=agent_timeout,
             )
         )
-    preflight_model(model_name, settings)  # before a session or a database file exists
+    # before a session or a database file exists; at a terminal a model not fetched yet is fetched now
+    preflight_model(model_name, settings, fetch=sys.stderr.isatty())
     log_path = log_to_file(settings)
     printer = EventPrinter(verbose=verbose, json_lines=json_lines)
     sent = False

@@ -163,7 +163,7 @@ class ChatApp(App[None]):
             self._busy_since = time.monotonic() if update.busy else None
             self.state = "working" if update.busy else "idle"
         elif isinstance(update, Cancelled):
-            self._say(f"step cancelled (Ctrl-C); the record says so at #{update.seq}", "notice")
+            self._say("step cancelled (Ctrl-C)", "notice")  # one short line; the model's note: the record
         elif isinstance(update, Failure):
             self._say(update.message, "error")
         elif isinstance(update, OpenFailed):
@@ -257,21 +257,20 @@ class ChatApp(App[None]):
         self.driver.answer(message.decision)
 
     async def action_interrupt(self) -> None:
-        """Ctrl-C: answer no to a question, else cancel the running step; again (soon, or while the
-        cancel is still under way) quit."""
+        """Ctrl-C: answer no to a question, else stop the running step; while a step runs or is being
+        stopped, Ctrl-C only stops (again) - it never quits then, so pressing it twice to be sure loses
+        nothing; idle, a second Ctrl-C soon after the first quits."""
         now = time.monotonic()
-        again = now - self._last_interrupt < QUIT_AGAIN_S or self.state == "cancelling"
-        self._last_interrupt = now
+        stopping = self._ask is not None or self.driver.busy or self.state == "cancelling"
+        again = not stopping and now - self._last_interrupt < QUIT_AGAIN_S
+        self._last_interrupt = 0.0 if stopping else now  # only idle presses count towards quitting
         if self._ask is not None:
             self.on_approval_bar_answered(ApprovalBar.Answered("no"))
+        if stopping:
             self.driver.cancel()
             self.state = "cancelling"
         elif again:
             await self.action_quit()
-        elif self.driver.busy:
-            self.driver.cancel()
-            self.state = "cancelling"
-            self._say("cancelling the running step… (Ctrl-C again quits)", "notice")
         else:
             self.notify("Ctrl-C again to quit", timeout=QUIT_AGAIN_S)
         self._status()

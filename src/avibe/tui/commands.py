@@ -42,7 +42,7 @@ HELP: Final = """Commands
   /help                 this list;  /quit  leave (the session stays resumable)
 Keys
   Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history · Ctrl-C cancel the running step,
-  twice quit · y / n / a answer an approval · click a tool line to see its arguments and output
+  twice when idle quit · y / n / a answer an approval · click a tool line to see its arguments and output
   PageUp / PageDown scroll the conversation; scrolled up, it stays put - PageDown to the end follows again"""
 
 NAMES: Final = (

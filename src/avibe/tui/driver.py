@@ -400,8 +400,8 @@ class ChatDriver:
         the person's own messages are on the screen already."""
         for entry in live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1)):
             self._shown = max(self._shown, entry.seq)
-            if entry.kind not in ("user", "assistant"):
-                self._notify(InputShown(entry_line(entry)))
+            if entry.kind not in ("user", "assistant") and entry.source != CANCEL_SOURCE:
+                self._notify(InputShown(entry_line(entry)))  # a cancel note is for the model: `Cancelled`
 
     def _turn(self, live: Live) -> None:
         self._cancel.clear()
