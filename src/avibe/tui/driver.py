@@ -33,7 +33,7 @@ from typing import Final, Protocol
 from avibe.agent.interrupted import NOT_STARTED, stopped_text
 from avibe.agent.loop import Vibey
 from avibe.errors import AvibeError, ModelError
-from avibe.host import SessionHost
+from avibe.host.session import STOPPED_BY_PERSON, SessionHost, after_last_stop
 from avibe.host.events import (
     Event,
     EventSink,
@@ -69,7 +69,7 @@ log = logging.getLogger("avibe.tui")
 POLL_S: Final = 0.2
 HISTORY: Final = 60  # record entries shown when a session opens
 TAKE_OVER_S: Final = 5.0  # attached: how long a message waits with nobody hosting before the chat hosts
-CANCEL_SOURCE: Final = Source("harness", name="chat")
+CANCEL_SOURCE: Final = STOPPED_BY_PERSON  # the note says the person stopped the turn: nobody resumes it
 CANCEL_NOTE: Final = (
     "The user pressed Ctrl-C and cancelled the running step; its unfinished reply was dropped. "
     "Tools that had already run did run."
@@ -393,7 +393,7 @@ class ChatDriver:
         cursor = live.host.agent.cursor()
         live.host.after(cursor)  # lets the sources deliver what is due (a finished background job)
         entries = live.store.query(EntryQuery(live.session_id, seq_from=max(cursor, self._floor) + 1))
-        return any(e.kind != "assistant" and e.source != CANCEL_SOURCE for e in entries)
+        return any(e.kind != "assistant" for e in after_last_stop(entries))
 
     def _show_new(self, live: Live) -> None:
         """Inputs that arrived from other sources (watches, timers, callbacks, sessions), with their tag;
