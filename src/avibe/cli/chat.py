@@ -18,9 +18,11 @@ from typing import Annotated
 import typer
 
 from avibe.cli.options import (
+    ApprovalOpt,
     BadArgument,
     ModelOpt,
     NetworkOpt,
+    SandboxOpt,
     SessionOpt,
     StepsOpt,
     WindowOpt,
@@ -156,6 +158,8 @@ def chat(
     workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
     network: NetworkOpt = None,
+    approval: ApprovalOpt = None,
+    sandbox: SandboxOpt = None,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
     ] = False,

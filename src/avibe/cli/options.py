@@ -159,6 +159,31 @@ def check_network(value: str | None) -> str | None:
     return chosen
 
 
+def check_approval(value: str | None) -> str | None:
+    """`--approval ask|auto`: whether the agent's commands and writes outside the allow rules wait for the
+    person's yes (docs/configuration.md). The person's choice for this process, as AVIBE_APPROVAL, which it
+    sets before the settings are read (a project config may still make it stricter, never looser)."""
+    return _person_setting(value, "AVIBE_APPROVAL", ("ask", "auto"))
+
+
+def check_sandbox(value: str | None) -> str | None:
+    """`--sandbox MODE`: where the agent's commands run (read-only, workspace-write, full-access), as
+    AVIBE_SANDBOX for this process."""
+    from avibe.tools.layout import MODES
+
+    return _person_setting(value, "AVIBE_SANDBOX", MODES)
+
+
+def _person_setting(value: str | None, variable: str, choices: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    chosen = value.strip().lower()
+    if chosen not in choices:
+        raise typer.BadParameter(f"{shown(value)} is not one of {', '.join(choices)}")
+    os.environ[variable] = chosen
+    return chosen
+
+
 # -- the option types (typer.Annotated) ----------------------------------------------------------------
 
 TaskArg = Annotated[
@@ -167,7 +192,7 @@ TaskArg = Annotated[
 ModelOpt = Annotated[
     str | None,
     typer.Option(
-        "--model", "-m", help="Model name (default: $AVIBE_MODEL or embedded).", callback=check_model
+        "--model", "-m", help="Model name (default: $AVIBE_MODEL, else embedded-1.5b).", callback=check_model
     ),
 ]
 WindowOpt = Annotated[
@@ -201,6 +226,24 @@ NetworkOpt = Annotated[
         help="on: the agent's sandboxed commands may use the network (default off: none, loopback "
         "included; the setting is network / AVIBE_NETWORK).",
         callback=check_network,
+    ),
+]
+ApprovalOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--approval",
+        help="ask: commands and writes outside the allow rules wait for your yes (a write shows its diff); "
+        "auto (the default): they run at once, inside the sandbox. The setting is approval / AVIBE_APPROVAL.",
+        callback=check_approval,
+    ),
+]
+SandboxOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        help="Where the agent's commands run: workspace-write (the default), read-only or full-access "
+        "(the setting is sandbox / AVIBE_SANDBOX).",
+        callback=check_sandbox,
     ),
 ]
 DemoWorkdirOpt = Annotated[

@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 
 from avibe.cli.options import (
+    ApprovalOpt,
     BadArgument,
     ModelOpt,
     NetworkOpt,
+    SandboxOpt,
     SessionOpt,
     StepsOpt,
     WindowOpt,
@@ -87,6 +89,8 @@ def run(
     workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
     network: NetworkOpt = None,
+    approval: ApprovalOpt = None,
+    sandbox: SandboxOpt = None,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
     ] = False,

@@ -33,7 +33,6 @@ from typing import Final, Protocol
 from avibe.agent.interrupted import NOT_STARTED, stopped_text
 from avibe.agent.loop import Vibey
 from avibe.errors import AvibeError, ModelError
-from avibe.host.session import STOPPED_BY_PERSON, SessionHost, after_last_stop
 from avibe.host.events import (
     Event,
     EventSink,
@@ -44,6 +43,7 @@ from avibe.host.events import (
     ToolCalled,
     TurnEnded,
 )
+from avibe.host.session import STOPPED_BY_PERSON, SessionHost, after_last_stop
 from avibe.ports import RecordStore, ToolResult
 from avibe.record.entries import CallRecord, Entry, EntryQuery, SessionInfo, Source
 from avibe.record.messages import ToolCall
