@@ -289,7 +289,7 @@ def _preflight(name: str, settings: Settings, fetch: bool) -> None:
         spec = EMBEDDED_MODELS[name]
         path = model_path(settings.model_cache, spec)
         if fetch and not path.exists():
-            from avibe.cli.models import fetch_model
+            from avibe.cli.fetch import fetch_model
 
             fetch_model(spec, settings, first_use=True)
         verify_model_file(path, spec, records=records_dir(settings.home))
