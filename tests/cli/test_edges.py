@@ -131,8 +131,12 @@ def test_the_exit_code_rule(env: dict[str, str | None], home: Path) -> None:
 def test_version_help_and_completion(env: dict[str, str | None]) -> None:
     from importlib.metadata import version
 
-    shown = _vibe(env, "--version")
-    assert (shown.exit_code, shown.stdout.strip()) == (0, f"vibe (avibe) {version('avibe')}")
+    for flag in ("--version", "-v"):
+        shown = _vibe(env, flag)
+        assert (shown.exit_code, shown.stdout.strip()) == (0, f"vibe (avibe) {version('avibe')}")
+    for args in (["-h"], ["run", "-h"], ["chat", "-h"], ["sessions", "-h"]):
+        helped = _vibe({**env, "NO_COLOR": "1", "TERM": "dumb"}, *args)
+        assert helped.exit_code == 0 and f"Usage: vibe {' '.join(args[:-1])}".strip() in helped.stdout
     bare = _vibe(env)
     assert bare.exit_code == 0 and "Usage: vibe" in bare.stdout and bare.stderr == ""
     helped = _vibe({**env, "NO_COLOR": "1", "TERM": "dumb"}, "--help")

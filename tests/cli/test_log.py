@@ -217,12 +217,14 @@ def test_sessions_lists_every_session_as_text_and_json(vibe: Vibe, store: SqlSto
     header, *rows = text.stdout.splitlines()
     assert header.split() == ["session", "created", "(UTC)", "last", "(UTC)", "entries", "title"]
     assert [row.split()[0] for row in rows] == [mixed, other]
-    assert rows[0].split()[-2:] == ["8", "mixed"] and rows[1].split()[-3:] == ["0", "second", "one"]
+    # titled by the person's first message (as the chat titles them), else what the session was made with
+    assert rows[0].split()[-7:] == ["8", *["Handle", "the", "PR", "queue", "oldest", "first"]]
+    assert rows[1].split()[-3:] == ["0", "second", "one"]
     assert header.index("entries") + len("entries") == rows[0].index(" 8 ") + 2, "counts right-aligned"
     rows = json.loads(vibe("sessions", "--json").stdout)
-    assert [(row["id"], row["title"], row["entry_count"]) for row in rows] == [
-        (mixed, "mixed", 8),
-        (other, "second one", 0),
+    assert [(row["id"], row["title"], row["folder_title"], row["entry_count"]) for row in rows] == [
+        (mixed, "Handle the PR queue oldest first", "mixed", 8),
+        (other, "second one", "second one", 0),
     ]
     assert rows[0]["last_at"] == _minute(7).isoformat() and rows[1]["last_at"] is None
 

@@ -13,6 +13,7 @@ import pytest
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.host import SessionHost, render_input
 from avibe.host.events import Event, event_to_dict
+from avibe.host.session import STOPPED_BY_PERSON
 from avibe.host.sessions import JobsSource
 from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
 from avibe.record.entries import EntryQuery, Source
@@ -166,3 +167,26 @@ def test_T1_an_input_arriving_mid_turn_is_seen_at_the_next_step_and_starts_no_ex
     assert host.run_until_idle() == []  # seen already: no turn of its own
     model.assert_consumed()
     assert [e.kind for e in events].count("turn_started") == 1
+
+
+def test_a_turn_the_person_stopped_stays_stopped_until_a_new_input(tmp_path: Path) -> None:
+    """The chat's Ctrl-C records that the person stopped the turn; no host (`vibe serve` included) runs
+    a turn for what came before that note, and the next input does, with the stopped ones in view."""
+
+    def sees_all(request: ModelRequest) -> Any:
+        texts = [m.content for m in request.messages]
+        assert any("run sleep 60" in t for t in texts) and any("stopped" in t for t in texts)
+        assert texts[-1] == "do something else"
+        return reply("ok, something else")
+
+    host, _, model, _ = _hosted(tmp_path, [sees_all])
+    host.post(Source("user", name="alice"), "run sleep 60")
+    host.post(STOPPED_BY_PERSON, "The user pressed Ctrl-C and stopped the running step.")
+    assert not host.waiting_input()
+    assert host.run_until_idle() == []  # nothing ran: no model call was made
+    host.post(Source("user", name="alice"), "do something else")
+    assert host.waiting_input()
+    (turn,) = host.run_until_idle()
+    assert turn.reply == "ok, something else"
+    model.assert_consumed()
+    host.close()

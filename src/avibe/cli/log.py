@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
 
@@ -22,8 +22,12 @@ from avibe.record.display import json_shown
 from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, SessionInfo
 from avibe.record.sources import clean_field, frame_lines, render_tag, render_user_text
 from avibe.store import SqlStore, open_store
+from avibe.tui.sessions import session_title
 
 _TIME_HELP = "ISO 8601 time, e.g. 2026-11-30T08:00 or 2026-11-30T08:00+01:00; no offset means UTC"
+
+
+TITLE_SHOWN: Final = 60  # a session's title in `vibe sessions`: its first message, cut to one short line
 
 
 def _parse_time(option: str, value: str | None) -> datetime | None:
@@ -220,42 +224,46 @@ def log(
     _show_entries(entries, as_json)
 
 
-def _session_json(info: SessionInfo) -> dict[str, Any]:
+def _session_json(info: SessionInfo, title: str) -> dict[str, Any]:
     return {
         "id": info.id,
-        "title": info.title,
+        "title": title,
+        "folder_title": info.title,  # what the session was created with (a chat's or run's folder)
         "created_at": info.created_at.isoformat(),
         "last_at": info.last_at.isoformat() if info.last_at else None,
         "entry_count": info.entry_count,
     }
 
 
-def _session_row(info: SessionInfo) -> list[str]:
+def _session_row(info: SessionInfo, title: str) -> list[str]:
     last = f"{info.last_at:%Y-%m-%d %H:%M}" if info.last_at else "-"
-    return [info.id, f"{info.created_at:%Y-%m-%d %H:%M}", last, f"{info.entry_count:,}", info.title]
+    shown = " ".join(title.split())
+    shown = shown if len(shown) <= TITLE_SHOWN else shown[: TITLE_SHOWN - 1] + "…"
+    return [info.id, f"{info.created_at:%Y-%m-%d %H:%M}", last, f"{info.entry_count:,}", shown]
 
 
 def sessions(
     as_json: Annotated[
         bool,
-        typer.Option("--json", help="One JSON array of {id, title, created_at, last_at, entry_count}."),
+        typer.Option(
+            "--json", help="One JSON array of {id, title, folder_title, created_at, last_at, entry_count}."
+        ),
     ] = False,
 ) -> None:
     """List the sessions in the record, oldest first."""
     try:
-        with _open_record() as store:
-            found = store.list_sessions()
+        with _open_record() as store:  # titled as the chat titles them: /rename, else the first message
+            found = [(info, session_title(store, info)) for info in store.list_sessions()]
     except NoRecord:
         found = []
     if as_json:
-        typer.echo(
-            json_shown(json.dumps([_session_json(info) for info in found], ensure_ascii=False, indent=2))
-        )
+        listed = [_session_json(info, title) for info, title in found]
+        typer.echo(json_shown(json.dumps(listed, ensure_ascii=False, indent=2)))
     elif not found:
         typer.echo("No sessions yet.")
     else:
         columns = ["session", "created (UTC)", "last (UTC)", "entries>", "title"]
-        print_table(columns, [_session_row(info) for info in found])
+        print_table(columns, [_session_row(info, title) for info, title in found])
 
 
 def register(app: typer.Typer) -> None:

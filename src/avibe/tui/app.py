@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, Final
 
-from textual import work
+from textual import events, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
@@ -35,7 +35,7 @@ from avibe.host.events import (
     ToolCalled,
     ToolFinished,
 )
-from avibe.tui.commands import HELP, Cli, Command, CommandError, parse, with_session
+from avibe.tui.commands import HELP, Cli, Command, CommandError, complete, parse, with_session
 from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
 from avibe.tui.meter import Meter
 from avibe.tui.sessions import checked_title, rename, session_rows, sessions_text
@@ -82,6 +82,7 @@ class ChatApp(App[None]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "interrupt", "cancel / quit", priority=True),
         Binding("ctrl+q", "quit", "quit", priority=True),
+        Binding("tab", "complete", "complete a /command", show=False, priority=True),  # never moves focus
         # The conversation scrolls by page from the input too (the input is one line or a few).
         Binding("pageup", "page(-1)", "scroll up", show=False, priority=True),
         Binding("pagedown", "page(1)", "scroll down", show=False, priority=True),
@@ -164,7 +165,7 @@ class ChatApp(App[None]):
             self._busy_since = time.monotonic() if update.busy else None
             self.state = "working" if update.busy else "idle"
         elif isinstance(update, Cancelled):
-            self._say(f"step cancelled (Ctrl-C); the record says so at #{update.seq}", "notice")
+            self._say("step cancelled (Ctrl-C)", "notice")  # one short line; the model's note: the record
         elif isinstance(update, Failure):
             self._say(update.message, "error")
         elif isinstance(update, OpenFailed):
@@ -259,24 +260,43 @@ class ChatApp(App[None]):
         self.driver.answer(message.decision)
 
     async def action_interrupt(self) -> None:
-        """Ctrl-C: answer no to a question, else cancel the running step; again (soon, or while the
-        cancel is still under way) quit."""
+        """Ctrl-C: answer no to a question, else stop the running step; while a step runs or is being
+        stopped, Ctrl-C only stops (again) - it never quits then, so pressing it twice to be sure loses
+        nothing; idle, a second Ctrl-C soon after the first quits."""
         now = time.monotonic()
-        again = now - self._last_interrupt < QUIT_AGAIN_S or self.state == "cancelling"
-        self._last_interrupt = now
+        stopping = self._ask is not None or self.driver.busy or self.state == "cancelling"
+        again = not stopping and now - self._last_interrupt < QUIT_AGAIN_S
+        self._last_interrupt = 0.0 if stopping else now  # only idle presses count towards quitting
         if self._ask is not None:
             self.on_approval_bar_answered(ApprovalBar.Answered("no"))
+        if stopping:
             self.driver.cancel()
             self.state = "cancelling"
         elif again:
             await self.action_quit()
-        elif self.driver.busy:
-            self.driver.cancel()
-            self.state = "cancelling"
-            self._say("cancelling the running step… (Ctrl-C again quits)", "notice")
         else:
             self.notify("Ctrl-C again to quit", timeout=QUIT_AGAIN_S)
         self._status()
+
+    def action_complete(self) -> None:
+        """Tab: the focus stays on (or comes back to) the input, and a slash command's name is completed
+        (the names that fit are listed when several do); the approval bar keeps the keys while it asks."""
+        if self._ask is not None:
+            return
+        field = self.query_one(ChatInput)
+        field.focus()
+        text, fits = complete(field.text)
+        if text != field.text:
+            field.text = text
+            field.move_cursor(field.document.end)
+        elif len(fits) > 1:
+            self.notify("  ".join(f"/{name}" for name in fits), timeout=4)
+
+    def on_descendant_focus(self, event: events.DescendantFocus) -> None:
+        """A click on a tool line focuses it, with no visible cue; typing must still land in the input, so
+        the focus goes back there - the approval bar alone keeps it while it asks."""
+        if self._ask is None and not isinstance(event.widget, ChatInput):
+            self.query_one(ChatInput).focus()
 
     async def action_quit(self) -> None:
         self.state = "quitting"

@@ -44,8 +44,9 @@ HELP: Final = """Commands
   /plain                replies as written, or (again) rendered as markdown
   /help                 this list;  /quit  leave (the session stays resumable)
 Keys
-  Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history · Ctrl-C cancel the running step,
-  twice quit · y / n / a answer an approval · click a tool line to see its arguments and output
+  Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history · Tab complete a /command
+  Ctrl-C cancel the running step, twice when idle quit · y / n / a answer an approval
+  click a tool line to see its arguments and output
   PageUp / PageDown scroll the conversation; scrolled up, it stays put - PageDown to the end follows again"""
 
 NAMES: Final = (
@@ -76,6 +77,29 @@ def parse(text: str) -> Command:
     if name not in NAMES:
         raise CommandError(f"unknown command /{name}; /help lists them")
     return Command(name, tuple(words[1:]))
+
+
+def complete(text: str) -> tuple[str, tuple[str, ...]]:
+    """Tab on the input: a slash command's name completed - `/se` -> `/sessions ` when one name fits,
+    else as far as the names that fit agree (`/r` -> `/re`) - and the names that fit; `text` unchanged
+    (and none) when it is not a command name being typed."""
+    if not text.startswith("/") or text.startswith("//") or any(c.isspace() for c in text):
+        return text, ()
+    typed = text[1:].lower()
+    fits = tuple(name for name in NAMES if name.startswith(typed))
+    if len(fits) == 1:
+        return f"/{fits[0]} ", fits
+    common = _shared_start(fits) if fits else typed
+    return f"/{common if len(common) > len(typed) else text[1:]}", fits
+
+
+def _shared_start(names: tuple[str, ...]) -> str:
+    """The longest start all `names` share."""
+    first, last = min(names), max(names)  # what the extremes share, all share
+    size = 0
+    while size < min(len(first), len(last)) and first[size] == last[size]:
+        size += 1
+    return first[:size]
 
 
 def with_session(args: tuple[str, ...], session_id: str | None) -> list[str]:

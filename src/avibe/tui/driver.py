@@ -33,7 +33,6 @@ from typing import Final, Protocol
 from avibe.agent.interrupted import NOT_STARTED, stopped_text
 from avibe.agent.loop import Vibey
 from avibe.errors import AvibeError, ModelError
-from avibe.host import SessionHost
 from avibe.host.events import (
     Event,
     EventSink,
@@ -44,6 +43,7 @@ from avibe.host.events import (
     ToolCalled,
     TurnEnded,
 )
+from avibe.host.session import STOPPED_BY_PERSON, SessionHost, after_last_stop
 from avibe.ports import RecordStore, ToolResult
 from avibe.record.entries import CallRecord, Entry, EntryQuery, SessionInfo, Source
 from avibe.record.messages import ToolCall
@@ -69,7 +69,7 @@ log = logging.getLogger("avibe.tui")
 POLL_S: Final = 0.2
 HISTORY: Final = 60  # record entries shown when a session opens
 TAKE_OVER_S: Final = 5.0  # attached: how long a message waits with nobody hosting before the chat hosts
-CANCEL_SOURCE: Final = Source("harness", name="chat")
+CANCEL_SOURCE: Final = STOPPED_BY_PERSON  # the note says the person stopped the turn: nobody resumes it
 CANCEL_NOTE: Final = (
     "The user pressed Ctrl-C and cancelled the running step; its unfinished reply was dropped. "
     "Tools that had already run did run."
@@ -405,15 +405,15 @@ class ChatDriver:
         cursor = live.host.agent.cursor()
         live.host.after(cursor)  # lets the sources deliver what is due (a finished background job)
         entries = live.store.query(EntryQuery(live.session_id, seq_from=max(cursor, self._floor) + 1))
-        return any(e.kind != "assistant" and e.source != CANCEL_SOURCE for e in entries)
+        return any(e.kind != "assistant" for e in after_last_stop(entries))
 
     def _show_new(self, live: Live) -> None:
         """Inputs that arrived from other sources (watches, timers, callbacks, sessions), with their tag;
         the person's own messages are on the screen already."""
         for entry in live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1)):
             self._shown = max(self._shown, entry.seq)
-            if entry.kind not in ("user", "assistant"):
-                self._notify(InputShown(entry_line(entry)))
+            if entry.kind not in ("user", "assistant") and entry.source != CANCEL_SOURCE:
+                self._notify(InputShown(entry_line(entry)))  # a cancel note is for the model: `Cancelled`
 
     def _turn(self, live: Live) -> None:
         self._cancel.clear()

@@ -26,6 +26,7 @@ from typing import Final
 
 from avibe.errors import AvibeError, SessionHosted, StateError
 from avibe.host.events import Event
+from avibe.host.session import STOPPED_BY_PERSON
 from avibe.ports import FeedStore, RecordStore
 from avibe.record.entries import EntryQuery
 from avibe.record.state import DelegationsState
@@ -164,8 +165,8 @@ class Fleet:
         if count == 0:
             return False
         newest = self.store.query(EntryQuery(session_id, seq_from=count))
-        if not newest or newest[-1].kind == "assistant":
-            return False
+        if not newest or newest[-1].kind == "assistant" or newest[-1].source == STOPPED_BY_PERSON:
+            return False  # a reply, or the person stopped the turn (avibe.host.session): nothing is due
         return not (newest[-1].kind != "user" and newest[-1].source.ref in self._queued_feeds)
 
     def _delegations_out(self, session_id: str) -> bool:
