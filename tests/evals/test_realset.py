@@ -46,8 +46,8 @@ REDISTRIBUTABLE = {"CC0-1.0", "CC-BY-4.0", "MIT", "Apache-2.0", "BSD-2-Clause", 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "fetch_real_sessions.py"
 
 
-def test_the_set_has_six_sessions_of_both_agents_each_with_its_truth() -> None:
-    assert len(SESSIONS) >= 6
+def test_the_set_has_its_sessions_of_both_agents_each_with_its_truth() -> None:
+    assert len(SESSIONS) >= 17
     assert {s.agent for s in SESSIONS} == {"claude", "codex"}
     assert sorted(p.stem for p in TRUTH_DIR.glob("*.yaml")) == sorted(s.id for s in SESSIONS)
     for session in SESSIONS:
@@ -110,14 +110,25 @@ def test_caps_cut_outputs_and_replies_with_a_note_and_leave_the_users_words() ->
     assert said == [e.text for e in whole.events if isinstance(e, UserMessage)]
 
 
+def _decoded(value: object) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [*value, *(s for v in value.values() for s in _decoded(v))]
+    if isinstance(value, list):
+        return [s for v in value for s in _decoded(v)]
+    return []
+
+
 @pytest.mark.parametrize("session", KEPT, ids=lambda s: s.id)
 def test_a_kept_session_is_scrubbed(session: RealSession) -> None:
     data = (KEPT_DIR / f"{session.id}.jsonl").read_bytes()
     assert scrub(data) == data  # scrubbing it again changes nothing: nothing personal is left to scrub
     text = data.decode("utf-8")
-    assert not home_names([text])  # no home folder names a person
-    for line in text.splitlines():
-        json.loads(line)  # every line stays one JSON value
+    values = [json.loads(line) for line in text.splitlines()]  # every line stays one JSON value
+    # no home folder names a person, read in the decoded strings as scrubbing reads them (in the raw
+    # JSON a project folder "C--Users-user" runs on into an escaped "\\n<task-notification>")
+    assert not home_names(_decoded(values))
     addresses = re.findall(r"[A-Za-z0-9._%+-]+@(?:[A-Za-z0-9-]+\.)+[A-Za-z]{2,}", text)
     assert all(a.endswith(("example.com", "anthropic.com", "openai.com")) for a in addresses)
 
