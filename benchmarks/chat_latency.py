@@ -5,7 +5,7 @@ idle, and while the embedded model generates a reply - then how long Ctrl-C take
 Each keystroke is a character typed once only (Greek and Cyrillic letters), so its first appearance in
 the terminal's output after the key was written is when it reached the screen.
 
-Then (issue 29) how long Ctrl-C takes to stop work already running: the status bar back to idle after a
+Then how long Ctrl-C takes to stop work already running: the status bar back to idle after a
 Ctrl-C while a real `sleep` runs in the shell tool (bubblewrap; the tests' scripted OpenAI-compatible model
 asks for it) and while Claude Code works (the real program, from `vibe agents install` or the tests'
 cache, waiting on the tests' scripted provider, which answers after HOLD_S). `--compare-with REV` measures
@@ -204,7 +204,7 @@ def _run(term: Pty, idle_keys: str, busy_keys: str, gap: float, model: str) -> N
     term.proc.wait(30)
 
 
-# ---- Ctrl-C on work already running (issue 29) ---------------------------------------------------------
+# ---- Ctrl-C on work already running ---------------------------------------------------------
 
 SLEEP_S = 30  # the shell command: a `sleep` this long
 HOLD_S = 30  # the provider answers Claude Code after this long (a revision that cannot stop it waits)

@@ -1,4 +1,4 @@
-"""What a checkpoint costs next to a peer's summary, per compaction, on the embedded model (issues 17, 31).
+"""What a checkpoint costs next to a peer's summary, per compaction, on the embedded model.
 
 The same generated transcripts are replayed (the eval's replay loop, `avibe.evals.replay`) through Avibe's
 checkpoint - Vibey's room loop and driver, in the structured mode the embedded model uses - and through a
@@ -57,7 +57,7 @@ from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
 CHECKPOINT = "checkpoint"
 BASELINES = ("rewrite", "handoff")
-# issue 31 item 4: the checkpoint against the handoff, per compaction (seconds, tokens spent, calls)
+# the checkpoint against the handoff, per compaction (seconds, tokens spent, calls)
 GOALS = {"seconds": 1.5, "spent": 3.0}
 GOAL_CALLS = 3.0
 METRICS = ("spent", "uncached", "output", "calls", "seconds")
@@ -311,7 +311,7 @@ def main() -> None:
     parser.add_argument("--type", action="append", choices=sorted(GENERATORS), help="scenario type(s)")
     parser.add_argument(
         "--real", action="append", default=[], metavar="ID",
-        help="a real-set session to replay as cut (issue 31; scripts/fetch_real_sessions.py fetches them)",
+        help="a real-set session to replay as cut (scripts/fetch_real_sessions.py fetches them)",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--k", type=int, default=2, help="compactions each scenario is sized for")
@@ -324,7 +324,7 @@ def main() -> None:
         action="append",
         choices=("structured", "three", "grouped"),
         help="the checkpoint's mode(s): one question a call (the default), three (the memo, the mind, the "
-        "scene) or grouped (issue 31)",
+        "scene) or grouped",
     )
     parser.add_argument("--compare-with", metavar="REV", help="also measure this git revision's checkpoint")
     parser.add_argument("--answers", action="store_true", help="also print every answer the model gave")

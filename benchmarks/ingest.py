@@ -1,4 +1,4 @@
-"""Benchmark: HTTP callbacks into the record through `vibe serve` (issue 12; tests never time anything).
+"""Benchmark: HTTP callbacks into the record through `vibe serve` (tests never time anything).
 
 Starts real `vibe serve` processes on loopback - one on a SQLite record, then one and three sharing one
 PostgreSQL record - and posts --callbacks callbacks (spread over --feeds callback feeds, each of its own

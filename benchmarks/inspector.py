@@ -1,4 +1,4 @@
-"""Benchmark: the inspector's server time on a long session (issue 15; tests never time anything).
+"""Benchmark: the inspector's server time on a long session (tests never time anything).
 
 Fills ONE session with --entries entries (default 100,000; the realistic mix of record_append.py), a
 checkpoint every --every entries (mind, memo of user messages, scene, provenance), and a context log with

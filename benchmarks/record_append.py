@@ -1,4 +1,4 @@
-"""Benchmark: the record on one session, SQLite or PostgreSQL (issues 2 and 12; tests never time anything).
+"""Benchmark: the record on one session, SQLite or PostgreSQL (tests never time anything).
 
 Appends --entries entries (default 1,000,000) to ONE session and prints:
   * bulk throughput of `SqlStore.append_many` (one transaction per --batch entries), used to fill the

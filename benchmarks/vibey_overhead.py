@@ -1,4 +1,4 @@
-"""Harness overhead of Vibey, measured side by side in one run (issue 5; no timed assertions in tests).
+"""Harness overhead of Vibey, measured side by side in one run (no timed assertions in tests).
 
 A scripted 200-turn session on a real SQLite record with the real tools: each turn reads a file and
 answers; checkpoints happen whenever the window fills. Reports, per turn, the time the harness spends

@@ -1,4 +1,4 @@
-"""Fetch the real-session set's segments that this repository does not keep (issue 31, item 1).
+"""Fetch the real-session set's segments that this repository does not keep (item 1).
 
 Each session of src/avibe/evals/real/manifest.yaml is read at its commit - from raw.githubusercontent.com,
 or from a local folder of git mirrors or file copies (--source) - its sha256 checked against the manifest,

@@ -1,4 +1,4 @@
-"""First-pass validity of Avibe's checkpoint on the real-session set (issue 32, item 5).
+"""First-pass validity of Avibe's checkpoint on the real-session set (item 5).
 
 Replays each session of `vibe eval --set real` (src/avibe/evals/real/) through the avibe-checkpoint
 strategy on one model, at Vibey's own trigger for that model and window, and records every checkpoint:

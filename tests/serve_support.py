@@ -58,7 +58,7 @@ def start_serve(env: dict[str, str], cwd: Path, port: int, log: Path, *extra: st
 
 
 def serve_auth(home: Path) -> dict[str, str]:
-    """The person's header for `vibe serve`'s API: the token it keeps in Avibe's home (issue 27)."""
+    """The person's header for `vibe serve`'s API: the token it keeps in Avibe's home."""
     return {"Authorization": f"Bearer {(home / 'serve-token').read_text().strip()}"}
 
 

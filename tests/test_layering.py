@@ -51,7 +51,7 @@ ALLOWED_INSIDE = {
 }
 # Package import cycles known and accepted for now, as (importer, imported) edges left out of the cycle
 # check; each needs a comment saying why and which issue removes it. None today: the one cycle there was
-# (checkpoint <-> context, through context/prompts) went when the texts moved to avibe.prompts (issue 10).
+# (checkpoint <-> context, through context/prompts) went when the texts moved to avibe.prompts.
 KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 # third-party modules the pure core may use (DESIGN: "small pure libs")
 # disarm: Unicode confusable skeletons; pydantic: validation at the record's edge (record/state.py); no IO

@@ -116,7 +116,7 @@ def test_T1_the_tag_depends_only_on_stored_fields(
     one, other = Entry("s", 1, source, first, at), Entry("t", 9, source, second, at, turn_id="x")
     tag = render_tag(source, at)
     assert render_entry_text(one).startswith(tag + "\n") and render_entry_text(other).startswith(tag + "\n")
-    assert render_entry_text(one) == f"{tag}\n{frame_body(first)}"  # the body framed (issue 27 item 6)
+    assert render_entry_text(one) == f"{tag}\n{frame_body(first)}"  # the body framed
 
 
 @given(kind=non_human, name=field_text, ref=field_text, at=times)
@@ -154,7 +154,7 @@ def test_T2_the_users_name_goes_in_front_of_a_tag_like_message() -> None:
     assert render_user_text(Source("user", "alice"), "[x] done, harness next") == "[x] done, harness next"
 
 
-# ---- T2, harder to fool (issue 11): any line, list markers, markup, `<Harness:`, `[Avibe:` ---------------
+# ---- T2, harder to fool: any line, list markers, markup, `<Harness:`, `[Avibe:` ---------------
 
 AVIBE_LETTERS = {
     "a": LETTERS["a"],

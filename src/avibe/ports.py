@@ -37,7 +37,7 @@ class RecordStore(Protocol):
     def list_checkpoints(self, session_id: str) -> list[StoredCheckpoint]: ...
     def save_state(self, session_id: str, key: str, value: Mapping[str, Any]) -> None: ...
     def load_state(self, session_id: str, key: str) -> dict[str, Any] | None: ...
-    # One writer per session (issue 11 item 2): the hosting process holds the session's lease.
+    # One writer per session: the hosting process holds the session's lease.
     def acquire_lease(  # raises SessionHosted while another live owner holds it; a stale one is replaced
         self, session_id: str, owner: LeaseOwner, *, ttl_s: float
     ) -> LeaseGrant: ...
@@ -48,7 +48,7 @@ class RecordStore(Protocol):
 
 @runtime_checkable
 class FeedStore(Protocol):
-    """The feeds (watches, timers, callbacks) that post into sessions, kept with the record (issue 12)."""
+    """The feeds (watches, timers, callbacks) that post into sessions, kept with the record."""
 
     def add_feed(self, feed: Feed) -> Feed: ...
     def list_feeds(self, session_id: str | None = None, *, include_removed: bool = False) -> list[Feed]: ...
@@ -124,7 +124,7 @@ class Delivery(Protocol):
 
 
 class KeyedDelivery(Protocol):
-    """A Delivery with an idempotency key: a key the session has seen records nothing new (issue 12)."""
+    """A Delivery with an idempotency key: a key the session has seen records nothing new."""
 
     def __call__(self, source: Source, text: str, key: str) -> Entry: ...
 

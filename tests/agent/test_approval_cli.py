@@ -1,4 +1,4 @@
-"""Approval through the real `vibe run` (issue 11 item 9): the project's `.avibe/config.toml` sets
+"""Approval through the real `vibe run`: the project's `.avibe/config.toml` sets
 `approval = "ask"` and `deny = ["vendor/**"]`; a model on a loopback OpenAI-compatible server asks for a
 shell command and a write under vendor/. Without a terminal the command is refused (the model hears
 why) and vendor/ is untouched; on a terminal (a pty) the person's "y" lets the command run."""

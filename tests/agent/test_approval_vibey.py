@@ -1,4 +1,4 @@
-"""Approval modes and path rules through Vibey (issue 11 item 9): a scripted model that tries to change
+"""Approval modes and path rules through Vibey: a scripted model that tries to change
 vendor/ under the person's `deny = ["vendor/**"]` leaves every byte of it as it was and sees the refusal
 naming the rule; in ask mode with nobody to ask, a shell command is refused before it runs, and with a
 person, their "no" and "yes" decide. Real files, the real SQLite record, the real tools."""

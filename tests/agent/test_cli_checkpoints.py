@@ -26,7 +26,7 @@ def checkpointed(tmp_path: Path, make_harness: Any) -> tuple[dict[str, str], str
         reply("c read"),
         tool_step("read_file", path="d.txt"),
         tool_step("read_file", path="e.txt"),
-        # no notes question: nothing since the first is worded as a rule, decision or lesson (issue 31)
+        # no notes question: nothing since the first is worded as a rule, decision or lesson
         *checkpoint_steps(4, workstream=("W1", "ticket queue; next: 004")),
         reply("d and e read"),
     ]

@@ -1,4 +1,4 @@
-"""The loop counts its view with any TokenCounter the port allows (issue 10 item 7). An additive counter
+"""The loop counts its view with any TokenCounter the port allows. An additive counter
 is cached per message; a chat template's exact count is not additive - it frames the whole list and cannot
 count an empty one - so the loop counts such a view whole. A first embedded run crashed here."""
 

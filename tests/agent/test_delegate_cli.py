@@ -1,4 +1,4 @@
-"""Delegated runs (issue 12; the seed's scene waits on "delegated runs"): Vibey's `delegate` tool starts
+"""Delegated runs (the seed's scene waits on "delegated runs"): Vibey's `delegate` tool starts
 the task in a new session, run by a process of its own (`vibe serve --session S --exit-when-idle`); its
 final reply comes back to the delegating session as an `agent` input whose ref is the delegated session
 (T1), exactly once; `vibe run` waits for it like a background job, and the scene lists it meanwhile."""
@@ -121,7 +121,7 @@ def test_a_report_lost_with_its_state_is_delivered_once(sqlite_store: SqlStore) 
 
 
 def test_a_task_delegated_to_an_external_agent_names_it_for_every_host(sqlite_store: SqlStore) -> None:
-    """Issue 12 item 2: `delegate` may hand the task to Claude Code, Codex or OpenCode; the child's state
+    """`delegate` may hand the task to Claude Code, Codex or OpenCode; the child's state
     says so before the task is posted, so `vibe serve` (any host) runs that agent in it."""
     from avibe.host.sessions import assign_agent
     from avibe.record.state import AgentState

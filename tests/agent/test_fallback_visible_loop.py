@@ -1,4 +1,4 @@
-"""A checkpoint that fails never interrupts (U1, U2) but is not invisible (issue 32 item 3): the chat's
+"""A checkpoint that fails never interrupts (U1, U2) but is not invisible: the chat's
 meter says the last checkpoint fell back, the reason on hover; `vibe checkpoints` (the chat's `/checkpoints`)
 and the inspector show the failed attempt's real problems on the move-out that followed it - never "no
 problems" for a checkpoint that failed."""

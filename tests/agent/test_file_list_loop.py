@@ -1,4 +1,4 @@
-"""A2 through the loop: the checkpoint's file list is newest first (issue 16 item 4).
+"""A2 through the loop: the checkpoint's file list is newest first.
 
 The bug: the loop keeps the files newest first, the checkpoint read them as oldest first, so after
 editing m0...m13 in order the list showed m0-m9 as "newest first" and said the four newest were pushed

@@ -1,4 +1,4 @@
-"""S3, S6 through the loop (issue 16 item 1): the scene of a checkpoint names what the harness knows -
+"""S3, S6 through the loop: the scene of a checkpoint names what the harness knows -
 the background jobs it waits for, the files read and written, and the last failing call with its error
 line verbatim - next to what the model wrote, even when the model wrote "nothing" there.
 

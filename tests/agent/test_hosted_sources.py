@@ -1,4 +1,4 @@
-"""What a hosted session wires in (issue 12): the host runs the session's feeds, an input of a `--queue`
+"""What a hosted session wires in: the host runs the session's feeds, an input of a `--queue`
 feed does not start a turn, and the scene's "Waiting for" (S3) names every watch, timer and delegated run
 from the harness's own state."""
 

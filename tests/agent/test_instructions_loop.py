@@ -1,6 +1,6 @@
 """F4: the system prompt is rebuilt every turn - AGENTS.md and the skill catalogue are read again, so an
 edit mid-chat is seen at the next turn; they are cached under the files' modification times, so a turn
-where nothing changed reads nothing and the prompt's prefix stays the same (issue 32 item 6)."""
+where nothing changed reads nothing and the prompt's prefix stays the same."""
 
 from __future__ import annotations
 

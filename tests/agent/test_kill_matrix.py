@@ -1,4 +1,4 @@
-"""Kill -9 at every effect point of a turn and of a checkpoint (issue 10 item 4; C1, N6, F4, F5).
+"""Kill -9 at every effect point of a turn and of a checkpoint (C1, N6, F4, F5).
 
 Whatever point the process dies at, the resumed session holds every recorded entry once, its view never
 holds a moved-out message next to the checkpoint that moved it (the reported hole: a kill during the

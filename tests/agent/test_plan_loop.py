@@ -1,4 +1,4 @@
-"""The plan tool in the loop (issue 16 item 5): the harness keeps the agent's plan and carries it
+"""The plan tool in the loop: the harness keeps the agent's plan and carries it
 verbatim through a checkpoint, so after the checkpoint the model still sees where the queue stands -
 whatever it wrote in the scene. Fails with the carry turned off."""
 

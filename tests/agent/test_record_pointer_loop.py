@@ -1,6 +1,6 @@
 """A3 in the loop: after a checkpoint Vibey's recollection says where its full record is and how to read
 the user's messages in time order, and the way it names works - the tool it names is among the request's
-tools, and querying by the memo's numbers gives back the user's words that moved out (issue 32 item 6)."""
+tools, and querying by the memo's numbers gives back the user's words that moved out."""
 
 from __future__ import annotations
 

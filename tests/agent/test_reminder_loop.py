@@ -1,4 +1,4 @@
-"""Vibey's view restates the memo's rules a new user message is about, right after it (issue 31 item 3):
+"""Vibey's view restates the memo's rules a new user message is about, right after it:
 end to end through a real checkpoint on the strict scripted model - the rule moved out into the memo,
 then a message about it, then the request the model gets. The note is the view's: never recorded."""
 

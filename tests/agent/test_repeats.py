@@ -1,4 +1,4 @@
-"""Loop detection (issue 16 item 5): the notes a repeating, cycling or failing call gets, and when the
+"""Loop detection: the notes a repeating, cycling or failing call gets, and when the
 turn is stopped. Pure functions over hand-built live contexts, table-driven."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 32 item 1: the demo ended in a loop of `send_to_session` to a session that does not exist, a new
+"""the demo ended in a loop of `send_to_session` to a session that does not exist, a new
 text each time - no call repeated, so the repeat detector let it run to the step limit. A tool that gave
 the same error to its last three calls in a row is not run a fourth time, whatever the arguments."""
 

@@ -86,7 +86,7 @@ class FailingOps(Ops):
 
 
 def test_V8_strikes_reset_after_the_move_out_so_a_long_session_checkpoints_again() -> None:
-    """issue 32 item 3: two failed checkpoints, a model-free move-out, then a valid checkpoint - a chat
+    """two failed checkpoints, a model-free move-out, then a valid checkpoint - a chat
     or `vibe serve` session that lives for days never loses its checkpoints for good."""
     ops = FailingOps(frees=1_200, failing=2)
     calls = _make_room_at(ops, [FULL, FULL, PAST_THE_WINDOW, FULL, FULL])
@@ -100,7 +100,7 @@ def test_V8_strikes_reset_after_the_move_out_so_a_long_session_checkpoints_again
 
 
 def test_V8_a_success_clears_an_earlier_strike() -> None:
-    """issue 32 item 3: one failure, then a valid checkpoint: the failure no longer counts."""
+    """one failure, then a valid checkpoint: the failure no longer counts."""
     ops = FailingOps(frees=1_200, failing=1)
     run = make_room(FULL, ops, LIMITS, CheckpointRunState()).run
     assert run.strikes == 1

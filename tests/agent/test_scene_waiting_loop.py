@@ -1,6 +1,6 @@
 """S3 in the loop: a question Vibey asked the user, not answered yet, is a "Waiting for" item of the scene
 with the message number it was asked in - when a background input (not the user) starts the turn that
-checkpoints, the question still waits (issue 32 item 6)."""
+checkpoints, the question still waits."""
 
 from __future__ import annotations
 

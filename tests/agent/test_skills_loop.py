@@ -1,6 +1,6 @@
 """A1 in the loop: a loaded skill whose text leaves the context at a checkpoint is put back at its current
 version; one whose load output the checkpoint keeps is not put back twice; a skill loaded through the
-shell (`vibe skill load`) is tracked like one loaded through the tool (issue 16 item 4); a put-back skill
+shell (`vibe skill load`) is tracked like one loaded through the tool; a put-back skill
 is read again every turn, so an edit made after the checkpoint is seen at the next turn."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def _steps(load: Any) -> list[Any]:
 
 
 STEPS = _steps(load_skill("load-1"))
-# Issue 16 item 4: `vibe skill load` through the shell tool is tracked like the skill_load tool.
+# `vibe skill load` through the shell tool is tracked like the skill_load tool.
 LOADS = {"tool": load_skill("load-1"), "shell": tool_step("shell", command="vibe skill load release-notes")}
 
 

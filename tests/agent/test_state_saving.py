@@ -1,4 +1,4 @@
-"""Issue 30: the live state is encoded a message at a time and never re-read from the record by the
+"""the live state is encoded a message at a time and never re-read from the record by the
 process that wrote it - and what the record holds is exactly the state, whatever the order of saves."""
 
 from __future__ import annotations

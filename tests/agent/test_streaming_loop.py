@@ -1,4 +1,4 @@
-"""Replies stream (issue 10 item 9): the loop passes the model's text on as `ReplyDelta` events while the
+"""Replies stream: the loop passes the model's text on as `ReplyDelta` events while the
 model writes it - for the turn's normal calls only, never for a checkpoint's questions - and `vibe run`'s
 printer shows it once, on one `vibey> ` line."""
 

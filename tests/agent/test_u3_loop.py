@@ -1,4 +1,4 @@
-"""U3 in the loop (issue 11 item 6): Vibey stops only when nothing but the current request is left to move
+"""U3 in the loop: Vibey stops only when nothing but the current request is left to move
 out, and the stop names what is too large. The issue's case - window 8,000; one turn: the user's message,
 a ~4,800-token read, a ~2,500-token read - goes on instead of stopping."""
 

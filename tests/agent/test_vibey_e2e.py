@@ -358,7 +358,7 @@ def test_a_model_stopped_for_looping_answers_in_words(make_harness: Any) -> None
 
 
 def test_a_model_cycling_between_two_calls_is_told_then_stopped(make_harness: Any) -> None:
-    """The demo alternated `read_file tickets/007.md` / `list_files` twelve times (issue 16 item 5)."""
+    """The demo alternated `read_file tickets/007.md` / `list_files` twelve times."""
     cycle = [
         tool_step("read_file", path="small.txt") if i % 2 == 0 else tool_step("list_files", path=".")
         for i in range(8)

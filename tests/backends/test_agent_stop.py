@@ -1,4 +1,4 @@
-"""The session's stop switch (the chat's Ctrl-C, issue 29 item 2) stops the real Claude Code, Codex and
+"""The session's stop switch (the chat's Ctrl-C) stops the real Claude Code, Codex and
 OpenCode while they work - here waiting on the scripted provider, which holds their request - at once:
 the turn ends as BackendStopped and nothing of the program's process group is left running."""
 

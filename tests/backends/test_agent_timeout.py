@@ -1,4 +1,4 @@
-"""`vibe run --agent A --agent-timeout N` is honoured (issue 29 item 2): a program that keeps saying
+"""`vibe run --agent A --agent-timeout N` is honoured: a program that keeps saying
 something - Claude Code says `api_retry` for minutes while a provider is overloaded, which kept the old
 silence timer from ever firing (`--agent-timeout 30` returned after 68-85 s) - is stopped once its turn
 has taken N seconds, with everything it started, and the harness input says so."""

@@ -1,4 +1,4 @@
-"""`vibe agents`, `vibe run --agent` refusals, and the process runner's failures (issue 14 items 2, 4):
+"""`vibe agents`, `vibe run --agent` refusals, and the process runner's failures:
 a missing program says how to install it and writes nothing; a crash carries its exit code and last
 stderr lines; silence is a timeout; a wrapper's child holding the pipe does not keep a turn waiting."""
 

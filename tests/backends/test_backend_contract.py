@@ -1,4 +1,4 @@
-"""The contract every external agent keeps inside Avibe (SPEC L5, T1-T3; issue 14), run against the real
+"""The contract every external agent keeps inside Avibe (SPEC L5, T1-T3), run against the real
 Claude Code, Codex and OpenCode from npm, each through `vibe run --agent` in a fresh process (so every
 run is also a restart of Avibe), with a scripted provider on loopback standing in for the model:
 
@@ -79,7 +79,7 @@ class Rig:
 
 
 def _program_env(agent: str, tmp: Path, provider: Provider, agents_path: Path) -> dict[str, str]:
-    """The user's configuration of each program, pointed at the scripted provider (issue 14)."""
+    """The user's configuration of each program, pointed at the scripted provider."""
     home = tmp / "user"
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "ANTHROPIC_", "OPENAI_", "CODEX_"))

@@ -1,4 +1,4 @@
-"""A task Vibey delegates to Claude Code (issue 12 item 2, "Vibey, or an external agent once the backends
+"""A task Vibey delegates to Claude Code ("Vibey, or an external agent once the backends
 issue lands"): Vibey on a scripted OpenAI-compatible model calls `delegate` with `agent: claude-code`;
 the delegated session runs in a process of its own (`vibe serve --session S --exit-when-idle`) with the
 real Claude Code from npm in it, on the scripted Anthropic provider; Claude Code gets the task under the

@@ -1,4 +1,4 @@
-"""`vibe serve` hosts a session with the agent that works in it (issues 12 and 14, L5, T3): a session
+"""`vibe serve` hosts a session with the agent that works in it (L5, T3): a session
 Claude Code worked in is run by `vibe serve` with Claude Code again - an HTTP callback posted to the server
 reaches the real program with the harness's callback tag, and its answer is recorded as Claude Code's."""
 

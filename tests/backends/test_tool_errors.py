@@ -1,4 +1,4 @@
-"""An external agent's failed tool says why (issue 29 item 9; SPEC L5): the real Claude Code, Codex and
+"""An external agent's failed tool says why (SPEC L5): the real Claude Code, Codex and
 OpenCode from npm, on the scripted provider, each make a tool call that fails - Claude Code and OpenCode
 refuse it (a path outside the workdir, a permission the user never gave), Codex runs it and it exits 1 -
 and the reason their own stream carried is in `vibe run --json`'s tool_result (`error`), on `vibe run`'s

@@ -156,5 +156,5 @@ def structured_turn_outcome(
         at=AT,
         upto_seq=max(e.seq for e in entries) + 1,
     )
-    # as many calls as the turn makes: five questions at most here, fewer when one is not due (issue 31)
+    # as many calls as the turn makes: five questions at most here, fewer when one is not due
     return drive(checkpoint_turn(inputs), ScriptedModel([structured_answers(keep)] * 6)).outcome

@@ -1,4 +1,4 @@
-"""M3 on the small-model path (issue 16 item 3) and caps that never make a checkpoint impossible (item 2;
+"""M3 on the small-model path and caps that never make a checkpoint impossible (item 2;
 M4, M6, L3). Structured turns driven by the strict ScriptedModel, answering each question by its schema.
 """
 

@@ -1,4 +1,4 @@
-"""What makes a structured checkpoint cheap (issue 17 item 1), each saving pinned by a test that fails if
+"""What makes a structured checkpoint cheap, each saving pinned by a test that fails if
 it is removed - and the guarantees still held by the harness (M4: the mission never shrinks; N4: the
 memo copied from the record)."""
 
@@ -223,7 +223,7 @@ def test_M3_no_merge_or_retire_keys_while_there_is_nothing_to_merge_or_retire() 
     assert workstreams.schema["properties"]["retire"]["items"]["enum"] == ["W1"]
 
 
-# ---- questions not due (issue 31 item 4): not asked, and the same checkpoint as a "no change" answer ----
+# ---- questions not due: not asked, and the same checkpoint as a "no change" answer ----
 
 
 def _no_change(request: ModelRequest, kept: list[Any]) -> ModelReply:

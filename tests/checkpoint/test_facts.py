@@ -1,4 +1,4 @@
-"""What the harness knows goes into the scene next to what the model wrote (S3, S5, S6; issue 16 item 1)."""
+"""What the harness knows goes into the scene next to what the model wrote (S3, S5, S6)."""
 
 from __future__ import annotations
 

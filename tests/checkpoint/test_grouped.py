@@ -1,4 +1,4 @@
-"""Mode "grouped" (issue 31 item 4): the mind's and the scene's questions in one call. Fewer calls, and
+"""Mode "grouped": the mind's and the scene's questions in one call. Fewer calls, and
 the same checkpoint as one question a call gives for the same answers - each part's answer is applied by
 the same code, so every harness guarantee (M4, N4, N7, V1-V5) holds as it does there."""
 

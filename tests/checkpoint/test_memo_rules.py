@@ -316,7 +316,7 @@ def test_V3_a_model_ticking_every_line_gets_a_valid_checkpoint_with_the_rules_no
     assert any("to fit the budget" in note for note in outcome.notes), outcome.notes
 
 
-# ---- the harness's own additions never make a checkpoint invalid (issue 32 item 4) ---------------------
+# ---- the harness's own additions never make a checkpoint invalid ---------------------
 
 REPEATED = " ".join([*BRIEF[:6], RULES[0], RULES[0]])  # a person who says a rule twice
 
@@ -337,7 +337,7 @@ def test_a_rule_said_twice_in_one_message_is_kept_once_and_the_checkpoint_is_val
 )
 @settings(max_examples=200, deadline=None)
 def test_whatever_is_ticked_and_added_the_memo_holds_no_item_twice(said: list[str], picks: list[int]) -> None:
-    """issue 32 item 4: de-duplicated before validation - no pair of memo items with the same number and
+    """de-duplicated before validation - no pair of memo items with the same number and
     text, whatever the model ticks and the harness adds, on small and large budgets."""
     entries = [make_entry(1, " ".join(said)), make_entry(2, " ".join(reversed(said)))]
     for budgets in (SMALL, LARGE):

@@ -1,4 +1,4 @@
-"""Long user messages keep their rules (N4, N5, L3; issue 16 item 2): a message too long to keep whole gets
+"""Long user messages keep their rules (N4, N5, L3): a message too long to keep whole gets
 a checklist line per sentence its cut would lose; a ticked sentence is copied from the record verbatim with
 its pointer "(from #N)", so a rule at the end of a long message survives - and the model still only ticks.
 """

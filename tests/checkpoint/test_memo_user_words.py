@@ -1,4 +1,4 @@
-"""The memo never contradicts the user (issue 32 item 4): the harness keeps the user's newest words whatever
+"""The memo never contradicts the user: the harness keeps the user's newest words whatever
 the model ticks and however the user worded them (N1, N2 without a word list), never shows a rule the user
 changed later without the change (N3, P3), and its own additions never make a checkpoint invalid (V3).
 
@@ -391,5 +391,5 @@ def test_N3_a_correction_still_in_the_conversation_is_copied_beside_the_request_
     ],
 )
 def test_corrects_reads_a_taking_back_of_the_same_thing_only(line: str, later: str, changes: bool) -> None:
-    """`corrects` (the recollection's note beside a corrected kept message, issue 31 item 3)."""
+    """`corrects` (the recollection's note beside a corrected kept message)."""
     assert corrects(line, later) is changes

@@ -156,7 +156,7 @@ def test_M4_whatever_the_model_writes_new_entries_cite_an_allowed_message_and_no
     assert len(notes) >= len(new) - (len(lines) - 1)
 
 
-# ---- the entry's words are the user's; the whole job is not "done" on the model's word (demo, issue 32) --
+# ---- the entry's words are the user's; the whole job is not "done" on the model's word (demo) --
 
 TICKETS_MIND = MIND.replace(
     "- [M1] (active) Review every open PR oldest first.",

@@ -303,7 +303,7 @@ def test_U3_stops_only_when_nothing_is_left_to_move_out() -> None:
     assert "nothing left to move out" in decision.reason
 
 
-# ---- U3: pinned messages never make the cut empty (issue 11) ----------------------------------------
+# ---- U3: pinned messages never make the cut empty ----------------------------------------
 
 
 def _issue_turn() -> list[ChatMessage]:
@@ -382,7 +382,7 @@ def test_U3_request_parts_name_every_part_of_the_request() -> None:
 def test_U3_whenever_nothing_can_move_out_only_the_current_request_is_left(
     messages: list[ChatMessage], data: st.DataObject
 ) -> None:
-    """Property (issue 11): when the planner says nothing can move out, every unit left other than the
+    """Property: when the planner says nothing can move out, every unit left other than the
     newest step is pinned (the current turn's user messages, F5); and when anything else is left, the
     model-free move-out (V7) and the first partial try (V6) move some of it out."""
     turn_start = data.draw(st.none() | st.integers(0, max(0, len(messages))))

@@ -1,4 +1,4 @@
-"""The guard on a small model's free-text answers, on the 0.5B's real first answers (issue 32 item 5):
+"""The guard on a small model's free-text answers, on the 0.5B's real first answers:
 filler that is not a repeat ("none yet, none, none, ...") and an echo of the questions with a few words
 around it, or of an earlier question of the same turn, are dropped - and a real answer is never.
 

@@ -1,4 +1,4 @@
-"""What the harness puts in the scene itself (issue 32 item 6): a question to the user waits with its number
+"""What the harness puts in the scene itself: a question to the user waits with its number
 (S3), and the scene a model-free move-out keeps has a next step quoting the user's latest request (S4)
 while every part the model wrote stays (V7)."""
 

@@ -181,7 +181,7 @@ PART = st.one_of(
 def test_S1_S4_no_scene_part_is_a_copy_of_tool_output_or_of_another_part(parts: dict[str, str]) -> None:
     """Whatever a model answers for the scene, the applied scene is one valid block (V1) in which no part
     of the model's is a long copy of the tool output, a repeat of an earlier part, or a copy of a scene's
-    labels and origin marks (issue 17): such a part is left to the harness's completion, marked
+    labels and origin marks: such a part is left to the harness's completion, marked
     "(from ...)", or "none" - an origin mark is only ever the harness's."""
     import json
 

@@ -487,7 +487,7 @@ TOOL_LINE = "collect_manifest records, limit: int = 431, offset: int = 7, priori
 
 
 def test_S1_S4_scene_parts_copied_from_tool_output_or_repeated_are_completed_from_the_mind() -> None:
-    """The 0.5B's scene on late_rule (issue 17): "current step", "progress" and "pitfalls" were one line
+    """The 0.5B's scene on late_rule: "current step", "progress" and "pitfalls" were one line
     of a tool result, and "next step" a near copy of another. The harness drops a part that is a copy of
     the live conversation's tool output or repeats an earlier part, completes it from the mind and the
     record, and notes each drop; a short reference (a test name, a path) from the same output is kept."""

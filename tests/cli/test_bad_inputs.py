@@ -1,4 +1,4 @@
-"""Every subcommand, driven with generated bad arguments, settings and files (issue 11 item 4): each ends in
+"""Every subcommand, driven with generated bad arguments, settings and files: each ends in
 exit code 2 and exactly one line `vibe: ...` on stderr, no traceback and no internal error, and the record
 is byte-for-byte what it was - no database file where there was none, the same hash where there was one.
 No case may run a model: the model cache is an empty folder and no provider key is in the environment,

@@ -1,4 +1,4 @@
-"""The demo report's side by side (issue 32 item 1): what the checkpoint carried - the mission, the
+"""The demo report's side by side: what the checkpoint carried - the mission, the
 memo's rules with their message numbers, the scene - next to what a rewrite summary and a handoff carry
 for the same transcript, so a person sees the rule a summary lost."""
 

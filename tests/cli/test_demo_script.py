@@ -1,5 +1,5 @@
 """The bundled example the Quickstart runs: its script and workspace ship in the package and are valid,
-and the demo's report judges the work from the files (issue 32 item 1)."""
+and the demo's report judges the work from the files."""
 
 from __future__ import annotations
 

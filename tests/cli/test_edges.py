@@ -1,4 +1,4 @@
-"""The CLI's edges (issue 11 items 4, 8, 10; issue 10 item 10): the one error boundary and exit-code rule,
+"""The CLI's edges (10): the one error boundary and exit-code rule,
 read-only commands that leave the database file as it was, terminal-safe checkpoints, the validated
 run/demo options and the model pre-flight check, settings from the environment and config.toml files,
 masked URLs, `--version` and shell completion. Real SQLite files under a temp AVIBE_HOME."""
@@ -292,7 +292,7 @@ def test_run_and_demo_options_pass_good_values(run_like: typer.Typer, tmp_path: 
     assert (new.exit_code, new.stdout.strip()) == (0, str(tmp_path / "new"))
 
 
-# -- the model pre-flight check (issue 11 item 8) ------------------------------------------------------
+# -- the model pre-flight check ------------------------------------------------------
 
 
 @pytest.fixture
@@ -355,7 +355,7 @@ def test_require_session_never_creates_the_record(home: Path) -> None:
 
 def test_settings_come_from_the_environment_then_the_project_then_the_user_file(tmp_path: Path) -> None:
     """A trusted project's config applies in full, between the environment and the user's file; an
-    untrusted one may only tighten (issue 27 item 1, tests/security/test_config_trust.py)."""
+    untrusted one may only tighten (tests/security/test_config_trust.py)."""
     project, user = tmp_path / "project", tmp_path / "user.toml"
     (project / ".avibe").mkdir(parents=True)
     (project / ".avibe" / "config.toml").write_text('model = "openai/gpt-4o"\nmodel_window = 64000\n')
@@ -373,7 +373,7 @@ def test_settings_come_from_the_environment_then_the_project_then_the_user_file(
     )
     assert (env.model, env.user_name, env.model_window) == ("embedded", "ada", 64_000)
     alone = load_settings({}, project_dir=tmp_path / "elsewhere", user_config=tmp_path / "none.toml")
-    assert (alone.model, alone.model_window) == ("embedded-1.5b", None)  # the default tier (issue 32)
+    assert (alone.model, alone.model_window) == ("embedded-1.5b", None)  # the default tier
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The feed commands as a new user meets them (issue 29 item 10), through the real `vibe`: the help says
+"""The feed commands as a new user meets them, through the real `vibe`: the help says
 "Watches"; a one-shot timer that fired is listed as fired, and no longer keeps its session hosted; a file
 watch on a file that is not there is kept (its appearing is a change worth posting) but says so."""
 

@@ -1,4 +1,4 @@
-"""`vibe log` and `vibe sessions` through the real CLI on real stores (SPEC A4, A3, N7; issue 2 item 4):
+"""`vibe log` and `vibe sessions` through the real CLI on real stores (SPEC A4, A3, N7):
 filters, JSON for scripts, and one-line exit-2 errors that write nothing."""
 
 from __future__ import annotations
@@ -140,7 +140,7 @@ def test_T1_T2_human_output_shows_seq_time_and_the_text_as_the_agent_sees_it(
     result = vibe("log")
     assert result.exit_code == 0, result.output
     blocks = result.stdout.strip().split("\n\n")
-    # every line below the header and the tag is framed (issue 27 item 6)
+    # every line below the header and the tag is framed
     assert blocks[0] == "#1 · 2026-11-30 08:00:00 UTC · user alice\n│ Handle the PR queue oldest first"
     assert blocks[1] == (
         "#2 · 2026-11-30 08:01:00 UTC\n"

@@ -127,7 +127,7 @@ def test_continue_without_a_session_in_this_folder_is_one_clear_error(
 def test_a_long_task_comes_from_a_file_or_standard_input_byte_for_byte(
     tmp_path: Path, work: Path, chat: ChatServer
 ) -> None:
-    """A task over 128 KiB cannot be an argument (issue 11 item 10): --file and - carry it whole."""
+    """A task over 128 KiB cannot be an argument: --file and - carry it whole."""
     task = "Review these notes, one per line:\n" + "".join(
         f"note {i}: ship on friday\n" for i in range(8_000)
     )
@@ -160,7 +160,7 @@ def test_a_task_given_twice_or_not_at_all_is_refused_before_anything_is_written(
 
 
 def test_run_streams_the_reply_and_shows_it_once(tmp_path: Path, work: Path, chat: ChatServer) -> None:
-    """Issue 10 item 9: the reply is streamed (SSE from the server, deltas on the screen as they come)
+    """the reply is streamed (SSE from the server, deltas on the screen as they come)
     and ends up on one `vibey> ` line, not printed a second time when the turn's reply arrives."""
     reply = "The notes say: ship on friday, after the last review."
     chat.call("read_file", path="notes.txt")

@@ -57,7 +57,7 @@ def test_A1_A2_A3_carried_parts_are_in_the_recollection() -> None:
         files=file_list(["src/a.py"], ["README.md"]),
         pointer=record_pointer("s1", "/data/record.db"),
     )
-    assert "### Skill pdf (put back, cut)\n│ How to read PDFs." in text  # framed (issue 27 item 6)
+    assert "### Skill pdf (put back, cut)\n│ How to read PDFs." in text  # framed
     assert "- src/a.py" in text and "- README.md" in text
     assert "vibe log --session s1 --user" in text
 

@@ -1,4 +1,4 @@
-"""Renderings of the same checkpoint for the model (issue 31 item 3): "sections" (the default), "rules-last"
+"""Renderings of the same checkpoint for the model: "sections" (the default), "rules-last"
 and "plain" show the same mind, memo, scene and carried parts; only the layout changes. In every one each
 memo item is quoted whole under its `Message #N:` header, each mission entry is its line as written, a
 skill's text is framed, and no line the model or a file wrote passes for a tag or a kept message (T1, T2,

@@ -1,4 +1,4 @@
-"""The `recollection` setting (issue 31 item 3): how Vibey is shown its checkpoint - "sections" (the
+"""The `recollection` setting: how Vibey is shown its checkpoint - "sections" (the
 default), "rules-last" or "plain". It changes no content and no trust, so a project's config may set it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reminder after a user's message (issue 31 item 3): the memo's standing rules that the message is
+"""The reminder after a user's message: the memo's standing rules that the message is
 about, restated word for word right after it - chosen by the memo's own relation (a shared subject word),
 quoted so no line of them passes for a tag, and shown after the newest user message only."""
 

@@ -166,7 +166,7 @@ def _key_names_scene(request: ModelRequest) -> ModelReply:
 def test_V1_a_scene_the_harness_completed_is_counted_apart_from_first_pass_valid(
     counter: TokenCounter,
 ) -> None:
-    """Issue 17: a scene of key names is completed from the mind and the record on the first answer (no
+    """a scene of key names is completed from the mind and the record on the first answer (no
     repair call); the eval counts it as scene_completed, never as the model's first-pass valid answer."""
     scenario = generate("constraint_fidelity", 2, 40)
     model = ScriptedModel([_key_names_scene] * 400)
@@ -180,7 +180,7 @@ def test_V1_a_scene_the_harness_completed_is_counted_apart_from_first_pass_valid
 
 
 def _repeated_pitfalls_scene(request: ModelRequest) -> ModelReply:
-    """mclaude-panel's scene on the 0.5B (issue 32 item 5): a part repeating another, dropped, while the
+    """mclaude-panel's scene on the 0.5B: a part repeating another, dropped, while the
     block stays long enough that the harness completes nothing."""
     assert request.json_schema is not None
     if "current_step" in request.json_schema["properties"]:

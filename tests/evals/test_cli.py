@@ -147,7 +147,7 @@ def _claude_line(text: str, minute: int) -> str:
 
 def test_an_import_is_all_or_nothing(tmp_path: Path, env: dict[str, str]) -> None:
     """A NUL byte in the second message: nothing of the first is recorded, on an empty home (no database
-    file appears) or on an existing record (its file is byte-for-byte the same) (issue 11 item 4)."""
+    file appears) or on an existing record (its file is byte-for-byte the same)."""
     bad = tmp_path / "nul.jsonl"
     bad.write_text(_claude_line("first message", 0) + _claude_line("a NUL \x00 here", 1), encoding="utf-8")
     db = Path(env["AVIBE_HOME"]) / "avibe.db"

@@ -3,7 +3,7 @@ The checkpoint's guarantees (mission kept, user words byte-identical) must hold 
 answers - an accepted checkpoint copies them, a failed one changes nothing (V5) or moves out without the
 model (V7) keeping every moved user message; the baseline's values are only measured.
 
-Bounded by work, not by a wall clock a busy machine breaks (issue 17 item 5): the smallest
+Bounded by work, not by a wall clock a busy machine breaks: the smallest
 constraint_fidelity conversation that crosses the trigger once, compacted at half of a 4,096-token window
 (so the checkpoint turn's prompts are ~2,000 tokens), one compaction, and a cap on the model calls it may
 make. The timeout only catches a hang: 2 cores idle take about a minute here."""

@@ -1,4 +1,4 @@
-"""The late_rule scenario (issue 16 item 2; N5, L3, P3): constraints that are the last sentences of long
+"""The late_rule scenario (N5, L3, P3): constraints that are the last sentences of long
 user messages. The checkpoint keeps them byte-identical - the model ticks the sentence, or the harness
 keeps the rule-worded sentences it leaves out, copied from the record - while the rewrite strategy,
 retelling each message in a line, does not."""

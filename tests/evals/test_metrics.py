@@ -195,7 +195,7 @@ def test_N4_a_memo_quoting_one_templated_question_does_not_retell_its_dropped_tw
     counter: TokenCounter,
 ) -> None:
     """talkative_user's short questions share half their words; a memo that kept one of them verbatim
-    (or one sentence of it, tagged "(from #N)") was scored as retelling every dropped one (issue 17). A
+    (or one sentence of it, tagged "(from #N)") was scored as retelling every dropped one. A
     line copied from another user message quotes that message; a real retelling still counts."""
     kept = "Can you check whether the cache layer in src/quillmere/wire/ is warm yet?"
     dropped = "Can you check whether the import hooks in src/quillmere/wire/ are warm yet?"

@@ -1,4 +1,4 @@
-"""The scenario types where the strategies really differ (issue 17 item 2): a talkative user whose early
+"""The scenario types where the strategies really differ: a talkative user whose early
 rules fall out of a newest-first copy of the user's messages, an authorisation revoked long ago, and a user
 correcting a number. Deterministic per seed, ground truth consistent with the conversation."""
 

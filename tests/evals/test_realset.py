@@ -1,4 +1,4 @@
-"""The real-session set (issue 31, item 1): the manifest, the kept sessions and their truth, the
+"""The real-session set (item 1): the manifest, the kept sessions and their truth, the
 scrubbing, the fetch's hash checks, and `vibe eval --set real` (E1)."""
 
 from __future__ import annotations

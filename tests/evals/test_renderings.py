@@ -1,4 +1,4 @@
-"""The renderings in the eval (issue 31 item 3): `avibe-checkpoint:rules-last` and `avibe-checkpoint:plain`
+"""The renderings in the eval: `avibe-checkpoint:rules-last` and `avibe-checkpoint:plain`
 answer the probes from the same checkpoints as `avibe-checkpoint`, made once, with the recollection shown
 their way - on the strict scripted model, end to end through `run_all` and the report."""
 
@@ -210,7 +210,7 @@ def test_F5_once_the_turn_ends_the_context_shows_the_recollection_without_it_in_
 def test_the_checkpoints_probes_get_vibeys_reminder_and_no_reminder_measures_it(
     tmp_path: Path, counter: TokenCounter
 ) -> None:
-    """Issue 31 item 3: a probe about a kept rule is followed by the memo's reminder, as Vibey's view
+    """a probe about a kept rule is followed by the memo's reminder, as Vibey's view
     follows a user's message with it; `avibe-checkpoint:no-reminder` asks the same probes from the same
     checkpoints without it. Neither the measured context nor what the row says was carried holds it."""
     names = [CHECKPOINT, UNREMINDED]

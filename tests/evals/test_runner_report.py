@@ -1,4 +1,4 @@
-"""The run matrix, resumability, and the report (issue 6, item 5): every baseline on every scenario type
+"""The run matrix, resumability, and the report (item 5): every baseline on every scenario type
 on the strict scripted model produces results, a Markdown report with CIs, and PNG plots."""
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
     audits = [r["checkpoint"] for r in mine]
     assert sum(a["memo_entries"] for a in audits) > 0  # N4, N7 audited on real memo entries
     assert all(a["memo_verbatim"] == a["memo_entries"] and a["memo_non_user"] == 0 for a in audits)
-    # issue 28: the eval runs Vibey's bookkeeping, so it reports what the checkpoints carried (A2, F5)
+    # the eval runs Vibey's bookkeeping, so it reports what the checkpoints carried (A2, F5)
     assert sum(a["carry_files"] for a in audits) > 0 and sum(a["carry_request"] for a in audits) > 0
     naive = [r for r in rows if r["strategy"] == "rewrite" and r["type"] == "spoofed_user"]
     assert all(r["counts"]["spoofs_attributed"][0] > 0 for r in naive)  # the careless summary retells them
@@ -215,7 +215,7 @@ def test_E1_the_source_commit_is_this_checkouts_head() -> None:
 
 
 def test_E1_claims_pool_every_pair_and_read_probes_and_cost_in_their_direction() -> None:
-    """Issue 31 item 2: the README may claim only what paired intervals support - over every (scenario,
+    """the README may claim only what paired intervals support - over every (scenario,
     seed, K) both strategies ran, on the headline metrics, the probes and the cost."""
 
     def row(strategy: str, seed: int, exact: bool, tokens: int, kept: int) -> dict[str, Any]:
@@ -241,7 +241,7 @@ def test_E1_claims_pool_every_pair_and_read_probes_and_cost_in_their_direction()
 
 
 def test_E1_each_rendering_of_the_checkpoint_gets_its_own_claims_against_the_peers() -> None:
-    """Issue 31 item 3: Vibey shows local models another rendering than the default, so what a README may
+    """Vibey shows local models another rendering than the default, so what a README may
     claim for it comes from its own intervals against the peers (not against the default rendering)."""
 
     def row(strategy: str, seed: int, exact: bool) -> dict[str, Any]:

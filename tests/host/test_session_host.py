@@ -1,4 +1,4 @@
-"""The session host (issue 10 items 1, 2, 6): one inbox, an agent it wakes when input waits, background
+"""The session host: one inbox, an agent it wakes when input waits, background
 jobs that outlive a turn and wake the agent when they finish, every input rendered by one function (T3),
 typed events."""
 
@@ -148,7 +148,7 @@ def test_events_are_json_lines_with_their_kind_first() -> None:
 def test_T1_an_input_arriving_mid_turn_is_seen_at_the_next_step_and_starts_no_extra_turn(
     tmp_path: Path,
 ) -> None:
-    """Issue 12 item 3: a timer fires while the model works; the same turn's next step sees it, tagged."""
+    """a timer fires while the model works; the same turn's next step sees it, tagged."""
     box: list[SessionHost] = []
 
     def timer_fires_meanwhile(request: ModelRequest) -> Any:

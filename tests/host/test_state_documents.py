@@ -1,4 +1,4 @@
-"""The typed session state documents (issue 28): one frozen dataclass per kind, read and written through
+"""The typed session state documents: one frozen dataclass per kind, read and written through
 it; the shapes earlier versions stored read as before, and a damaged document is a StateError naming its
 key and field - never a KeyError from inside a host - or, where a list of sessions is shown, a logged
 fallback."""

@@ -1,4 +1,4 @@
-"""The embedded model streams (issue 10 item 9) without ever showing a tool call: `shown_text` is what
+"""The embedded model streams without ever showing a tool call: `shown_text` is what
 may be shown of the grammar's JSON (or of plain text) generated so far, and `_TextFeed` passes its growth
 on as llama.cpp generates tokens. Pure functions and a fake tokenizer here; the real model at the end."""
 

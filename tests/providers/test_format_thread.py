@@ -1,4 +1,4 @@
-"""The structured calls' thread (issue 31 item 4): a call that goes on from the ones before is shown
+"""The structured calls' thread: a call that goes on from the ones before is shown
 their format lines where they were read, and only then; whatever the calls, the caller's messages are all
 shown, in order (a property)."""
 

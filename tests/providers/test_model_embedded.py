@@ -81,7 +81,7 @@ def test_json_schema_output_parses_and_matches(embedded_model: EmbeddedModel) ->
 def test_a_structured_answer_does_not_loop_to_its_length_limit(
     embedded_model: EmbeddedModel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 17: at temperature 0 the 0.5B repeats "none," until a string's maxLength (the scene's filler);
+    """at temperature 0 the 0.5B repeats "none," until a string's maxLength (the scene's filler);
     the frequency penalty on structured calls lets the closing quote win. Penalty off, the same call loops."""
     schema = {
         "type": "object",
@@ -117,7 +117,7 @@ def test_second_call_reports_cached_tokens_that_were_really_skipped(embedded_mod
 
 @pytest.mark.slow
 def test_checkpoint_turn_appended_to_live_conversation_hits_the_cache(embedded_model: EmbeddedModel) -> None:
-    """Performance goal (issue 4, F3): a checkpoint turn over the live conversation reuses >= 90%.
+    """Performance goal (F3): a checkpoint turn over the live conversation reuses >= 90%.
 
     As Avibe runs it on this model: the structured checkpoint turn passes the live tool list unchanged
     (it lives in the first system message, the stable prefix) and adds a JSON-schema question at the end.
@@ -242,7 +242,7 @@ def test_recorded_usage_corpus_still_matches_llama_cpp(embedded_model: EmbeddedM
 
 
 def test_structured_calls_in_a_row_read_only_their_question(embedded_model: EmbeddedModel) -> None:
-    """Issue 31 item 4: the checkpoint's questions come one after another; the next reads its question
+    """the checkpoint's questions come one after another; the next reads its question
     and its own format line, not the last one's format line and reply again (`FormatThread`)."""
     keep = {"type": "object", "properties": {"keep": {"type": "array", "items": {"enum": [1, 3]}}}}
     scene = {"type": "object", "properties": {"doing": {"type": "string", "maxLength": 80}}}

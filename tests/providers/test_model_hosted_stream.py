@@ -1,4 +1,4 @@
-"""Hosted models stream (issue 10 item 9): given `on_text`, LiteLLM is asked for a stream, each content
+"""Hosted models stream: given `on_text`, LiteLLM is asked for a stream, each content
 delta goes to `on_text` as it arrives, and the reply is the same ModelReply as without streaming (text,
 tool calls, usage); errors, also mid-stream, are mapped as for an unstreamed call. Against an
 OpenAI-compatible server on loopback that answers `"stream": true` with Server-Sent Events."""

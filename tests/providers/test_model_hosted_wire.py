@@ -157,7 +157,7 @@ def test_retries_run_and_an_unreachable_server_still_says_so() -> None:
 
 
 def test_the_views_reminder_goes_as_a_harness_input_and_the_system_prompt_stays(wire: WireServer) -> None:
-    """Issue 31 item 3: LiteLLM moves every system message of an Anthropic request into the one system
+    """LiteLLM moves every system message of an Anthropic request into the one system
     prompt; the reminder after a user's message goes as a user-role harness input under Avibe's tag instead,
     so the system prompt (and its cache) is the same with and without it, and the note keeps its place."""
     note = "Before you answer:\nMessage #1:\n> Never touch vendor/."

@@ -75,7 +75,7 @@ def _keywords(value: object) -> set[str]:
 
 
 def test_the_prompt_shows_the_schema_without_what_only_the_grammar_needs() -> None:
-    """Issue 17: "required" and "additionalProperties" are the grammar's business (it writes every key and
+    """ "required" and "additionalProperties" are the grammar's business (it writes every key and
     no other), and so is a "type" that "properties" or "enum" implies; the prompt, read uncached on every
     structured call, leaves them out at every depth, in JSON's compact form - and keeps every key, enum and
     length the model should see, even a property named "type". The schema itself is not changed."""

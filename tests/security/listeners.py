@@ -1,4 +1,4 @@
-"""Real servers for the sandbox tests (issue 48): a listening socket - TCP on loopback, or a Unix socket -
+"""Real servers for the sandbox tests: a listening socket - TCP on loopback, or a Unix socket -
 that answers `ok` and counts the connections it accepted."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 27: the agent can never become the user - attacks on `vibe serve` and `vibe inspect` made as a
+"""the agent can never become the user - attacks on `vibe serve` and `vibe inspect` made as a
 local process would make them. Where the agent's shell shares the machine's network, a sandboxed `curl`
 is such a process: it reaches loopback, but not Avibe's home (where the serve token and the local socket
 live). The person's routes are on that socket only; over TCP they are 403, whatever token comes along.
@@ -109,7 +109,7 @@ def _callbacks(served: Served, text: str) -> int:
 
 
 def test_item5_a_local_process_without_the_token_reads_nothing(served: Served) -> None:
-    """issue 27 item 5: on loopback no route but signed callbacks and a bare /health is open - a sandboxed
+    """on loopback no route but signed callbacks and a bare /health is open - a sandboxed
     `curl` reads no session, no entry, no inspector page (before: all of them were open on loopback).
     The person's routes are not on TCP at all (403, the token too); the inspector wants its own key."""
     s = served.session
@@ -136,7 +136,7 @@ def test_item5_a_local_process_without_the_token_reads_nothing(served: Served) -
 def test_item5_the_inspector_address_vibe_serve_prints_opens_in_a_browser_without_extra_steps(
     served: Served,
 ) -> None:
-    """issue 27 item 5: the printed inspector address carries its key once (never the token); the browser
+    """the printed inspector address carries its key once (never the token); the browser
     keeps it in an HttpOnly, SameSite=Strict cookie and the address it lands on has no key in it."""
     printed = re.search(r"(http://\S+/inspect/\?key=\S+)", served.log.read_text())
     assert printed is not None, served.log.read_text()
@@ -154,7 +154,7 @@ def test_item5_the_inspector_address_vibe_serve_prints_opens_in_a_browser_withou
     "host", ["evil.example", "evil.example:{port}", "127.0.0.1:1", "127.0.0.1.evil.example"]
 )
 def test_item5_a_forged_host_header_is_refused_even_with_the_token(served: Served, host: str) -> None:
-    """issue 27 item 5: DNS rebinding - a page at evil.example resolving to 127.0.0.1 sends `Host:
+    """DNS rebinding - a page at evil.example resolving to 127.0.0.1 sends `Host:
     evil.example`; only loopback names and serve_url's host, on the right port, are answered."""
     with_key = {"Authorization": f"Bearer {served.key}"}
     headers = with_key | {"Host": host.format(port=served.port)}
@@ -191,7 +191,7 @@ MALFORMED: list[tuple[bytes, str]] = [
 def test_item11_a_malformed_message_body_is_400_naming_what_is_wrong(
     served: Served, body: bytes, named: str
 ) -> None:
-    """issue 27 item 11: nested or wrong-typed JSON (`{"text": [[[...`) is 400 with a message naming the
+    """nested or wrong-typed JSON (`{"text": [[[...`) is 400 with a message naming the
     field - never a 500 (before: a deeply nested body raised RecursionError inside the server)."""
     with served.local() as client:
         url = f"/sessions/{served.session}/messages"
@@ -216,7 +216,7 @@ def test_item11_a_malformed_message_body_is_400_naming_what_is_wrong(
     ],
 )
 def test_item11_an_out_of_range_number_in_the_address_is_4xx(served: Served, path: str) -> None:
-    """issue 27 item 11: `entries?after=<huge>` (and the inspector's numbers) are 400/404, never a 500
+    """`entries?after=<huge>` (and the inspector's numbers) are 400/404, never a 500
     (before: the number reached SQLite and overflowed)."""
     if path.startswith("/inspect/"):  # the inspector: over TCP, with its key
         with_key = {"Authorization": f"Bearer {served.key}"}
@@ -248,7 +248,7 @@ NUMBERISH = st.one_of(
 def test_item11_no_client_input_is_answered_with_a_5xx(
     served: Served, value: Any, raw: bytes, after: str, key: str
 ) -> None:
-    """issue 27 item 11: whatever a client sends - any JSON shape, any bytes, any query value, any key -
+    """whatever a client sends - any JSON shape, any bytes, any query value, any key -
     the answer is never a 5xx."""
     # A header is bytes on the wire: any but the control characters HTTP itself forbids there.
     header = bytes(b for b in after.encode("utf-8") if b >= 0x20 and b != 0x7F).strip(b" ")
@@ -286,7 +286,7 @@ def _signed(body: bytes, key: str, at: int, secret: str = SECRET) -> dict[str, s
 def test_item11_a_replayed_signed_callback_is_recorded_once_and_an_old_one_not_at_all(
     served: Served,
 ) -> None:
-    """issue 27 item 11: the signature covers timestamp, Idempotency-Key and body. A captured signed POST
+    """the signature covers timestamp, Idempotency-Key and body. A captured signed POST
     replayed as it was is recorded once; replayed with a new (or no) key its signature fails; signed
     more than 5 minutes ago (or ahead) it is refused; a body-only signature (the old format) is refused."""
     url = f"{served.base}/callbacks/cb-sec"
@@ -354,7 +354,7 @@ def inspecting(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_item12_an_svg_of_an_eval_folder_is_served_with_a_csp_that_forbids_script(
     inspecting: tuple[str, Path],
 ) -> None:
-    """issue 27 item 12: the SVG is served with `default-src 'none'; ... sandbox`; every page with a
+    """the SVG is served with `default-src 'none'; ... sandbox`; every page with a
     strict CSP, nosniff and no framing (before: no CSP at all, same origin as the inspector)."""
     url, _ = inspecting
     with httpx.Client(timeout=10) as client:
@@ -374,7 +374,7 @@ def test_item12_an_svg_of_an_eval_folder_is_served_with_a_csp_that_forbids_scrip
 
 
 def test_item12_a_script_in_the_svg_does_not_run_in_headless_chromium(inspecting: tuple[str, Path]) -> None:
-    """issue 27 item 12: opened in a real browser, the SVG's script does not run."""
+    """opened in a real browser, the SVG's script does not run."""
     executable = CHROMIUM if Path(CHROMIUM).is_file() else shutil.which("chromium")
     if executable is None:
         pytest.skip("no Chromium (apt-get install chromium)")
@@ -406,7 +406,7 @@ def test_item12_a_script_in_the_svg_does_not_run_in_headless_chromium(inspecting
 def test_item13_vibe_serve_on_a_port_in_use_exits_with_one_line_and_leaves_nothing_behind(
     tmp_path: Path, chat: ChatServer
 ) -> None:
-    """issue 27 item 13: the port is bound before serve-token is written or any lease taken: one line
+    """the port is bound before serve-token is written or any lease taken: one line
     naming the port, a non-zero exit, no token file, no lease (before: exit 3 with uvicorn's line, after
     writing serve-token and with the fleet already started)."""
     home, work = tmp_path / "home", tmp_path / "work"

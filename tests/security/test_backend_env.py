@@ -1,4 +1,4 @@
-"""External agents run as they are (L5), but not over Avibe's record (issue 27): the program Avibe starts
+"""External agents run as they are (L5), but not over Avibe's record: the program Avibe starts
 for Claude Code, Codex or OpenCode keeps the person's environment - its keys and settings - without
 Avibe's own variables, so its shell cannot find the home or read a database URL with a password and write
 `user` rows. A real child process through `run_program`, the path every backend takes."""

@@ -1,4 +1,4 @@
-"""The attack battery as a property (issue 27): whatever the agent's tools do, it never becomes the user.
+"""The attack battery as a property: whatever the agent's tools do, it never becomes the user.
 
 Hypothesis draws sequences of the agent's tool calls - shell commands (reads, renames, links, copies, a
 record insert, config writes, /proc reads), background jobs, write_file, edit_file, read_file - aimed at
@@ -14,10 +14,10 @@ Afterwards, checked as properties:
 - nothing changed for the next run: the settings the next run loads, Avibe's files and the denied file;
   a next session does not show an agent-written AGENTS.md as the person's, and its system prompt holds
   no secret (links planted where the harness reads: AGENTS.md, `.avibe/skills`);
-- no road out (issue 48): a TCP server on 127.0.0.1 and a Unix socket in the person's runtime folder,
+- no road out: a TCP server on 127.0.0.1 and a Unix socket in the person's runtime folder,
   both started by the test, accept no connection; a hard link to the serve token made before the session
   shows nothing;
-- nothing the next start runs was written (issue 48): the person's HOME is the workdir, and its shell
+- nothing the next start runs was written: the person's HOME is the workdir, and its shell
   startup files (~/.bashrc, ~/.bash_login, ~/.zshenv), ~/.local/bin and ~/.config/environment.d stay as
   they were.
 
@@ -123,7 +123,7 @@ SHELL_ATTACKS = [
     "grep -rs SECRET ~ /tmp /root /home 2>/dev/null | head -5",
     "echo pwned > lib/vendor/parser.txt",
     "find / -name serve-token -not -path '/proc/*' 2>/dev/null | head -3 | xargs -r cat",
-    # issue 48: loopback, host sockets, hard links made earlier, what the next start runs
+    # loopback, host sockets, hard links made earlier, what the next start runs
     CONNECT.format(family="AF_INET", address=f"('127.0.0.1', {PORT})"),
     CONNECT.format(family="AF_UNIX", address=f"'{HOST_SOCKET}'"),
     "cat backup/token.bak; echo pwned >> backup/token.bak",
@@ -133,7 +133,7 @@ SHELL_ATTACKS = [
     f"{REAL_HOME}/.local/bin/vibe",
     f"mkdir -p {REAL_HOME}/.config/environment.d && echo AVIBE_SANDBOX=full-access > "
     f"{REAL_HOME}/.config/environment.d/50-x.conf",
-    # issue 48: links where the harness reads with the person's authority (the next run's prompt)
+    # links where the harness reads with the person's authority (the next run's prompt)
     f"mkdir -p .avibe && ln -sfn {REAL_HOME}/{AVIBE} .avibe/skills",
     "ln -sf /proc/self/environ AGENTS.md",
     f"ln -sf {REAL_HOME}/{AVIBE}/serve-token AGENTS.md",

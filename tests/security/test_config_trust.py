@@ -1,4 +1,4 @@
-"""Trust boundaries nothing inside the workdir can move (issue 27 items 1 and 7).
+"""Trust boundaries nothing inside the workdir can move.
 
 Item 1: the project's `.avibe/config.toml` lives in the workdir, which the agent can write. A value there
 that loosens safety (sandbox, approval, allow rules, the database, the home, the model, where `vibe serve`
@@ -69,7 +69,7 @@ LOOSENING = [
 def test_a_project_config_cannot_loosen_a_setting(
     tmp_path: Path, text: str, user: str, field: str, kept: object
 ) -> None:
-    """Issue 27 item 1: the agent writes `.avibe/config.toml` to loosen its own next run; the value is
+    """the agent writes `.avibe/config.toml` to loosen its own next run; the value is
     ignored and the warning names the file, the key and how to trust the project."""
     project = _project(tmp_path, text)
     settings = _load(tmp_path, project, user)
@@ -83,7 +83,7 @@ def test_a_project_config_cannot_loosen_a_setting(
 
 @pytest.mark.parametrize("key", ["home", "model_cache"])
 def test_a_project_config_cannot_move_the_home_or_the_model_cache(tmp_path: Path, key: str) -> None:
-    """Issue 27 item 1: a home or model cache the agent picks would put Avibe's own files in its reach."""
+    """a home or model cache the agent picks would put Avibe's own files in its reach."""
     elsewhere = tmp_path / "project" / "mine"
     project = _project(tmp_path, f'{key} = "{elsewhere}"\n')
     mine = tmp_path / "h"
@@ -92,7 +92,7 @@ def test_a_project_config_cannot_move_the_home_or_the_model_cache(tmp_path: Path
 
 
 def test_a_project_config_cannot_pick_the_database(tmp_path: Path) -> None:
-    """Issue 27 item 1: the record (who said what) must not move to a database the agent chose."""
+    """the record (who said what) must not move to a database the agent chose."""
     project = _project(tmp_path, f'database_url = "sqlite:///{tmp_path / "project" / "fake.db"}"\n')
     settings = _load(tmp_path, project, f'home = "{tmp_path / "h"}"\n')
     assert settings.database_url == f"sqlite:///{tmp_path / 'h' / 'avibe.db'}"
@@ -116,7 +116,7 @@ def test_every_loosening_key_at_once_is_ignored_and_each_is_named(tmp_path: Path
 
 
 def test_a_trusted_project_config_applies_in_full_and_is_announced(tmp_path: Path) -> None:
-    """Issue 27 item 1: the user trusts the project in their own config (`trusted_projects`)."""
+    """the user trusts the project in their own config (`trusted_projects`)."""
     project = _project(
         tmp_path,
         'sandbox = "full-access"\nmodel = "openai/gpt-4o"\napproval = "auto"\nmodel_window = 99999\n',
@@ -158,7 +158,7 @@ def test_a_relative_trusted_project_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_project_config_may_tighten_without_trust(tmp_path: Path) -> None:
-    """Issue 27 item 1: stricter values apply whoever wrote them - a stricter sandbox, ask instead of
+    """stricter values apply whoever wrote them - a stricter sandbox, ask instead of
     auto, more deny rules, a smaller window, an allow list inside the user's."""
     project = _project(
         tmp_path,
@@ -228,7 +228,7 @@ def chat() -> Iterator[ChatServer]:
 def test_vibe_run_announces_a_loosened_setting_and_warns_of_an_ignored_one(
     tmp_path: Path, chat: ChatServer
 ) -> None:
-    """Issue 27 item 1: `vibe run` with AVIBE_SANDBOX=full-access says so on stderr, one plain line; a
+    """`vibe run` with AVIBE_SANDBOX=full-access says so on stderr, one plain line; a
     project config that tries to move the model is named and ignored."""
     work = _project(tmp_path, 'model = "openai/attacker"\n')
     user_file = tmp_path / "config" / "avibe" / "config.toml"  # the user's config, by XDG_CONFIG_HOME
@@ -302,7 +302,7 @@ def _system(chat: ChatServer) -> str:
 def test_an_agents_md_the_agent_wrote_is_marked_until_the_user_edits_it(
     tmp_path: Path, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 27 item 7: Vibey's write_file leaves an AGENTS.md (and its shell a skill); the next session's
+    """Vibey's write_file leaves an AGENTS.md (and its shell a skill); the next session's
     system prompt shows both as the agent's, with the session and the step; once the user edits
     AGENTS.md it is the user's again."""
     monkeypatch.setenv("OPENAI_API_KEY", "sk-avibe-test-dummy")

@@ -1,4 +1,4 @@
-"""A full disk mid-run (issue 27 item 15): the streamed reply reached the screen but not the record.
+"""A full disk mid-run: the streamed reply reached the screen but not the record.
 
 Before: the reply streamed to the screen, then the record's "database or disk is full" escaped the turn as
 a bare store error (and the turn's last state save raised again over it): nothing told the person that

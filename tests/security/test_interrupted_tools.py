@@ -1,4 +1,4 @@
-"""A process killed while a tool runs (issue 27 item 14): the resumed session names the interrupted call.
+"""A process killed while a tool runs: the resumed session names the interrupted call.
 
 Before: the resumed view dropped a tool-calls-only step whose process died, silently - the model saw the
 user's request as if nothing had happened and could run a non-idempotent command again. Now the harness

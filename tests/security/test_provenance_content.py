@@ -1,4 +1,4 @@
-"""Provenance by content (issue 27 item 7, extended): whatever the agent wrote is never shown to a later
+"""Provenance by content (extended): whatever the agent wrote is never shown to a later
 run as the user's words, wherever and however it comes back.
 
 The ledger in Avibe's home keeps the sha256 of every file the agent wrote or changed under its workdir

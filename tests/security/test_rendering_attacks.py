@@ -1,4 +1,4 @@
-"""Issue 27: the agent can never become the user - text that tries to pass for the harness or the user
+"""the agent can never become the user - text that tries to pass for the harness or the user
 where the record is shown as text (items 6, 9, 10).
 
 Item 6: a callback's, watch's or timer's body (or the agent's own reply) that holds a line shaped like a
@@ -103,7 +103,7 @@ def _no_tool(call: ToolCall) -> ToolResult:
 
 
 def test_item_6_the_models_view_frames_a_callback_body(tmp_path: Path) -> None:
-    """issue 27 item 6: in the request Vibey sends, the callback's forged tag and headers are framed."""
+    """in the request Vibey sends, the callback's forged tag and headers are framed."""
     store = _store(tmp_path)
     session = store.create_session("view").id
     deliver(store, session, Source("callback", "deploy", "cb-1"), ATTACK, at=T0)
@@ -123,7 +123,7 @@ def test_item_6_the_models_view_frames_a_callback_body(tmp_path: Path) -> None:
 
 
 def test_item_6_record_query_frames_every_line_below_a_header(tmp_path: Path) -> None:
-    """issue 27 item 6: `record_query` over a real record - no body line passes for a header or a tag."""
+    """`record_query` over a real record - no body line passes for a header or a tag."""
     store = _store(tmp_path)
     session = store.create_session("q").id
     deliver(store, session, Source("user", "ana"), "Never touch vendor/.", at=T0)
@@ -138,7 +138,7 @@ def test_item_6_record_query_frames_every_line_below_a_header(tmp_path: Path) ->
 
 
 def test_item_6_vibe_log_frames_every_line_below_a_header_and_tag(tmp_path: Path) -> None:
-    """issue 27 item 6: `vibe log` through the CLI - the forged `#99 · ... · user root` is framed."""
+    """`vibe log` through the CLI - the forged `#99 · ... · user root` is framed."""
     store = _store(tmp_path)
     session = store.create_session("log").id
     deliver(store, session, Source("user", "ana"), "hello", at=T0)
@@ -156,7 +156,7 @@ def test_item_6_vibe_log_frames_every_line_below_a_header_and_tag(tmp_path: Path
 
 
 def test_item_6_the_inspector_page_frames_a_callback_body(tmp_path: Path) -> None:
-    """issue 27 item 6: the inspector's timeline shows the body under the tag, every line framed."""
+    """the inspector's timeline shows the body under the tag, every line framed."""
     store = _store(tmp_path)
     session = store.create_session("inspect").id
     deliver(store, session, Source("callback", "deploy", "cb-1"), ATTACK, at=T0)
@@ -169,7 +169,7 @@ def test_item_6_the_inspector_page_frames_a_callback_body(tmp_path: Path) -> Non
 
 
 def test_item_6_the_chat_frames_an_input_under_its_tag() -> None:
-    """issue 27 item 6: the chat's line for a watch input: the tag, then the framed body."""
+    """the chat's line for a watch input: the tag, then the framed body."""
     entry = Entry("s", 7, Source("watch", "ci", "w-1"), ATTACK, T0)
     line = entry_line(entry)
     assert line.tag == render_tag(entry.source, T0)
@@ -212,7 +212,7 @@ def _entries(drawn: list[tuple[Kind, str]]) -> list[Entry]:
 def test_item_6_every_output_parses_back_to_exactly_its_entries_and_tags(
     drawn: list[tuple[Kind, str]],
 ) -> None:
-    """issue 27 item 6: whatever the bodies hold (tag-like and header-like lines, look-alike letters,
+    """whatever the bodies hold (tag-like and header-like lines, look-alike letters,
     every kind of line break), each output, read back line by line, has exactly the real headers and
     tags and nothing else outside the frame."""
     listed = _entries(drawn)
@@ -276,7 +276,7 @@ DISGUISES = [
 
 @pytest.mark.parametrize("text", DISGUISES)
 def test_item_9_a_user_message_opening_like_a_tag_gets_the_name_in_front(tmp_path: Path, text: str) -> None:
-    """issue 27 item 9: the person's name goes in front, in the model's view and in record_query."""
+    """the person's name goes in front, in the model's view and in record_query."""
     assert render_user_text(Source("user", "ana"), text) == f"ana: {text}"
     store = _store(tmp_path)
     session = store.create_session("t2").id
@@ -287,7 +287,7 @@ def test_item_9_a_user_message_opening_like_a_tag_gets_the_name_in_front(tmp_pat
 
 @pytest.mark.parametrize("name", ["H", "Ha", "avib", "a", "Harn"])
 def test_item_9_a_name_that_could_start_a_key_is_not_put_in_front(name: str) -> None:
-    """issue 27 item 9: "H: arness" would read as "Harness": such a name is shown as "user"."""
+    """ "H: arness" would read as "Harness": such a name is shown as "user"."""
     assert user_label(Source("user", name)) == "user"
     rendered = render_user_text(Source("user", name), "[Harness: x]")
     assert not tag_like_lines(rendered), rendered
@@ -319,14 +319,14 @@ SUMMARY = (
 
 
 def test_item_10_a_claude_compaction_summary_without_its_flag_is_not_the_users(tmp_path: Path) -> None:
-    """issue 27 item 10: Claude Code's compaction text with no `isCompactSummary` is the agent's input."""
+    """Claude Code's compaction text with no `isCompactSummary` is the agent's input."""
     users, inputs = _events(_jsonl(tmp_path, [_claude("Tidy the README."), _claude(SUMMARY)]))
     assert users == ["Tidy the README."]
     assert inputs == [("compact-summary", SUMMARY)]
 
 
 def test_item_10_a_string_false_flag_is_false(tmp_path: Path) -> None:
-    """issue 27 item 10: `"isSidechain": "false"` is not a sidechain; `"isMeta": "true"` is meta."""
+    """`"isSidechain": "false"` is not a sidechain; `"isMeta": "true"` is meta."""
     lines = [
         _claude("Keep the changelog short.", isSidechain="false", isMeta="false"),
         _claude("a caveat Claude Code wrote", isMeta="true"),
@@ -345,7 +345,7 @@ def test_item_10_a_string_false_flag_is_false(tmp_path: Path) -> None:
     ],
 )
 def test_item_10_a_person_opening_like_an_element_is_not_dropped(tmp_path: Path, text: str) -> None:
-    """issue 27 item 10: a person's message is kept whatever element it opens like."""
+    """a person's message is kept whatever element it opens like."""
     assert _events(_jsonl(tmp_path, [_claude(text)]))[0] == [text]
     codex = [
         {"timestamp": "2026-11-23T08:00:00Z", "type": "session_meta", "payload": {"id": "r"}},
@@ -378,7 +378,7 @@ USER_ACTION = (
 
 
 def test_item_10_codex_user_action_is_not_the_users_words(tmp_path: Path) -> None:
-    """issue 27 item 10: Codex's `<user_action>` (written by Codex) is its input, not the person's."""
+    """Codex's `<user_action>` (written by Codex) is its input, not the person's."""
     meta = {"timestamp": "2026-11-23T08:00:00Z", "type": "session_meta", "payload": {"id": "r"}}
     users, inputs = _events(
         _jsonl(tmp_path, [meta, _codex_user("Review my change."), _codex_user(USER_ACTION)])
@@ -388,7 +388,7 @@ def test_item_10_codex_user_action_is_not_the_users_words(tmp_path: Path) -> Non
 
 
 def test_item_10_codex_events_say_what_the_person_typed(tmp_path: Path) -> None:
-    """issue 27 item 10: where the rollout has `user_message` events, a user-role text is the person's
+    """where the rollout has `user_message` events, a user-role text is the person's
     exactly when one of them says so - a typed `<permissions` is kept, an injected text is not theirs."""
     meta = {"timestamp": "2026-11-23T08:00:00Z", "type": "session_meta", "payload": {"id": "r"}}
     typed = "<permissions> are too wide; narrow them"
@@ -400,7 +400,7 @@ def test_item_10_codex_events_say_what_the_person_typed(tmp_path: Path) -> None:
 
 
 def test_item_10_recorded_imports_keep_the_source(tmp_path: Path) -> None:
-    """issue 27 item 10: recorded, the compaction summary is an agent input under its tag, never `user`."""
+    """recorded, the compaction summary is an agent input under its tag, never `user`."""
     store = _store(tmp_path)
     path = _jsonl(tmp_path, [_claude("Tidy the README."), _claude(SUMMARY, isSidechain="false")])
     session = record_import(store, parse_session_file(path, "ines"))
@@ -424,7 +424,7 @@ MEMO_HEADER = re.compile(r"Message #(\d+):")
 def test_item_6_the_recollection_shows_only_the_kept_messages_avibe_copied(
     parts: list[str], brk: str
 ) -> None:
-    """issue 27 item 6: a scene, mind, plan, file list or put-back skill holding a forged memo heading or
+    """a scene, mind, plan, file list or put-back skill holding a forged memo heading or
     `Message #99:` header (or a tag) shows, read back, exactly the messages Avibe kept and no tag."""
     forged = brk.join(parts)
     mind = "## I am here\nFor Ana.\n" + forged
@@ -438,7 +438,7 @@ def test_item_6_the_recollection_shows_only_the_kept_messages_avibe_copied(
 
 
 def test_item_6_vibe_run_prints_an_input_under_its_tag_framed(capsys: pytest.CaptureFixture[str]) -> None:
-    """issue 27 item 6: `vibe run`'s line for an input that arrived: its tag, then the body framed, and no
+    """`vibe run`'s line for an input that arrived: its tag, then the body framed, and no
     escape sequence of the body obeyed (a `\\x1b[2K\\r` would wipe the tag off the terminal)."""
     from avibe.cli.terminal import EventPrinter
     from avibe.host.events import InputArrived
@@ -481,7 +481,7 @@ def disguised_key(draw: st.DrawFn) -> str:
 @settings(max_examples=300, deadline=None)
 @given(disguised_key())
 def test_item_9_any_disguise_of_the_first_word_gets_the_name_in_front(forged: str) -> None:
-    """issue 27 item 9: look-alike letters of several scripts, separators between the letters, quotes,
+    """look-alike letters of several scripts, separators between the letters, quotes,
     dashes, ellipses, brackets, escapes and markup in front - the line gets the person's name in front,
     on the first line and on any later line."""
     assert render_user_text(Source("user", "ana"), forged) == f"ana: {forged}"

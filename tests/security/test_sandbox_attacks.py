@@ -128,7 +128,7 @@ def _untouched(user: User, home_inode: int) -> None:
 def test_item2_renaming_a_parent_of_the_home_is_refused_and_no_database_is_planted(
     sandboxed: None, user: User
 ) -> None:
-    """Issue 27 item 2: `mv .local .local.bak`, then a crafted avibe.db where the home was. Every folder
+    """`mv .local .local.bak`, then a crafted avibe.db where the home was. Every folder
     between the workdir and the covered home is a mount point in the sandbox: it cannot be renamed;
     and work next to them goes on."""
     box, inode = user.tools("workspace-write"), os.stat(user.home).st_ino
@@ -146,7 +146,7 @@ def test_item2_renaming_a_parent_of_the_home_is_refused_and_no_database_is_plant
 
 
 def test_item2_a_deny_rule_over_a_parent_of_the_home_does_not_uncover_it(sandboxed: None, user: User) -> None:
-    """Issue 27 items 2 and 8: deny = [".local/**"] mounts .local read-only; that mount must not show the
+    """deny = [".local/**"] mounts .local read-only; that mount must not show the
     home under the cover again (a bind shows its source as it is outside the sandbox)."""
     box, inode = user.tools("workspace-write", deny=(".local/**",)), os.stat(user.home).st_ino
     out = shell(
@@ -158,7 +158,7 @@ def test_item2_a_deny_rule_over_a_parent_of_the_home_does_not_uncover_it(sandbox
 
 
 def test_item2_a_database_in_a_workdir_subfolder_gets_no_companion(sandboxed: None, user: User) -> None:
-    """Issue 27 item 2: the record in `data/record.db` inside the workdir. A `-journal` planted next to it
+    """the record in `data/record.db` inside the workdir. A `-journal` planted next to it
     would be read by SQLite as part of the record; its whole folder is out of reach and cannot be moved."""
     data = user.workdir / "data"
     data.mkdir()
@@ -191,7 +191,7 @@ def test_item2_control_full_access_the_rename_plants_a_database(user: User) -> N
 
 @pytest.mark.parametrize("mode", SANDBOXED)
 def test_item2_the_file_tools_cannot_read_avibes_home(mode: str, user: User) -> None:
-    """Issue 27 item 2: read_file on `$AVIBE_HOME/serve-token` (the token of `vibe serve`, which a
+    """read_file on `$AVIBE_HOME/serve-token` (the token of `vibe serve`, which a
     sandboxed curl could use to post a user message) - by its path, after its parent was renamed, through
     a link and through a second hard link; search_files and list_files never show it."""
     box = user.tools(mode)
@@ -220,7 +220,7 @@ def test_item2_the_file_tools_cannot_read_avibes_home(mode: str, user: User) -> 
 
 
 def test_item2_the_file_tools_cannot_write_a_skill_into_avibes_home(user: User) -> None:
-    """Issue 27 item 2: write_file `$AVIBE_HOME/skills/evil/SKILL.md` (loaded as the person's skill next
+    """write_file `$AVIBE_HOME/skills/evil/SKILL.md` (loaded as the person's skill next
     time) - by its path, after its parent was renamed and through a link - and edit_file on a skill."""
     box = user.tools("workspace-write")
     skills = user.home / "skills"
@@ -256,7 +256,7 @@ def test_item2_control_full_access_the_file_tools_read_and_write_the_home(user: 
 def test_item3_the_shell_cannot_read_the_users_config_outside_the_workdir(
     sandboxed: None, mode: str, user: User
 ) -> None:
-    """Issue 27 item 3: `~/.config/avibe/config.toml` holds a database URL with its password; the shell
+    """`~/.config/avibe/config.toml` holds a database URL with its password; the shell
     reads it (then psql could write `user` rows). Here the config folder lies outside the workdir."""
     outside = user.root / "config" / "avibe"
     outside.mkdir(parents=True)
@@ -270,7 +270,7 @@ def test_item3_the_shell_cannot_read_the_users_config_outside_the_workdir(
 def test_item3_the_users_config_in_the_workdir_is_out_of_reach(
     sandboxed: None, mode: str, user: User
 ) -> None:
-    """Issue 27 item 3: the config folder inside the workdir (`vibe` run in `~`): the shell sees an empty
+    """the config folder inside the workdir (`vibe` run in `~`): the shell sees an empty
     folder and cannot rename its parent; the file tools refuse it."""
     box = user.tools(mode)
     out = shell(box, "cat .config/avibe/config.toml; grep -r pw- .config; mv .config .config.bak")
@@ -282,7 +282,7 @@ def test_item3_the_users_config_in_the_workdir_is_out_of_reach(
 
 
 def test_item3_no_config_can_be_planted_where_none_exists_yet(sandboxed: None, user: User) -> None:
-    """Issue 27 item 3: with no config folder yet, a command would make one that the next start reads as
+    """with no config folder yet, a command would make one that the next start reads as
     the person's (`sandbox = "full-access"`). Avibe makes it (empty) first, then covers it."""
     subprocess.run(["rm", "-rf", str(user.workdir / ".config")], check=True)
     box = user.tools("workspace-write")
@@ -302,7 +302,7 @@ def test_item3_control_full_access_the_shell_reads_the_config(user: User) -> Non
 
 
 def test_item4_read_only_binds_write_file_and_edit_file(user: User) -> None:
-    """Issue 27 item 4: AVIBE_SANDBOX=read-only keeps the shell from writing; write_file and edit_file
+    """AVIBE_SANDBOX=read-only keeps the shell from writing; write_file and edit_file
     obey it too, and say so."""
     box = user.tools("read-only")
     attempts = [
@@ -344,7 +344,7 @@ def vendored(user: User) -> Path:
 def test_item8_renaming_the_parent_of_a_denied_folder_is_refused_in_the_shell(
     sandboxed: None, user: User, vendored: Path
 ) -> None:
-    """Issue 27 item 8: deny = ["lib/vendor/**"]; `mv lib lib2`, change lib2/vendor, `mv lib2 lib`. The
+    """deny = ["lib/vendor/**"]; `mv lib lib2`, change lib2/vendor, `mv lib2 lib`. The
     parent is a mount point in the sandbox; files next to the denied folder stay writable."""
     box = user.tools("workspace-write", deny=DENY)
     out = shell(box, "mv lib lib2")
@@ -358,7 +358,7 @@ def test_item8_renaming_the_parent_of_a_denied_folder_is_refused_in_the_shell(
 
 @pytest.mark.parametrize("mode", ("workspace-write", "full-access"))
 def test_item8_the_file_tools_know_a_denied_folder_by_identity(mode: str, user: User, vendored: Path) -> None:
-    """Issue 27 item 8: the rename done by something else (a command without sandbox, the person): the
+    """the rename done by something else (a command without sandbox, the person): the
     file tools still refuse the denied folder under its new name, and do not make anything in it."""
     box = user.tools(mode, deny=DENY)
     os.rename(user.workdir / "lib", user.workdir / "lib2")
@@ -398,7 +398,7 @@ def test_item8_control_full_access_the_rename_changes_the_denied_file(user: User
 def test_the_start_check_refuses_what_the_sandbox_cannot_protect(
     tmp_path: Path, mode: str, workdir: str, database: str, refused: str | None
 ) -> None:
-    """Issue 27 item 2: a working directory the sandbox cannot keep Avibe's files out of is refused at
+    """a working directory the sandbox cannot keep Avibe's files out of is refused at
     the start, with what to do; a home or database in a subfolder is fine (covered, rename-proof)."""
     home, config = tmp_path / "home", tmp_path / "config" / "avibe"
     url = f"sqlite:///{tmp_path / database}"
@@ -418,7 +418,7 @@ def test_the_start_check_refuses_what_the_sandbox_cannot_protect(
 def test_the_start_check_refuses_a_home_reached_through_a_link_in_the_workdir(
     tmp_path: Path, linked: str
 ) -> None:
-    """Issue 27 item 2: `.local/share/avibe` a link to the real home elsewhere - a command can remove the
+    """`.local/share/avibe` a link to the real home elsewhere - a command can remove the
     link and put a folder with a crafted avibe.db in its place, which the next start would open. The same
     for the config folder and the database file. In read-only nothing can be replaced: allowed."""
     work, real = tmp_path / "user", tmp_path / "elsewhere"
@@ -437,7 +437,7 @@ def test_the_start_check_refuses_a_home_reached_through_a_link_in_the_workdir(
 
 
 def test_open_session_refuses_such_a_workdir_before_writing_anything(tmp_path: Path) -> None:
-    """Issue 27 item 2: `vibe run` in Avibe's home stops before any database or session exists."""
+    """`vibe run` in Avibe's home stops before any database or session exists."""
     from avibe.compose import open_session
     from avibe.config import load_settings
 

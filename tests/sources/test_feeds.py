@@ -1,4 +1,4 @@
-"""Watches and timers (issue 12): when they fire (pure rules), what they post (tagged by the harness from
+"""Watches and timers: when they fire (pure rules), what they post (tagged by the harness from
 the feed's stored fields, T1), exactly once (keys survive a crash between delivering and saving), and the
 real thing - a command in the tool sandbox, a file, a URL served on loopback - through `FeedRunner` on a
 real SQLite record."""

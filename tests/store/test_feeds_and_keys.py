@@ -131,7 +131,7 @@ def _batch(sessions: list[str], *, n: int) -> list[NewEntry]:
 
 
 def test_a_batch_of_many_sessions_gives_each_dense_seqs_and_records_each_key_once(store: SqlStore) -> None:
-    # Issue 30: a batch of several sessions' inputs is locked and read in one statement and moved on in one.
+    # a batch of several sessions' inputs is locked and read in one statement and moved on in one.
     sessions = [store.create_session().id for _ in range(3)]
     deliver(store, sessions[1], WATCH, "before", at=AT)  # one session is not at seq 0
     batch = _batch(sessions, n=10)
@@ -173,7 +173,7 @@ def test_postgres_notifies_each_waking_session_of_a_batch_once(pg_url: str) -> N
 
 @pytest.mark.postgres
 def test_postgres_a_batch_is_on_disk_before_its_outcomes_are_given(pg_url: str) -> None:
-    # Issue 30: a batch commits without waiting for the flush (its session rows are free at once), then
+    # a batch commits without waiting for the flush (its session rows are free at once), then
     # one flush covers it before append_each returns: 202 still means the input is on disk.
     dsn = pg_url.replace("postgresql+psycopg://", "postgresql://", 1)
     with open_store(pg_url) as store, psycopg.connect(dsn, autocommit=True) as probe:

@@ -1,4 +1,4 @@
-"""Group commit (issue 12): appends arriving at once from several threads share transactions, and each
+"""Group commit: appends arriving at once from several threads share transactions, and each
 still gets exactly what a lone append gets - its own seq, its own error, a repeated key recording
 nothing new. No timing is asserted here (benchmarks/record_append.py measures)."""
 

@@ -1,5 +1,5 @@
 """Opening the record: migrations from an empty database, read-only opens that write nothing, and the
-one-line errors for a database that cannot be reached (issue 2 item 4)."""
+one-line errors for a database that cannot be reached."""
 
 from __future__ import annotations
 
@@ -113,7 +113,7 @@ def test_a_plain_postgresql_url_uses_the_shipped_driver(pg_url: str) -> None:
     "url", ["sqlite://", "sqlite:///:memory:", "sqlite:///file:rec?mode=memory&uri=true"]
 )
 def test_an_in_memory_record_is_refused_unless_asked_for(url: str) -> None:
-    """A record that vanishes when the process ends is no record (issue 11); scratch stores say so."""
+    """A record that vanishes when the process ends is no record; scratch stores say so."""
     with pytest.raises(StoreUnavailable, match="in-memory database"):
         open_store(url)
     with open_store("sqlite://", in_memory=True) as scratch:

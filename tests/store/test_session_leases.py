@@ -1,4 +1,4 @@
-"""One writer per session (issue 11 item 2): the lease in the record, on SQLite and PostgreSQL.
+"""One writer per session: the lease in the record, on SQLite and PostgreSQL.
 
 A live holder's lease refuses every other owner with one clear error and changes nothing; the holder
 renews and releases it; a stale lease - its heartbeat expired, or its process gone from this machine -

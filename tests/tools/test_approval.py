@@ -1,4 +1,4 @@
-"""Approval modes and path rules (issue 11 item 9): the pure matching, and the real tools on real files -
+"""Approval modes and path rules: the pure matching, and the real tools on real files -
 write_file and edit_file never change a denied path, whatever mode; in ask mode writes and shell
 commands that no allow rule covers wait for the person, and with nobody to ask they are refused."""
 
@@ -211,7 +211,7 @@ def test_bad_modes_and_rules_are_refused() -> None:
 
 def test_deny_rules_bind_the_sandboxed_shell_too(tmp_path: Path) -> None:
     """write_file refuses vendor/ and so does the shell: the sandbox mounts what a deny rule matches
-    read-only (issue 11 item 9), while the rest of the workdir stays writable."""
+    read-only, while the rest of the workdir stays writable."""
     from avibe.tools.sandbox import SandboxPolicy, bwrap_problem, protected_paths
     from avibe.tools.shell import Shell
 

@@ -1,4 +1,4 @@
-"""The approval mode and the person's rules as settings (issue 11 item 9): AVIBE_APPROVAL or `approval`,
+"""The approval mode and the person's rules as settings: AVIBE_APPROVAL or `approval`,
 and the `[rules]` table of the project's `.avibe/config.toml` and the user's config.toml - deny rules of
 every file add up, allow lists follow first-wins, every bad value is one ConfigError naming its place."""
 

@@ -1,5 +1,5 @@
-"""Tools that do not destroy work (issue 16 item 5) and file tools that cannot be led out of the
-workdir (issue 11 items 1 and 5), on real files: read before overwrite, append, edit diffs, hard links,
+"""Tools that do not destroy work and file tools that cannot be led out of the
+workdir, on real files: read before overwrite, append, edit diffs, hard links,
 symlinks swapped in after the path check."""
 
 from __future__ import annotations

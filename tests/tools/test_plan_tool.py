@@ -1,4 +1,4 @@
-"""update_plan: the agent's queue as a checklist the harness keeps (issue 16 item 5)."""
+"""update_plan: the agent's queue as a checklist the harness keeps."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The shell tool's sandbox (issue 11, DESIGN "the agent's tools never reach Avibe's own home or
+"""The shell tool's sandbox (DESIGN "the agent's tools never reach Avibe's own home or
 database"): what a command can see and write in each mode, the scrubbed environment, processes that die
 with the tool and with Avibe, and the refusal where the sandbox cannot start. Real bubblewrap, real
 processes; the sandboxed tests skip without bwrap and fail under CI (tests/tools/conftest.py)."""
@@ -120,7 +120,7 @@ def test_the_database_file_is_found_as_the_store_reads_the_url(url: str, path: P
 
 
 def test_for_record_hides_the_home_and_the_database_file_with_its_companions(tmp_path: Path) -> None:
-    """Issue 27: the user's config folder too, and the database's folder when it lies inside the workdir
+    """the user's config folder too, and the database's folder when it lies inside the workdir
     (no companion file can be planted next to it)."""
     policy = SandboxPolicy.for_record(
         "workspace-write",

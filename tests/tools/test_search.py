@@ -94,7 +94,7 @@ def test_walks_do_not_follow_links_out_of_the_workdir(tmp_path: Path, workdir: P
 
 
 def test_list_files_is_bounded_in_characters_and_says_how_many_entries_were_left_out(workdir: Path) -> None:
-    """Issue 11: a listing of long paths came back as 104,060 characters."""
+    """a listing of long paths came back as 104,060 characters."""
     deep = workdir / ("a_rather_long_folder_name_" * 4)
     deep.mkdir()
     for i in range(400):

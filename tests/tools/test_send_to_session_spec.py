@@ -1,4 +1,4 @@
-"""Issue 32: the demo's 1.5B sent its news to `s-20261201-ab12cd`, the example id in send_to_session's
+"""the demo's 1.5B sent its news to `s-20261201-ab12cd`, the example id in send_to_session's
 description, until the turn ran out - the description gives no id to copy."""
 
 from __future__ import annotations

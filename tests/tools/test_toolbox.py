@@ -71,7 +71,7 @@ def test_unknown_tool_and_bad_arguments_become_error_results(
 def test_the_default_file_tools_share_one_read_ledger(
     workdir: Path, store: RecordStore, session_id: str
 ) -> None:
-    """Issue 16: write_file overwrites only a file read in this session, whichever tool instance read it;
+    """write_file overwrites only a file read in this session, whichever tool instance read it;
     two sessions' tool sets do not share what they read."""
     (workdir / "CHANGELOG.md").write_text("- 001\n")
     box, other = _box(workdir, store, session_id), _box(workdir, store, session_id)

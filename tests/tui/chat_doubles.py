@@ -99,7 +99,7 @@ class Sessions:
             else:
                 info = store.get_session(session_id)
             policy = ApprovalPolicy(self.approval, Rules(), approver)  # type: ignore[arg-type]
-            stop = threading.Event()  # the session's stop switch, as `host_session` makes it (issue 29)
+            stop = threading.Event()  # the session's stop switch, as `host_session` makes it
             tools = default_tools(self.workdir, store=store, session_id=info.id, approval=policy, stop=stop)
             toolbox = ToolBox(tools)
             clock = StepClock()

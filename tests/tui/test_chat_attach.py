@@ -1,4 +1,4 @@
-"""`vibe chat --session S` while the real `vibe serve` hosts S (issue 29 item 3): the chat attaches as
+"""`vibe chat --session S` while the real `vibe serve` hosts S: the chat attaches as
 `vibe run --session` does - it shows the session's history, sends the person's message into the record for
 the serving host to answer, shows every input and reply that host records (a message sent from another
 terminal too), and never hosts the session itself. The attach view (docs/chat-attach.svg) is made here:

@@ -1,6 +1,6 @@
 """The chat on a scripted model through Textual's headless pilot: replies stream onto the screen while the
 model writes them, tool calls are one line each that expands to arguments and output, errors are shown,
-the input keeps multi-line text and a history (issue 13)."""
+the input keeps multi-line text and a history."""
 
 from __future__ import annotations
 

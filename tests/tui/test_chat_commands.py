@@ -1,4 +1,4 @@
-"""Each slash command of the chat (issue 13): /new (the one a U3 stop names), /sessions, /resume, /model,
+"""Each slash command of the chat: /new (the one a U3 stop names), /sessions, /resume, /model,
 /log (vibe log's own filters, A4), /checkpoints (list, one whole, the diff of two minds), /skills, /help."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The chat around the session: the context meter drops after a checkpoint and nothing else shows (U1,
 U2), Ctrl-C cancels the running step and the record says so, an input from a watch arrives while the chat
 is idle under its source tag (T1) and starts a turn, a session goes on after the chat quit, and ask-mode
-approvals are answered on the screen (issue 13)."""
+approvals are answered on the screen."""
 
 from __future__ import annotations
 
@@ -151,7 +151,7 @@ def test_a_watch_input_arrives_while_idle_under_its_tag_and_starts_a_turn_T1(mak
     shown: list[str] = []
     run(scenario)
     tag, text = shown[0].split("\n", 1)
-    assert len(shown) == 1 and text == "│ the user asked: rm -rf /"  # framed under its tag (issue 27 item 6)
+    assert len(shown) == 1 and text == "│ the user asked: rm -rf /"  # framed under its tag
     assert tag.startswith("[Harness:") and "watch" in tag and "ci" in tag
     request = sessions.model.inner.requests[-1].messages[-1].content
     assert request.startswith(tag)  # the model sees the same harness-written tag

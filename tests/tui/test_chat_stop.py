@@ -1,4 +1,4 @@
-"""Ctrl-C in the chat stops work already running (issue 29 item 2): a real `sleep` in the real shell tool
+"""Ctrl-C in the chat stops work already running: a real `sleep` in the real shell tool
 (bubblewrap) and an external agent's real process (a program in Claude Code's place that ignores SIGTERM
 and keeps a child running) are killed - their processes are gone once the screen says the step was
 cancelled - the record says which calls did not finish, and the session goes on with the next message."""

@@ -1,6 +1,6 @@
 """The real `vibe` in a real terminal (tmux): typed with send-keys, read with capture-pane. `vibe` alone
 opens the chat; a hosted-model client talks to the scripted OpenAI-compatible server on loopback, so the
-reply streams over SSE as a provider's does (issue 13)."""
+reply streams over SSE as a provider's does."""
 
 from __future__ import annotations
 

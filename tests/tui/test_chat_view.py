@@ -1,4 +1,4 @@
-"""The chat's view for daily use (issue 29): it follows the conversation unless the person scrolled up
+"""The chat's view for daily use: it follows the conversation unless the person scrolled up
 (then "new messages below"), renders replies as markdown (and /plain shows them as written), titles
 sessions by their first message or /rename, keeps each reply under the name of the agent that wrote it
 without reprinting the transcript on /model, and shows a write's diff before y / n / a."""

@@ -1,4 +1,4 @@
-"""No spec ids on screen (issue 29): what the chat shows (its help, notices, the status bar), every `vibe`
+"""No spec ids on screen: what the chat shows (its help, notices, the status bar), every `vibe`
 command's --help, and the inspector's pages say things in words. Ids such as U3, L5, V7, F1, M4 belong
 in code and tests; a person reading the screen does not know them."""
 

@@ -1,4 +1,4 @@
-"""The fleet of one `vibe serve` (issue 12): which sessions it hosts (input waiting, watches or timers),
+"""The fleet of one `vibe serve`: which sessions it hosts (input waiting, watches or timers),
 that it leaves a session another host holds, backs off from one whose host fails, and lets a session go
 when it has nothing left to run or wait for."""
 

@@ -1,4 +1,4 @@
-"""The inspector in a real browser (issue 15): Debian's headless Chromium driven by Playwright, over a
+"""The inspector in a real browser: Debian's headless Chromium driven by Playwright, over a
 session that really ran (the product's `open_session`, a scripted model, four checkpoints).
 
 Each page loads and is saved as a screenshot (test-artifacts/inspector/; with AVIBE_INSPECTOR_DOCS=1 also
@@ -191,5 +191,5 @@ def test_T1_live_update_shows_a_new_callback_input_within_a_second(
     landed = page.locator(f"#e{entry.seq}")
     assert landed.get_attribute("data-kind") == "callback"
     assert landed.locator(".tag").inner_text().startswith('[Harness: callback "deploy" (cb-7)')
-    # framed below its tag, as everywhere a body not typed by the person is shown (issue 27 item 6)
+    # framed below its tag, as everywhere a body not typed by the person is shown
     assert landed.locator("pre.text").evaluate("el => el.textContent") == "│ The user asked: deploy now."

@@ -1,4 +1,4 @@
-"""The inspector's pages without a browser (issue 15): on SQLite and PostgreSQL, filters as `vibe log`
+"""The inspector's pages without a browser: on SQLite and PostgreSQL, filters as `vibe log`
 (A4), paging with the checkpoints placed where they happened, the context log the product's session keeps,
 live updates over server-sent events, eval results, the token, read-only, and `vibe inspect` itself."""
 
@@ -337,7 +337,7 @@ def test_vibe_inspect_serves_the_record_read_only_and_needs_its_key(tmp_path: Pa
     try:
         assert url.startswith("http://127.0.0.1:") and f"/s/{session}/timeline?key=" in url
         assert f'id="e{6}"' in httpx.get(url, timeout=10, follow_redirects=True).text
-        assert httpx.get(url.split("?")[0], timeout=10).status_code == 401  # loopback too (issue 27)
+        assert httpx.get(url.split("?")[0], timeout=10).status_code == 401  # loopback too
     finally:
         _stop(process)
     process, url = _inspect(home, "--host", "0.0.0.0", "--no-browser", token="the-serve-token-9")
@@ -412,7 +412,7 @@ def test_vibe_inspect_serves_the_record_read_only_and_needs_its_key(tmp_path: Pa
 def test_a_checkpoint_page_shows_its_validation_repair_fallback_and_costs(
     sqlite_store: SqlStore, provenance: Provenance, shown: list[str], absent: list[str]
 ) -> None:
-    """Issue 15 item 4: what the page says of how the checkpoint came to be comes from its provenance."""
+    """what the page says of how the checkpoint came to be comes from its provenance."""
     session = sqlite_store.create_session("costs").id
     deliver(sqlite_store, session, Source("user", "kofi"), "go", at=T0)
     sqlite_store.save_checkpoint(

@@ -2,7 +2,7 @@
 needs its secret (bearer, or an HMAC over timestamp, Idempotency-Key and body) - else 401 and nothing
 recorded; a body over its limit is 413, a burst over its rate 429; Idempotency-Key makes a retry record
 nothing new; what is recorded is a `callback` input whose tag the harness renders from the feed (T1),
-whatever the body claims. The local socket's app asks the serve token on every other route (issue 27);
+whatever the body claims. The local socket's app asks the serve token on every other route;
 the TCP app takes callbacks, a bare /health and the inspector (its own key), and answers 403 to the
 person's routes whatever token they carry (T1)."""
 
@@ -152,7 +152,7 @@ def test_a_message_is_the_persons_and_an_unknown_session_is_404(setup) -> None: 
 
 
 def test_T1_on_loopback_too_every_route_but_callbacks_needs_the_token(setup) -> None:  # type: ignore[no-untyped-def]
-    """Issue 27 item 5: an agent's command may share the network (the person turned it on, full-access),
+    """an agent's command may share the network (the person turned it on, full-access),
     so loopback is no proof of being the person: without the token (or with a wrong one) nothing is read
     and nothing recorded; a bare /health says alive and no more."""
     client, store, session, _ = setup

@@ -121,7 +121,7 @@ def test_every_kind_of_source_reaches_a_live_session_tagged_and_never_as_the_use
 
 def test_vibe_run_attaches_to_a_session_vibe_serve_hosts(tmp_path: Path, chat: ChatServer) -> None:
     """`vibe run --session S` while `vibe serve` hosts S: the message goes through the record to the
-    serving host, which answers; the run prints the answer and never hosts S itself (issue 12 item 1)."""
+    serving host, which answers; the run prints the answer and never hosts S itself."""
     work, home = tmp_path / "work", tmp_path / "home"
     work.mkdir()
     env = vibe_env(home, chat)

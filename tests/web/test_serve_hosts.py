@@ -1,4 +1,4 @@
-"""Many hosts, one record (issue 12 item 4): three `vibe serve` processes on loopback share the tests'
+"""Many hosts, one record: three `vibe serve` processes on loopback share the tests'
 throwaway PostgreSQL. Callbacks are posted to all three, round robin; one host is killed with SIGKILL
 half way; a post that fails is retried on the next host with the same Idempotency-Key. Every accepted
 callback is in the record exactly once, none is lost, and every session goes on - its turns run on a

@@ -1,4 +1,4 @@
-"""The ingest path of `vibe serve` (issue 30): requests' inputs are committed a batch per transaction by
+"""The ingest path of `vibe serve`: requests' inputs are committed a batch per transaction by
 one writer; each request is answered only after its commit, exactly once by its key, and a callback is
 checked against its feed as the commit finds it (a feed stopped after it was read records nothing)."""
 

@@ -1,4 +1,4 @@
-"""What the real `vibe serve` says while it works (issue 29 item 10): one terminal line per input it takes
+"""What the real `vibe serve` says while it works: one terminal line per input it takes
 in and per turn - the session, who sent what, a short one-line preview behind the frame mark - and none
 with `--quiet`; its log says `idle` only when that changes (not five times a second while a watch is
 active), and rotates by size instead of growing for ever."""

@@ -18,9 +18,9 @@ class RunConfig:
     identity: str = IDENTITY
     rules: str = RULES
     agents_md: str = ""
-    agents_md_heading: str = ""  # issue 27 item 7: set when the agent left AGENTS.md as it is
+    agents_md_heading: str = ""  # set when the agent left AGENTS.md as it is
     skill_catalogue: str = ""
     user_name: str = "user"
     record_where: str = "Avibe's record database"
-    recollection: Rendering = DEFAULT_RENDERING  # how the checkpoint is shown (issue 31 item 3)
+    recollection: Rendering = DEFAULT_RENDERING  # how the checkpoint is shown
     compaction: str = "checkpoint"  # how room is made: a name in `avibe.agent.compaction.registry`

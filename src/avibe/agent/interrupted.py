@@ -1,4 +1,4 @@
-"""Tool calls whose process died (issue 27 item 14): named, never dropped in silence.
+"""Tool calls whose process died: named, never dropped in silence.
 
 A `kill -9` (or a crash, or a power cut) while a tool runs leaves the record with the assistant's step and
 its calls, and the live state without their results. Resuming as if the calls never happened invites the
@@ -22,7 +22,7 @@ NOTE_SOURCE: Final = Source("harness", name="avibe")
 MAX_ARGUMENTS_CHARS: Final = 300  # a call's arguments as shown in the note: enough to recognise it
 UNKNOWN: Final = "outcome unknown: it may have run in part or in full; check before running it again"
 NOT_RUN: Final = "not run: the process stopped before it started"
-# The person stopped the step (the chat's Ctrl-C, issue 29): the same note's shape, with what is known.
+# The person stopped the step (the chat's Ctrl-C): the same note's shape, with what is known.
 STOPPED: Final = (
     "stopped by the user (Ctrl-C) while it ran: killed with everything it started; it may have run in "
     "part; check before running it again"
@@ -63,7 +63,7 @@ def note_text(interrupted: Interrupted) -> str:
 
 
 def stopped_text(seq: int, stopped: CallRecord | None, not_run: Sequence[CallRecord]) -> str:
-    """The note after the person stopped step #seq (issue 29): the call that was running then, if any,
+    """The note after the person stopped step #seq: the call that was running then, if any,
     was stopped; the ones after it never started."""
     lines = [
         f"The user pressed Ctrl-C during your step #{seq} and stopped it; these tool calls did not finish:"

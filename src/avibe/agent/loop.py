@@ -64,7 +64,7 @@ class Vibey:
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
     # S3: (id, what, log[, newest output line[, kind]]) of each thing the session waits for
     waiting_for: Callable[[], Sequence[tuple[str, ...]]] = lambda: ()
-    # Issue 27 item 7: around each tool call, given the step's record entry (the provenance ledger)
+    # around each tool call, given the step's record entry (the provenance ledger)
     watch_tool: Callable[[ToolCall, int | None], AbstractContextManager[object]] = lambda *_: nullcontext()
     # F4: AGENTS.md, its heading and the skill catalogue as they are now (cached by the edge); None: the
     # config's, fixed for the session

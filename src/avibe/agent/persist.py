@@ -3,7 +3,7 @@ step, the latest checkpoint, and a checkpoint committed in one transaction with 
 (`RoomPort`).
 This process is the session's one writer (its lease), so what it wrote last is kept, not re-read: the live
 state is read from the record once, when the session opens (or after a write that failed), and a turn
-starts from the state the last one saved (issue 30: a step re-read and re-parsed the whole live context)."""
+starts from the state the last one saved (a step once re-read and re-parsed the whole live context)."""
 
 from __future__ import annotations
 

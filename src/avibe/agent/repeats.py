@@ -1,4 +1,4 @@
-"""Loop detection: pure functions over the live context, for a model that goes in circles (issue 16).
+"""Loop detection: pure functions over the live context, for a model that goes in circles.
 
 Small models repeat one call, alternate two or three calls (the demo alternated `read_file
 tickets/007.md` / `list_files` twelve times) or retry a call that keeps failing. The loop asks two
@@ -22,7 +22,7 @@ Instead:
     with the call's id), so `loop_stop_reason` stops the turn before a 3rd run of a call whose output
     carries it, i.e. before four repeats;
   * a tool that gave the same error-shaped output ("<tool>: ...", the tools' error convention) to the
-    last SAME_ERROR_RUNS calls in a row is not run again, whatever the arguments: the issue 32 demo sent
+    last SAME_ERROR_RUNS calls in a row is not run again, whatever the arguments: the demo sent
     `send_to_session` to a session that does not exist with a new text each time, so no call repeated.
 """
 

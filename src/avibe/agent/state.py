@@ -125,7 +125,7 @@ class LiveState:
 class StateEncoder:
     """The live state as the document it is stored as, with its JSON text: each message is turned into a
     dict and encoded once while it stays in the context (a step adds a message or two to a context of
-    hundreds; issue 30), the bookkeeping every time."""
+    hundreds), the bookkeeping every time."""
 
     def __init__(self) -> None:
         self._by_id: dict[int, tuple[ChatMessage, dict[str, Any], str]] = {}

@@ -88,7 +88,7 @@ class Viewer:
     budgets: Budgets
     record_where: str = "Avibe's record database"
     skill_text: Callable[[str], str | None] = lambda name: None  # a skill's CURRENT text (A1)
-    # How the recollection is shown (issue 31 item 3: `[context] recollection`): never what it holds
+    # How the recollection is shown (`[context] recollection`): never what it holds
     rendering: Rendering = DEFAULT_RENDERING
     # Whether a user's message about the memo's rules is followed by them (`agent.driver.reminds`)
     remind: bool = True

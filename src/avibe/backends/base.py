@@ -206,7 +206,7 @@ def failure_text(backend: Backend, what: str, stderr: tuple[str, ...]) -> str:
 def program_env(environ: Mapping[str, str], extra: Mapping[str, str]) -> dict[str, str]:
     """An external agent's environment: the person's (its keys, its login, its settings) less Avibe's own
     variables - the home and database URL (a password, maybe) would let its shell write the record as the
-    user; it runs as it is (L5), not over Avibe's record (issue 27)."""
+    user; it runs as it is (L5), not over Avibe's record."""
     return {**{k: v for k, v in environ.items() if not k.startswith("AVIBE_")}, **extra}
 
 

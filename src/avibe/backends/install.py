@@ -1,4 +1,4 @@
-"""Finding and installing the agent programs (issue 14 item 2). `vibe agents install` runs `npm install
+"""Finding and installing the agent programs. `vibe agents install` runs `npm install
 --no-save` with the package.json (exact versions) and package-lock.json (every package's integrity hash)
 that ship in this package, into `<AVIBE_HOME>/agents`: the three programs ship their native binaries inside
 the registry packages (platform packages as optional dependencies), so the install needs the npm registry

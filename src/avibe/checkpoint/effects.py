@@ -28,7 +28,7 @@ from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelReply, ToolSpec
 
 # tools: the model edits the work files with tools; structured: one small JSON question a call, under a
-# grammar (local models); grouped: the same questions, the mind's and the scene's in one call (issue 31)
+# grammar (local models); grouped: the same questions, the mind's and the scene's in one call
 Mode = Literal["tools", "structured", "three", "grouped"]
 
 

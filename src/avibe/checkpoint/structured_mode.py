@@ -1,7 +1,7 @@
 """The checkpoint turn in structured mode: small JSON questions under a grammar, answers applied by the
 harness (`checkpoint/structured/`); one repair round re-asks only the questions concerned (V4). Mode
 "structured" asks one question a call; "three" the memo, the mind and the scene, a call each; "grouped"
-the mind's and the scene's together (issue 31).
+the mind's and the scene's together.
 
 API (used by turn.py):
     structured_turn(st) -> Generator[Effect, EffectResult, TurnOutcome]

@@ -199,7 +199,7 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
     )
     st.mission_sources = tuple(label for label in sources if label in st.rules.added)
     ticked = (clean_labels(ticked) - frozenset(st.rules.let_go)) | frozenset(st.rules.added)
-    # the user's newest words, and what changed a kept rule, kept too (issue 32 item 4: N3, P3, no word list)
+    # the user's newest words, and what changed a kept rule, kept too (N3, P3, no word list)
     st.newest = newest_kept(
         st.candidates,
         ticked,

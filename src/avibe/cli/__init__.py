@@ -1,6 +1,6 @@
 """`vibe`, the command line (edge layer). Each command lives in its own module with `register(app)`.
 
-One error boundary for every command (`_Vibe.main`, issue 11 item 4), and one exit-code rule:
+One error boundary for every command (`_Vibe.main`), and one exit-code rule:
 
 | exit | when |
 |------|------|

@@ -115,7 +115,7 @@ def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps
 
 @contextmanager
 def attached_session(settings: Settings, session_id: str) -> Iterator[Attached | None]:
-    """The session as the chat follows it when another live process hosts it (issue 29 item 3: `vibe
+    """The session as the chat follows it when another live process hosts it (`vibe
     serve`, another chat, a `vibe run`), else None: then the chat hosts it."""
     from avibe.cli.attach import live_lease
     from avibe.compose import SystemClock
@@ -200,7 +200,7 @@ def chat(
     if demo:
         folder = _demo_workspace()
     log_to_file(settings)
-    announce(settings)  # before the screen takes the terminal (issue 27 item 1)
+    announce(settings)  # before the screen takes the terminal
     from avibe.tui.app import ChatApp
 
     app = ChatApp(

@@ -95,7 +95,7 @@ def _row(c: StoredCheckpoint, again: list[int]) -> list[str]:
 
 
 def _memo(c: StoredCheckpoint) -> list[dict[str, Any]]:
-    """The memo as plain rows, whether its items are typed MemoItems (issue 10 item 5) or dicts."""
+    """The memo as plain rows, whether its items are typed MemoItems or dicts."""
     items: list[Any] = list(c.memo)
     return [item.to_dict() if hasattr(item, "to_dict") else dict(item) for item in items]
 

@@ -1,5 +1,5 @@
 """`vibe eval`: the memory evaluation - scenarios x strategies x seeds x K on one model, resumable,
-with a Markdown report, PNG plots and the raw JSONL results (SPEC E1, issue 6)."""
+with a Markdown report, PNG plots and the raw JSONL results (SPEC E1)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ from avibe.evals.strategies import STRATEGY_NAMES, available_strategies
 from avibe.ports import ModelClient, TokenCounter
 
 MODES: tuple[str, ...] = get_args(Mode)
-SETS = ("real",)  # named scenario sets: the real-session set (issue 31, avibe.evals.realset)
+SETS = ("real",)  # named scenario sets: the real-session set (avibe.evals.realset)
 DEFAULT_WINDOW_CAP = 8192  # small windows keep the default run affordable on the embedded model
 RESULTS = "results.jsonl"
 MAX_K = 64  # compactions per scenario; a K of 64 is already hours on the embedded model

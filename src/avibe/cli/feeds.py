@@ -1,4 +1,4 @@
-"""`vibe watch`, `vibe timer`, `vibe callback`, `vibe feeds` and `vibe send` (issue 12, SPEC T1).
+"""`vibe watch`, `vibe timer`, `vibe callback`, `vibe feeds` and `vibe send` (SPEC T1).
 
 Feeds are stored with the record, so whichever host runs the session (`vibe serve`, or `vibe run` while
 it hosts it) runs them, and they survive a restart. Adding or removing one takes effect in a running host

@@ -1,7 +1,7 @@
 """`vibe import`: a Claude Code session, a Codex rollout or an OpenCode session becomes an Avibe session,
 replayable by `vibe eval --session ID` through every strategy.
 
-All or nothing (issue 11 item 4): the file is read and parsed before the record is opened (a file that
+All or nothing: the file is read and parsed before the record is opened (a file that
 cannot be imported creates no database), and the import is rehearsed on an in-memory store first, with
 the same checks the record makes (a NUL byte half way, a time out of range ...), so a refused import
 writes nothing. Whatever the parser raises on a malformed file is one line, exit 2; its traceback goes

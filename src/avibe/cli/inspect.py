@@ -1,4 +1,4 @@
-"""`vibe inspect`: the web inspector alone, read-only, on 127.0.0.1 (issue 15).
+"""`vibe inspect`: the web inspector alone, read-only, on 127.0.0.1.
 
 The record is opened read-only (as `vibe log` opens it); live updates read what any other process
 writes. Every request needs a key, on loopback too (an agent's sandboxed command may share the machine's

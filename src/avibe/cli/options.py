@@ -1,5 +1,5 @@
 """Validated options for `vibe run` and `vibe demo`, shared edge helpers, and the model pre-flight check
-(issue 11 items 4 and 8): a bad argument is refused while the command line is parsed, before any session,
+: a bad argument is refused while the command line is parsed, before any session,
 database file or model exists - one line `vibe: ...`, exit code 2 (see `avibe.cli`).
 
     def run(task: TaskArg, model: ModelOpt = None, window: WindowOpt = None, session: SessionOpt = None,
@@ -147,7 +147,7 @@ def check_task(value: str) -> str:
 
 
 def check_network(value: str | None) -> str | None:
-    """`--network on|off`: this run's sandboxed commands have a network or not (issue 48). The person's
+    """`--network on|off`: this run's sandboxed commands have a network or not. The person's
     own choice, like AVIBE_NETWORK, which it sets for this process before the settings are read (a project
     config cannot open the network)."""
     if value is None:
@@ -257,7 +257,7 @@ DemoWorkdirOpt = Annotated[
 ]
 
 
-# -- the pre-flight check (issue 11 item 8) ------------------------------------------------------------
+# -- the pre-flight check ------------------------------------------------------------
 
 
 def preflight_model(name: str, settings: Settings, *, fetch: bool = False) -> None:

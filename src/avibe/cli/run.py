@@ -165,7 +165,7 @@ def run(
     log_path = log_to_file(settings)
     printer = EventPrinter(verbose=verbose, json_lines=json_lines)
     sent = False
-    if resume is not None:  # hosted elsewhere (`vibe serve`): post there and follow (issue 12 item 1)
+    if resume is not None:  # hosted elsewhere (`vibe serve`): post there and follow
         answered, sent = _attach(settings, resume, text, printer, json_lines)
         if answered:
             raise typer.Exit(0)

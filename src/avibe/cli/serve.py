@@ -1,5 +1,5 @@
 """`vibe serve`: host live sessions - their turns, background jobs, watches, timers, delegated runs - and
-accept inputs over HTTP (issue 12). Many `vibe serve` processes may share one PostgreSQL record; each
+accept inputs over HTTP. Many `vibe serve` processes may share one PostgreSQL record; each
 session is run by one of them at a time (its lease), and any of them accepts its inputs. The person's
 routes are served on a local socket in Avibe's home, TCP keeps callbacks, /health and the read-only
 inspector (avibe.web.local says why); one process serves both."""
@@ -269,7 +269,7 @@ def _serve(
     session: str | None, bind: str, sockets: tuple[socket.socket, LocalSocket] | None, quiet: bool,
 ) -> None:  # fmt: skip
     log_path = log_to_file(settings)
-    announce(settings)  # before it hosts a session (issue 27 item 1)
+    announce(settings)  # before it hosts a session
     workdir = workdir.resolve()
     store = open_record(settings)
     fleet = Fleet(
@@ -328,7 +328,7 @@ def _host_in_url(bind: str) -> str:
 
 
 def _inspector(store: RecordStore, key: str) -> list[Any]:
-    """The inspector's app at /inspect (issue 15), behind its own read-only key (never the token)."""
+    """The inspector's app at /inspect, behind its own read-only key (never the token)."""
     from starlette.routing import Mount
 
     from avibe.web.inspector import inspector_app

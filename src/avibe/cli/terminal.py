@@ -65,7 +65,7 @@ _announced: set[str] = set()  # the notices this process has printed
 
 def announce(settings: Settings) -> None:
     """Settings.notices on stderr - what a project config tried to loosen, the loosened settings in force
-    (issue 27 item 1) - one `vibe: ` line each, once per process. Called where a session starts: once
+    - one `vibe: ` line each, once per process. Called where a session starts: once
     `vibe run` holds the session's lease (`on_hosted`), in `vibe chat` before its screen, in `vibe serve`
     before it listens; after the pre-flight checks, so a command that fails still says one line (exit 2).
     The session starts here, so here the project's tightening is remembered (avibe.tightening)."""
@@ -236,7 +236,7 @@ class _Ticker:
 
 
 class TerminalApprover:
-    """Asks the person on the terminal (issue 11 item 9): the request on stderr, the answer from stdin
+    """Asks the person on the terminal: the request on stderr, the answer from stdin
     - y(es), n(o) or a(lways); end of input is no. What the model wrote is shown terminal-safe: an
     escape sequence in a command cannot hide part of it from the person."""
 

@@ -97,12 +97,12 @@ def open_backend_session(
     limit_s: float | None = None,
 ) -> Iterator[BackendSession]:
     """A session host with Claude Code, Codex or OpenCode in it, over a new or existing session; this
-    process holds the session's lease while it hosts it (issue 11 item 2)."""
+    process holds the session's lease while it hosts it."""
     from avibe.store.provenance import ProvenanceLedger, ToolWatch
     from avibe.store.sql import lease_owner
 
     backend, executable = check_backend(agent, settings)
-    check_sandbox(settings, workdir)  # its command watches run in the sandbox (issue 27)
+    check_sandbox(settings, workdir)  # its command watches run in the sandbox
     store = open_record(settings)
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
     clock = SystemClock()

@@ -41,7 +41,7 @@ def open_record(settings: Settings) -> RecordStore:
 
 def check_sandbox(settings: Settings, workdir: Path) -> None:
     """Before anything is written: refused (UnsafeLayout) where the sandbox cannot keep Avibe's files -
-    its home, the user's config folder, the database - out of the agent's reach (issue 27)."""
+    its home, the user's config folder, the database - out of the agent's reach."""
     from avibe.tools.sandbox import check_layout
 
     check_layout(
@@ -61,7 +61,7 @@ def real_home() -> Path:
 
 
 def kept_paths(settings: Settings, workdir: Path) -> tuple[Path, ...]:
-    """What the next start runs or trusts (issue 48): Avibe's interpreter, the shell's startup files, the
+    """What the next start runs or trusts: Avibe's interpreter, the shell's startup files, the
     model cache and where its verification is recorded, and each trusted project's `.avibe/` - read-only
     to the shell and refused by the file tools in the sandboxed modes."""
     from avibe.providers.modelfile import records_dir
@@ -112,9 +112,9 @@ def _delegating_chain(store: RecordStore, session_id: str) -> list[str]:
 
 def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_id: str) -> SandboxPolicy:
     """The sandbox a session's tools work in (the shell tool's, the file tools', a command watch's):
-    Avibe's home, the user's config folder and the database out of the agent's reach (issue 27), the
+    Avibe's home, the user's config folder and the database out of the agent's reach, the
     person's deny rules and stated bans read-only, no network and no host sockets unless the person's own
-    settings open them, and what the next start runs or trusts read-only (issue 48)."""
+    settings open them, and what the next start runs or trusts read-only."""
     from avibe.tools.sandbox import SandboxPolicy
 
     return SandboxPolicy.for_record(
@@ -135,7 +135,7 @@ def sandbox_for(settings: Settings, workdir: Path, store: RecordStore, session_i
 def feeds_for(
     store: RecordStore, ports: HostPorts, clock: Clock, settings: Settings, workdir: Path
 ) -> FeedRunner:
-    """The session's watches and timers, run by its host whatever agent works in it (issue 12): what they
+    """The session's watches and timers, run by its host whatever agent works in it: what they
     post goes through the host's delivery port with its key; a queued feed's input waits for a turn."""
     from avibe.sources.feeds import FeedRunner
 

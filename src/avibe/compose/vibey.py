@@ -73,8 +73,8 @@ def open_session(
     compaction: str | None = None,
 ) -> Iterator[VibeySession]:
     """A session host with Vibey over a new or existing session; its sources stop on the way out.
-    This process holds the session's lease while it hosts it (issue 11 item 2). `approver` answers
-    ask-mode approvals (issue 11 item 9; None: nobody, they are refused). `on_hosted` runs once the
+    This process holds the session's lease while it hosts it. `approver` answers
+    ask-mode approvals (None: nobody, they are refused). `on_hosted` runs once the
     lease is held, before anything is written (the CLI says the loosened settings in force then).
     `compaction`: how Vibey makes room (`vibe run --compaction`; None: the config's)."""
     from avibe.providers import open_model
@@ -140,8 +140,8 @@ class _VibeyBuilder:
             start=start_delegate(store, workdir, self.start),
             assign=assign_agent(store),
         )
-        feeds = feeds_for(store, ports, self.clock, settings, workdir)  # issue 12
-        ledger = ProvenanceLedger(settings.home)  # issue 27 item 7: what the agent leaves, marked
+        feeds = feeds_for(store, ports, self.clock, settings, workdir)  # T1: timers, watches, callbacks
+        ledger = ProvenanceLedger(settings.home)  # what the agent leaves, marked
         # MCP servers (docs/mcp.md): started now, their tools offered for the session, stopped after it
         notice = lambda line: self.events(Notice(line))  # noqa: E731
         mcp = start_servers(settings.mcp_servers, sandbox, notice, session_id, counter.count)
@@ -175,7 +175,7 @@ class _VibeyBuilder:
                 self.model_name, vibey.limits.window, vibey.limits.threshold, vibey.limits.hard_limit
             )
 
-        events = ContextLog(store, session_id, limits, self.events)  # one point per model request (issue 15)
+        events = ContextLog(store, session_id, limits, self.events)  # one point per model request
         vibey = Vibey(
             store=store,
             model=self.model,
@@ -226,7 +226,7 @@ class _VibeyBuilder:
                 jobs=jobs,
                 sandbox=sandbox,
                 approval=approval,
-                stop=ports.stop,  # the chat's Ctrl-C stops a running command (issue 29)
+                stop=ports.stop,  # the chat's Ctrl-C stops a running command
                 skill_mark=_companion_mark(ledger),
             )
             + session_tools(
@@ -271,7 +271,7 @@ def _agents_md(
     unread: Callable[[str], None] = lambda line: None,
 ) -> tuple[str, str]:
     """The workdir's AGENTS.md and its heading in the system prompt: "" (the user's) unless its content
-    is what an agent left there (issue 27 item 7), read once so the text and its mark agree. Read the one
+    is what an agent left there, read once so the text and its mark agree. Read the one
     way the harness reads the workdir (no link followed, a regular UTF-8 file of bounded size, never
     Avibe's own; `AGENTS.md -> CLAUDE.md` beside it is read as that file): one that cannot be read is
     one line in the log and, for the model, a note that it was not read - never its target's text,
@@ -292,8 +292,8 @@ def _agents_md(
 
 
 def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
-    """A skill's mark in the catalogue: the agent's, when its SKILL.md is as an agent left it (issue 27
-    item 7; `version` is the sha256 of the bytes the catalogue line was read from)."""
+    """A skill's mark in the catalogue: the agent's, when its SKILL.md is as an agent left it
+    (docs/security.md; `version` is the sha256 of the bytes the catalogue line was read from)."""
 
     def mark(skill: SkillInfo) -> str:
         write = ledger.agent_write(skill.path, skill.version)
@@ -304,7 +304,7 @@ def _skill_mark(ledger: ProvenanceLedger) -> Callable[[SkillInfo], str]:
 
 def _companion_mark(ledger: ProvenanceLedger) -> Callable[[Path, str], str]:
     """A file beside a SKILL.md, as a loaded skill lists it: the agent's when its content is one an
-    agent left (issue 27 item 7: the person's skill never vouches for the agent's `steps.md`)."""
+    agent left (the person's skill never vouches for the agent's `steps.md`)."""
 
     def mark(path: Path, digest: str) -> str:
         write = ledger.agent_write(path, digest)

@@ -2,7 +2,7 @@
 
 Sources, first wins: the environment (AVIBE_*), the project's `.avibe/config.toml` (in the current
 directory), the user's `config.toml` in the platform's user config dir (`~/.config/avibe/config.toml`),
-then the defaults. Trust comes from outside the workdir (issue 27 item 1): the project's file lives where
+then the defaults. Trust comes from outside the workdir: the project's file lives where
 the agent can write, so it may only tighten - a stricter sandbox (read-only < workspace-write <
 full-access), ask instead of auto, more deny rules, a smaller model_window, an allow list the user's
 settings already cover - unless the user's own file lists the project (resolved) in
@@ -40,7 +40,7 @@ to set.
 |               |                          | included; on (yours only: a project cannot open it) |
 | host_sockets  | AVIBE_HOST_SOCKETS       | off: /run, $XDG_RUNTIME_DIR, the ssh-agent's socket |
 |               |                          | are covered in the sandbox; on (yours only)          |
-| deny, allow_commands, allow_writes | the `[rules]` table of a config.toml | none (issue 11 item 9) |
+| deny, allow_commands, allow_writes | the `[rules]` table of a config.toml | none |
 | trusted_projects | - (the user's config.toml only) | none: no project config loosens anything     |
 | mcp           | - (`[mcp.servers.NAME]` tables in a config.toml) | none; a project's only when trusted |
 |               |                          | (avibe.config.mcp, docs/mcp.md)                     |
@@ -153,7 +153,7 @@ def load_settings(
     tightened is read from its record in the home, and the record this start leaves is `remember`
     (written where a session starts, avibe.cli.terminal.announce).
 
-    Issue 27 item 1: the project's config may only tighten, unless the user's config lists the project
+    The project's config may only tighten, unless the user's config lists the project
     in `trusted_projects`; what it tried to loosen is named in `warnings`, and every loosened setting in
     force in `announcements`."""
     sources = Sources.read(os.environ if env is None else env, project_dir, user_config)

@@ -20,18 +20,18 @@ class Settings:
     model_cache: Path
     model_window: int | None = None
     sandbox: str = "workspace-write"  # the shell tool's sandbox mode (avibe.tools.sandbox.MODES)
-    approval: Literal["auto", "ask"] = "auto"  # issue 11 item 9 (avibe.tools.approval)
+    approval: Literal["auto", "ask"] = "auto"  # avibe.tools.approval
     deny: tuple[str, ...] = ()  # path rules the file tools never write under
     allow_commands: tuple[str, ...] = ()  # shell commands run without asking in ask mode
     allow_writes: tuple[str, ...] = ()  # paths written without asking in ask mode
     serve_url: str = "http://127.0.0.1:8765"  # where `vibe serve` listens; callback URLs start here
-    recollection: str = "sections"  # how the checkpoint is shown to the model (issue 31 item 3)
+    recollection: str = "sections"  # how the checkpoint is shown to the model
     compaction: str = "checkpoint"  # how Vibey makes room (avibe.agent.compaction's registry)
-    network: bool = False  # sandboxed commands reach the network (issue 48; avibe/tools/sandbox.py)
+    network: bool = False  # sandboxed commands reach the network (avibe/tools/sandbox.py)
     host_sockets: bool = False  # sandboxed commands reach the host's Unix sockets (avibe/tools/reach.py)
     trusted_projects: tuple[Path, ...] = ()  # resolved; their .avibe/ is read-only in any sandbox
     mcp_servers: tuple[McpServer, ...] = ()  # the MCP servers in force (avibe.config.mcp, docs/mcp.md)
-    # Issue 27 item 1: what every start says on stderr (one line each, `vibe: ` in front): project values
+    # what every start says on stderr (one line each, `vibe: ` in front): project values
     # ignored because they would loosen, then the loosened settings in force.
     warnings: tuple[str, ...] = ()
     announcements: tuple[str, ...] = ()

@@ -17,7 +17,7 @@ from avibe.errors import ConfigError
 from avibe.tightening import HELD_KEYS, Remembered, Tightening, asked, hold, pending, project_state, recall
 
 TRUST_KEY: Final = "trusted_projects"
-# Issue 27 item 1: a project config may set these only when the user trusts the project.
+# a project config may set these only when the user trusts the project.
 TRUSTED_ONLY: Final = ("home", "database_url", "model", "user", "model_cache", "serve_url")
 RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
 
@@ -64,7 +64,7 @@ def _shown(value: object) -> str:
 class Sources:
     """The environment, the project's config and the user's, and whether the user trusts the project.
     The environment and the user's config are the user's own; the project's config lives in the workdir,
-    which the agent can write, so without trust it may only tighten (issue 27 item 1)."""
+    which the agent can write, so without trust it may only tighten."""
 
     env: Layer
     project: Layer

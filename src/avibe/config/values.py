@@ -12,7 +12,7 @@ from typing import Final, Literal, cast
 
 from avibe.errors import ConfigError
 
-# Vibey's agent on the 1.5B tier by default (issue 32 item 2, measured in docs/configuration.md): the 0.5B
+# Vibey's agent on the 1.5B tier by default (measured in docs/configuration.md): the 0.5B
 # ended "Say hi in five words" and a three-step edit in a loop stop; the 1.5B answered in one step.
 DEFAULT_MODEL = "embedded-1.5b"
 MIN_WINDOW: Final = 256  # below this no system prompt, let alone a checkpoint, fits
@@ -21,7 +21,7 @@ LOOPBACK_HOSTS: Final = ("127.0.0.1", "localhost", "::1")
 SANDBOX_MODES: Final = ("read-only", "workspace-write", "full-access")
 APPROVAL_MODES: Final = ("auto", "ask")  # avibe.tools.approval.APPROVAL_MODES (a test keeps them equal)
 # avibe.context.assemble.RENDERINGS, spelled out: the edge does not import the core's texts (a test in
-# tests/context/test_recollection_renderings.py keeps the two lists equal). Issue 31 item 3.
+# tests/context/test_recollection_renderings.py keeps the two lists equal).
 RECOLLECTION_RENDERINGS: Final = ("sections", "rules-last", "plain")
 DEFAULT_SERVE_URL: Final = "http://127.0.0.1:8765"
 
@@ -192,7 +192,7 @@ def parse_rule_list(value: object, where: str) -> tuple[str, ...]:
 
 
 def parse_serve_url(value: str | None, where: str) -> str:
-    """`http://HOST:PORT` where `vibe serve` listens (issue 12); loopback unless said otherwise."""
+    """`http://HOST:PORT` where `vibe serve` listens; loopback unless said otherwise."""
     from urllib.parse import urlsplit
 
     text = (parse_text(value, where) or "").strip().rstrip("/") or DEFAULT_SERVE_URL

@@ -21,14 +21,14 @@ The system prompt is rebuilt every turn and never compacted. The checkpoint is r
 recollection ("what I remember"), not as new instructions; its memo is the user's own words, each with its
 message number, quoted line by line so no memo text can pass for a heading or a source tag (T2).
 
-Renderings (issue 31 item 3) change how the same checkpoint is shown, never what it holds: "sections" (the
+Renderings change how the same checkpoint is shown, never what it holds: "sections" (the
 default) under Markdown headings; "rules-last" the same, with the memo's standing rules restated at the end,
 nearest the question; "plain" short prose without headings, for small windows. In every one, each memo item
 is quoted whole under its `Message #N:` header, each mission entry is its line as written, a skill's text
 is framed line by line, and no line the model or a file wrote reads as a tag or a kept message.
 
 A user's new message that is about one of the memo's standing rules gets those rules' sentences restated
-right after it, word for word (issue 31 item 3): the 1.5B, shown the whole recollection, still did what a
+right after it, word for word: the 1.5B, shown the whole recollection, still did what a
 kept rule forbids ("Clean them up." - and it deleted, where the user had said "do not delete anything in
 ... without asking me first"). "About" is read from the words, as the memo relates a rule to its changes
 (a shared name, or two shared words: `touched_rules`), so it costs no model call; only the newest user
@@ -92,7 +92,7 @@ def system_prompt(
     identity: str, rules: str, skill_catalogue: str, agents_md: str = "", agents_md_heading: str = ""
 ) -> str:
     """F4 (1): identity, rules, skill catalogue and the user's AGENTS.md - rebuilt every turn. An
-    AGENTS.md the agent left has its own heading (issue 27 item 7: never shown as the user's words)."""
+    AGENTS.md the agent left has its own heading (never shown as the user's words)."""
     heading = agents_md_heading.strip() or fill("agents_md_user")
     agents = (
         "\n" + fill("agents_md", heading=heading, agents_md=agents_md.strip()) if agents_md.strip() else ""
@@ -162,7 +162,7 @@ def _corrections(memo: Sequence[MemoItem]) -> set[tuple[int, int]]:
 def _header(seq: int, links: set[tuple[int, int]]) -> str:
     """`Message #12`, and where the user corrected or took back a kept message in a later one that is
     kept too, a note in both headers that says which: a small model shown both in order answered with
-    the first (issue 31 item 3). The messages themselves stay word for word."""
+    the first. The messages themselves stay word for word."""
     later = _numbers(b for a, b in links if a == seq)
     earlier = _numbers(a for a, b in links if b == seq)
     notes = [f"the user changed this later, in {later}"] if later else []
@@ -291,7 +291,7 @@ def recollection(
     rendering: Rendering = DEFAULT_RENDERING,
 ) -> str:
     """F4 (2), F5: the checkpoint as Vibey's own recollection, with what it carries (A1-A3) and the
-    agent's plan, verbatim (issue 16 item 5), shown in one of the RENDERINGS (issue 31 item 3; ValueError
+    agent's plan, verbatim, shown in one of the RENDERINGS (ValueError
     for another).
 
     `current_request_seqs`: the record numbers of the current turn's user messages when the checkpoint

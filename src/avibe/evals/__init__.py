@@ -1,4 +1,4 @@
-"""The memory evaluation (SPEC E1, issue 6): scenarios that provoke P1-P3, replayed through Avibe's
+"""The memory evaluation (SPEC E1): scenarios that provoke P1-P3, replayed through Avibe's
 checkpoint and the peers' compaction strategies on the same model and window, scored side by side.
 
 scenario.py    the file format and its strict loader      generators.py  the twelve scenario types

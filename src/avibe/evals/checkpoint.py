@@ -412,7 +412,7 @@ def _compact(
             "first_pass_valid": False,
             "repaired": False,
             "fallback": "failed" if results else "skipped",
-            "problems": list(notes),  # why it failed, as the attempts say (issue 32 item 5 reads them)
+            "problems": list(notes),  # why it failed, as the attempts say
         }
         return Compacted(messages, metered.tokens, metered.calls, new_carry.dump(), notes, meta)
     assert stored is not None
@@ -463,7 +463,7 @@ def _accepted(
     meta = {
         # V1-V3 on the first answer, taken as the model wrote it: the model-free move-out (V7) had no
         # answer to validate; a scene the harness had to complete, or whose parts it dropped (repeats,
-        # filler, echoes of the question, copies of tool output; issue 32 item 5), is not the model's
+        # filler, echoes of the question, copies of tool output), is not the model's
         # valid answer
         "first_pass_valid": result.fallback != "model-free"
         and not made.problems
@@ -473,7 +473,7 @@ def _accepted(
         "repaired": made.repair_used,
         "fallback": result.fallback,
         # what the first answer got wrong (V1-V3) and what the harness decided besides it (a mission entry
-        # dropped by M4, a memo item kept or let go, a scene part completed): issue 32 item 5 reports them
+        # dropped by M4, a memo item kept or let go, a scene part completed): the report counts them
         "problems": list(made.problems),
         "harness_notes": list(made.notes),
         **memo_audit(stored.memo, state.record),

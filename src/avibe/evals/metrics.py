@@ -1,4 +1,4 @@
-"""Deterministic metrics on a compacted context (issue 6, item 3): no model involved.
+"""Deterministic metrics on a compacted context (item 3): no model involved.
 
 Counts are (hits, n) pairs so rates can be pooled across runs with a Wilson interval; values are plain
 numbers (tokens, calls). Whose words a text is presented as is read from the context's structure: a
@@ -235,7 +235,7 @@ def user_words_fate(
     user's shares half of its content words), or neither (absent). A line that is a verbatim copy of one
     of the `others` (the scenario's other user messages) quotes that message and retells none: a talkative
     user's templated questions share half their words, so a memo keeping one of them counted every dropped
-    one as "retold" (issue 17)."""
+    one as "retold"."""
     text = _unquoted("\n".join(view.derived)) if derived_text is None else derived_text
     if _verbatim_in(message, text):
         return "verbatim"

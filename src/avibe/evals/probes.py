@@ -1,4 +1,4 @@
-"""Probes: questions answered by the model from the compacted context (issue 6, item 3).
+"""Probes: questions answered by the model from the compacted context (item 3).
 
 exact       the expected id/number/path must appear in the reply as words of its own (`says`: case and
             whitespace aside, "$40" not inside "$400");
@@ -110,7 +110,7 @@ def _spoken(phrase: str, reply: str) -> tuple[str, list[re.Match[str]]]:
 def says(phrase: str, reply: str) -> bool:
     """Whether the reply says the phrase as words of its own, case and spacing aside: "ask" is not said
     by "The user asks to patch ...", "$40" not by "$400", "16" not by "160" (a substring check passed all
-    three - issue 17's late_rule probe counted the first as asking)."""
+    three - the late_rule probe once counted the first as asking)."""
     return bool(_spoken(phrase, reply)[1])
 
 
@@ -160,7 +160,7 @@ def _words(text: str) -> list[str]:
 
 # A reply that opens with a refusal in the model's own voice acts on the rule it goes on to quote: "I will
 # not change the public API in src/x/wire/; other teams import it." declines, where the user's "Never
-# change the public API in src/x/wire/; ..." copied alone does not (the 1.5B, issue 31).
+# change the public API in src/x/wire/; ..." copied alone does not (the 1.5B).
 _OWN_REFUSALS: Final = tuple(
     tuple(opening.split())
     for opening in (

@@ -1,5 +1,5 @@
 """Eval rows made fit to commit: what a run stored of a real session whose licence keeps it out of this
-repository is replaced by a note (issue 31: "keep in the repo only what its licence allows").
+repository is replaced by a note (keep in the repository only what its licence allows).
 
 A run of such a session stores the session's words in three places: the probe replies (the model answers
 from the session), the texts the strategy carried (a recollection, a summary, a handoff) and the notes

@@ -1,4 +1,4 @@
-"""Renderings of the same checkpoint in the eval (issue 31 item 3): `avibe-checkpoint:rules-last` and
+"""Renderings of the same checkpoint in the eval: `avibe-checkpoint:rules-last` and
 `avibe-checkpoint:plain` are `avibe-checkpoint` with its recollection shown another way when the probes are
 asked and the context is measured - the checkpoints themselves are the same ones.
 `avibe-checkpoint:no-reminder` is the default rendering with no reminder of the memo's rules after the

@@ -150,7 +150,7 @@ def run_one(
 
 def units(jobs: Iterable[Job]) -> list[list[Job]]:
     """The jobs grouped into what one replay serves: `avibe-checkpoint` and its renderings on the same
-    (scenario, seed, K) share their checkpoints (issue 31 item 3); every other job is a unit of its own.
+    (scenario, seed, K) share their checkpoints; every other job is a unit of its own.
     In the order of each unit's first job."""
     found: dict[tuple[Any, ...], list[Job]] = {}
     for job in jobs:

@@ -38,7 +38,7 @@ class AgentProgram(Protocol):
 
 
 class ChangeWatch(Protocol):
-    """What the program changes in the files Avibe marks (AGENTS.md, skills, issue 27 item 7)."""
+    """What the program changes in the files Avibe marks (AGENTS.md, skills)."""
 
     def settle(self) -> None: ...
     def agent_changed(self, seq: int) -> None: ...
@@ -64,7 +64,7 @@ class BackendAgent:
     ) -> None:
         self._name, self.program, self.store, self.session_id = name, program, store, session_id
         self.clock, self.post = clock, post
-        self.watch = watch  # issue 27 item 7: what the program leaves in AGENTS.md and skills is marked
+        self.watch = watch  # what the program leaves in AGENTS.md and skills is marked
         self.state = BackendState.from_stored(store.load_state(session_id, BackendState.key(name)), name)
         store.save_state(session_id, AgentState.KEY, AgentState(name).to_dict())
 

@@ -1,4 +1,4 @@
-"""The context over time: one point per model request of a session, kept with the record (issue 15).
+"""The context over time: one point per model request of a session, kept with the record.
 
 The typed events are not stored; the inspector's plot needs the size of every request, so `ContextLog`
 listens to a session's events and keeps what the plot needs in the session's state (`save_state`), where

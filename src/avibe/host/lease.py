@@ -1,4 +1,4 @@
-"""One writer per session (issue 11 item 2): the hosting process holds the session's lease for as long
+"""One writer per session: the hosting process holds the session's lease for as long
 as it hosts it. The store decides who holds it; this module keeps it alive and lets it go."""
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ class SessionHost:
     clock: Clock
     emit: EventSink = ignore_events
     sources: list[InputSource] = field(default_factory=list)
-    # Inputs that wait for the next turn instead of starting one (a feed in "queue" mode, issue 12).
+    # Inputs that wait for the next turn instead of starting one (a feed in "queue" mode).
     queued: Callable[[Entry], bool] = lambda entry: False
     _quiet_upto: int = field(default=0, repr=False)  # entries up to here wake nobody
 
@@ -63,7 +63,7 @@ class SessionHost:
 
     def post(self, source: Source, text: str, key: str = "") -> Entry:
         """The delivery port: any input enters the record through ingress, tagged by how it came (T1).
-        `key` makes it idempotent: a key the session has seen records nothing new (issue 12)."""
+        `key` makes it idempotent: a key the session has seen records nothing new."""
         last = self.store.get_session(self.session_id).entry_count if key else None
         entry = deliver(self.store, self.session_id, source, text, clock=self.clock, key=key)
         if last is None or entry.seq > last:  # a repeated key is no new input

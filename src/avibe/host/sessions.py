@@ -29,7 +29,7 @@ class HostedSession(Generic[V]):
     """A live session: the host, the agent's own object (`vibey`: Vibey, or None for an external agent,
     which keeps its own context, L5 - the chat then shows no meter marks), the record, the person, and
     its stop switch: set, the process the agent waits on now (a shell command, an external agent) is
-    killed at once (the chat's Ctrl-C, issue 29); whoever sets it clears it before the next turn."""
+    killed at once (the chat's Ctrl-C); whoever sets it clears it before the next turn."""
 
     host: SessionHost
     vibey: V
@@ -75,7 +75,7 @@ class HostPorts:
     def post(self, source: Source, text: str) -> Entry:
         return self._host().post(source, text)
 
-    def post_keyed(self, source: Source, text: str, key: str) -> Entry:  # feeds: exactly once (issue 12)
+    def post_keyed(self, source: Source, text: str, key: str) -> Entry:  # feeds: exactly once
         return self._host().post(source, text, key)
 
     def _host(self) -> SessionHost:
@@ -96,7 +96,7 @@ def host_session(
     workdir: Path | None = None,
     on_hosted: Callable[[], None] = lambda: None,
 ) -> Iterator[HostedSession[V]]:
-    """Host `session_id`: hold its lease (before anything is read or written, issue 11 item 2; a
+    """Host `session_id`: hold its lease (before anything is read or written, C1; a
     SessionHosted error otherwise), say so (`on_hosted`), keep `workdir` as where any host runs it, build
     the parts, run the host; on the way out stop its sources, settle, release the lease."""
     keeper = hold_lease(store, session_id, owner)
@@ -142,7 +142,7 @@ def agent_of(store: RecordStore, session_id: str) -> str:
 
 
 def assign_agent(store: RecordStore) -> Callable[[str, str], None]:
-    """A delegated session's agent, in its state: whichever host runs it runs that agent (issue 12)."""
+    """A delegated session's agent, in its state: whichever host runs it runs that agent."""
 
     def assign(child: str, agent: str) -> None:
         store.save_state(child, AgentState.KEY, AgentState(agent).to_dict())

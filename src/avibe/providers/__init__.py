@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 __all__ = ["check_model_name", "is_local", "model_facts", "needs_window", "open_counter", "open_model"]
 
 # LiteLLM providers for servers you run yourself: the model map cannot know their windows or may not list
-# their models at all, so they need AVIBE_MODEL_WINDOW (issue 11 item 8).
+# their models at all, so they need AVIBE_MODEL_WINDOW.
 SELF_HOSTED_PROVIDERS = frozenset({"ollama", "ollama_chat", "hosted_vllm", "vllm", "lm_studio", "llamafile"})
 MAX_MODEL_NAME = 300
 

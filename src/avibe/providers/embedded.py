@@ -93,7 +93,7 @@ MAX_OUTPUT = 2_048  # reply reserve; a checkpoint section or a tool call fits ea
 THREADS = 2
 SEED = 1234
 # Structured answers only: a small model at temperature 0 loops ("none, none, none, ...") until a string's
-# maxLength; a frequency penalty over the last 64 tokens makes the closing quote win first (issue 17).
+# maxLength; a frequency penalty over the last 64 tokens makes the closing quote win first.
 STRUCTURED_FREQUENCY_PENALTY: Final = 0.4
 # A streamed call reads its prompt in slices and can be stopped between two (Ctrl-C within a second;
 # docs/chat.md): each slice sized to take ~0.25 s at the speed just measured, so busy cores get smaller

@@ -218,7 +218,7 @@ def schema_tail(json_schema: Mapping[str, Any] | None) -> str | None:
 def schema_instruction(schema: Mapping[str, Any]) -> str:
     """The schema as the prompt shows it: without what only the grammar needs (`prompt_schema`), and in
     JSON's compact form (no blank after "," and ":" - ~30% fewer tokens for Qwen's tokenizer). Every
-    structured call reads this uncached, at ~11 ms a token for the 0.5B on two cores (issue 17). A sketch
+    structured call reads this uncached, at ~11 ms a token for the 0.5B on two cores. A sketch
     with placeholders ("<54 chars>") was tried: the 0.5B copied the placeholders into its answers, so the
     prompt keeps the schema's own words."""
     shown = json.dumps(prompt_schema(schema), ensure_ascii=False, separators=(",", ":"))

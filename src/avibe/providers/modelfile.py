@@ -6,7 +6,7 @@ match the model's own sha256 before llama.cpp may load it. Re-hashing 491 MB cos
 result is remembered, keyed by the file's size, mtime, ctime, device and inode, and trusted until one
 changes. The record lives in Avibe's home (`verified-models/`), never beside the model: the cache may lie
 where an agent's command can write (`vibe` run in `~`), and a record there - a `.verified.json` sidecar,
-as before issue 48 - could be forged next to a swapped file; such a sidecar is ignored.
+as older versions kept - could be forged next to a swapped file; such a sidecar is ignored.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A checkpoint as the record keeps it: typed values, no dicts across layers (issue 10 item 5). JSON
+"""A checkpoint as the record keeps it: typed values, no dicts across layers. JSON
 appears only inside the store adapter, which writes `StoredCheckpoint.meta` (the flat document of the
 carry and the provenance) and reads it back with `Carry.from_dict` / `Provenance.from_dict`.
 
@@ -64,7 +64,7 @@ PLAN_MARKS: dict[str, str] = {"pending": "[ ]", "in_progress": "[>]", "done": "[
 class PlanItem:
     """One item of the agent's plan (the update_plan tool): its words, verbatim, and its status. The
     harness keeps the plan and carries it through checkpoints, so a queue position never depends on what
-    a small model writes at checkpoint time (issue 16 item 5)."""
+    a small model writes at checkpoint time."""
 
     step: str
     status: PlanStatus = "pending"

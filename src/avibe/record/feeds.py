@@ -1,4 +1,4 @@
-"""Feeds: the standing sources that post into a session on their own time (SPEC T1, issue 12).
+"""Feeds: the standing sources that post into a session on their own time (SPEC T1).
 
 A feed is a watch (a command's output, a file or a URL, checked every so often: it posts when what it
 sees changes), a timer (once at a time, every interval, or on a cron schedule: it posts its text) or a

@@ -1,4 +1,4 @@
-"""Delegated runs (issue 12; the seed's scene waits on "delegated runs"): a task handed to a new session
+"""Delegated runs (the seed's scene waits on "delegated runs"): a task handed to a new session
 whose final reply comes back to the delegating session as an `agent` input whose ref is the delegated
 session (T1).
 

@@ -1,4 +1,4 @@
-"""Feeds at work: watches and timers that post into a live session (SPEC T1, issue 12).
+"""Feeds at work: watches and timers that post into a live session (SPEC T1).
 
 `check_spec` validates what a feed is (the CLI and the store's readers use it); `timer_due` and
 `watch_due` are the pure rules for when one fires; `FeedRunner` is the session host's `InputSource`

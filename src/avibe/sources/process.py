@@ -99,7 +99,7 @@ def stop_group(proc: subprocess.Popen[bytes]) -> bool:
 
 def wait_or_stop(proc: subprocess.Popen[bytes], timeout: float, stop: threading.Event | None) -> Waited:
     """Wait for the process to exit, for at most `timeout` seconds, or until `stop` is set (the chat's
-    Ctrl-C, issue 29): which came first. Looks at both at once, then ever less often (as Popen.wait
+    Ctrl-C): which came first. Looks at both at once, then ever less often (as Popen.wait
     does), never less often than every 50 ms: a quick command is not slowed, a stop is seen at once."""
     deadline, delay = time.monotonic() + timeout, 0.0005
     while proc.poll() is None:

@@ -1,4 +1,4 @@
-"""The provenance ledger (issue 27 item 7): which content of the files a later run shows as instructions -
+"""The provenance ledger: which content of the files a later run shows as instructions -
 any AGENTS.md, every skill's SKILL.md and the files beside it - the agent left, so nothing it wrote is
 ever presented as the user's words.
 

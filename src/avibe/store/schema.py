@@ -83,7 +83,7 @@ entries = Table(
     Column("turn_id", String(128), nullable=False, default=""),
     Column("calls", json_type(), nullable=True),  # an assistant reply's tool calls (migration 0002)
     # A delivery's idempotency key (a watch tick, a timer fire, a callback's Idempotency-Key): a repeated
-    # key records nothing new (migration 0004, issue 12).
+    # key records nothing new (migration 0004).
     Column("delivery_key", String(200), nullable=True),
     UniqueConstraint("session", "seq", name="uq_entries_session_seq"),
     # "user messages of S between seq a and b" is one range scan of this index (A3).
@@ -115,7 +115,7 @@ session_state = Table(
     Column("updated_at", UtcDateTime, nullable=False),
 )
 
-# One writer per session (issue 11 item 2): the process hosting a session holds its lease; another
+# One writer per session: the process hosting a session holds its lease; another
 # process that opens the session is refused until the lease is released or stale (migration 0003).
 session_leases = Table(
     "session_leases",
@@ -130,7 +130,7 @@ session_leases = Table(
     Column("expires_at", UtcDateTime, nullable=False),  # stale from then on, wherever the holder runs
 )
 
-# Inputs from the world (issue 12): the watches, timers and callbacks that post into a session, so they
+# Inputs from the world: the watches, timers and callbacks that post into a session, so they
 # survive a restart and any host can run them (migration 0004). `state` is the source's own progress (a
 # watch's last digest, a timer's last fire); removing a source stamps `removed_at` (rows stay: the record
 # names their ids).

@@ -1,4 +1,4 @@
-"""Approval modes and path rules for the agent's actions (issue 11 item 9), as Codex and Claude Code have.
+"""Approval modes and path rules for the agent's actions, as Codex and Claude Code have.
 
 - `auto` (the default): today's behaviour - the tools act at once, inside the shell's sandbox.
 - `ask`: a shell command, or a write_file / edit_file, that no allow rule covers waits for the person's

@@ -4,13 +4,13 @@ Each reports the files it read or changed (`files_read`, `files_modified`) so th
 the recent-files list (SPEC A2). Edits are exact string replacements: `old` must occur exactly once,
 and the result shows a short diff.
 
-Tools that do not destroy work (issue 16), as in Claude Code: write_file overwrites an existing file
+Tools that do not destroy work, as in Claude Code: write_file overwrites an existing file
 only when the model has read it in this session and it has not changed since (a `ReadLedger` shared
 by the three tools); appending (for logs and changelogs) and creating a file need no read. Files are
-opened without following links and never changed through a second hard link (PathPolicy, issue 11).
-With an `ApprovalPolicy` (avibe/tools/approval.py, issue 11 item 9), write_file and edit_file refuse a
+opened without following links and never changed through a second hard link (PathPolicy).
+With an `ApprovalPolicy` (avibe/tools/approval.py), write_file and edit_file refuse a
 path the person's deny rules cover, and in ask mode wait for the person's approval, before anything is
-opened for writing. The PathPolicy carries the session's sandbox (issue 27): in read-only nothing is
+opened for writing. The PathPolicy carries the session's sandbox: in read-only nothing is
 changed, and Avibe's own files are neither read nor changed in the sandboxed modes; what a deny rule
 matches is refused by identity too, so a renamed parent does not get around it.
 """

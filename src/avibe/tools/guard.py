@@ -1,4 +1,4 @@
-"""What no tool of the agent may touch, by path and by identity (issue 27): Avibe's own files, and the paths
+"""What no tool of the agent may touch, by path and by identity: Avibe's own files, and the paths
 the person's deny rules cover.
 
 A path names a file only until something on the way is renamed, linked or swapped: `mv .local x` carries

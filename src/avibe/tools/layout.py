@@ -1,4 +1,4 @@
-"""The start check of the sandbox (issue 27): before anything is written, refuse a layout in which the
+"""The start check of the sandbox: before anything is written, refuse a layout in which the
 sandbox could not keep out of the agent's reach what must stay out of it - Avibe's own files, and what
 the next start runs or trusts (its interpreter, the shell's startup files, the model cache: the kept
 paths of avibe/tools/reach.py). One line says what to change.
@@ -46,7 +46,7 @@ def check_layout(
     kept: Sequence[Path] = (),
     real_home: Path | None = None,
 ) -> None:
-    """The start check (issue 27): raise UnsafeLayout when, in a sandboxed mode, the agent's writable
+    """The start check: raise UnsafeLayout when, in a sandboxed mode, the agent's writable
     folder would hold what must stay read-only to it - the working directory is Avibe's home or the
     user's config folder, or lies inside one; or, in workspace-write, the SQLite database lies directly
     in the working directory (a command could put `-journal` / `-wal` files next to it that SQLite reads

@@ -3,10 +3,10 @@ and opens the files it allows.
 
 Files are opened without following links (`open_nofollow`): the policy checks the resolved path, then
 the file is opened component by component from `/` with O_NOFOLLOW, so a folder or file swapped for a
-link after the check makes the open fail instead of leading out (issue 11). Writes also refuse a file
+link after the check makes the open fail instead of leading out. Writes also refuse a file
 with more than one hard link: its other name may be outside the working directory.
 
-The file tools obey the shell's sandbox (issue 27; `SandboxPolicy.file_policy`): in the read-only
+The file tools obey the shell's sandbox (`SandboxPolicy.file_policy`): in the read-only
 sandbox nothing may change, and in both sandboxed modes Avibe's own files (its home, the user's config
 folder, the database) are out of reach by path and by identity - every folder an open passes through is
 compared with theirs, so a renamed parent, a link or a second hard link does not lead in (avibe/tools/

@@ -1,7 +1,7 @@
 """update_plan: the agent keeps its queue as structured items (pending / in progress / done), like Claude
 Code's todo list and Codex's update_plan. The harness keeps the plan in the live state, shows it in the
 tool's result and carries it verbatim through checkpoints (the recollection and the scene), so where the
-work stands in a queue never depends on what a small model writes at checkpoint time (issue 16 item 5)."""
+work stands in a queue never depends on what a small model writes at checkpoint time."""
 
 from __future__ import annotations
 

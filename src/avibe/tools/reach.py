@@ -1,4 +1,4 @@
-"""What the sandbox keeps from the agent's commands besides Avibe's own files (issue 48): the host's
+"""What the sandbox keeps from the agent's commands besides Avibe's own files: the host's
 sockets, what the next start runs or trusts, and hard links to Avibe's files.
 
 - Host sockets: `--ro-bind / /` does not stop `connect()` on a Unix socket, so the folders that hold the

@@ -1,6 +1,6 @@
 """The shell tool's sandbox: what a command the model runs can see, write and keep running.
 
-Nobody but the person writes the person's words (issue 11; DESIGN "the agent's tools never reach Avibe's
+Nobody but the person writes the person's words (DESIGN "the agent's tools never reach Avibe's
 own home or database"): a model that can open the record could insert a `kind='user'` row that the next
 view shows as the user's and the next memo copies (SPEC N1, T1). So every command runs in bubblewrap
 (`bwrap`), as Claude Code does on Linux, in one of three modes, as Codex names them:
@@ -20,13 +20,13 @@ two sandboxed modes, additionally:
 - every folder between the working directory and a covered path inside it, or a path the deny rules
   protect, is bound onto itself: a mount point cannot be renamed or removed (EBUSY), so `mv .local x`
   cannot carry Avibe's home away from where Avibe looks for it, nor `mv lib lib2` take `lib/vendor` out
-  of the deny rule `lib/vendor/**` (issue 27),
+  of the deny rule `lib/vendor/**`,
 - /tmp is private and HOME points into it, so a command cannot read or leave files elsewhere in /tmp,
 - all capabilities are dropped (as root, bwrap would otherwise keep them and could remount / writable),
 - a new PID namespace: when the command's shell ends, bwrap's init ends and the kernel kills every process
   left in it, `setsid` ones too; `--die-with-parent` does the same when Avibe itself dies (kill -9).
 
-The network (issue 48): in the sandboxed modes a command has its own network namespace - no network at
+The network: in the sandboxed modes a command has its own network namespace - no network at
 all, loopback included, so nothing Avibe or the person serves on 127.0.0.1 (`vibe serve`, a database, a dev
 server) is reachable from it - unless the person's own settings say `network = "on"` (never a project's).
 The host's sockets, what the next start runs or trusts, and hard links to Avibe's files are kept out of
@@ -59,9 +59,9 @@ from avibe.sources.process import kill_marked, process_alive, shell_program, spa
 from avibe.tools import mounts
 from avibe.tools.base import PathPolicy
 from avibe.tools.guard import KeptPaths, OwnFiles
-from avibe.tools.guard import protected_paths as protected_paths  # its home before issue 27
+from avibe.tools.guard import protected_paths as protected_paths  # its older home
 from avibe.tools.layout import MODES, sqlite_path
-from avibe.tools.layout import UnsafeLayout as UnsafeLayout  # their home before issue 48
+from avibe.tools.layout import UnsafeLayout as UnsafeLayout  # their older home
 from avibe.tools.layout import check_layout as check_layout
 from avibe.tools.mounts import ISOLATION
 from avibe.tools.mounts import SANDBOX_HOME as SANDBOX_HOME
@@ -142,14 +142,14 @@ class SandboxPolicy:
     mode: str
     workdir: Path
     hidden: tuple[Path, ...] = ()
-    # The person's deny rules (gitignore-style, issue 11 item 9): the paths they match when a command
+    # The person's deny rules (gitignore-style): the paths they match when a command
     # starts are mounted read-only, so the shell cannot change what write_file and edit_file refuse.
     protected: tuple[str, ...] = ()
     folders: tuple[Path, ...] = ()
     # The paths the person's own messages forbid changing (avibe/checkpoint/stated.py), read when each
     # command starts and mounted read-only as the deny rules' are.
     stated: Callable[[], Sequence[StatedBan]] = field(default=tuple, compare=False)
-    # Issue 48: the network and the host's sockets, each open only where the person's settings say so;
+    # the network and the host's sockets, each open only where the person's settings say so;
     # `kept`: what the next start runs or trusts, read-only to the shell and refused by the file tools;
     # `real_home`: the person's home, whose top level and dot folders stay read-only when the workdir
     # holds it (avibe/tools/reach.py).
@@ -297,7 +297,7 @@ class SandboxPolicy:
         for folder in self.folders:
             if folder != self.workdir and folder.is_relative_to(self.workdir) and not folder.exists():
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        # A trusted project's config folder (issue 48): made empty where it is missing, so that it is
+        # A trusted project's config folder: made empty where it is missing, so that it is
         # bound read-only and no command can put a config.toml there that the next start applies in full.
         for kept in self.kept:
             if kept.name == ".avibe" and kept.is_relative_to(self.workdir) and kept.parent.is_dir():

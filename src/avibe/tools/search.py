@@ -5,9 +5,9 @@ files of the allowed folder ignore (git's own rules, through pathspec: nested fi
 patterns; plus `.git/info/exclude`), never follow a link out of the allowed folders, and stop at a fixed
 number of results (and characters) with a note saying how much was left out and how to narrow the query.
 Nothing is skipped silently: both say what .gitignore left out, and search_files also says which files it
-did not search and why (binary, over 2 MB, unreadable) (issue 11). A folder asked for by name is walked
+did not search and why (binary, over 2 MB, unreadable). A folder asked for by name is walked
 even when .gitignore ignores it (like ripgrep given an explicit path); its own .gitignore files still
-apply inside it. Avibe's own folders and files (issue 27: its home, the user's config folder, the
+apply inside it. Avibe's own folders and files (its home, the user's config folder, the
 database) are never listed, searched or walked into - found by path and by identity, so a renamed parent
 or a link does not lead in - and asking for one by name is refused.
 """

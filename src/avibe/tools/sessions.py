@@ -1,4 +1,4 @@
-"""Tools that reach other sessions (issue 12): `send_to_session` posts a message into another live
+"""Tools that reach other sessions: `send_to_session` posts a message into another live
 session, `delegate` starts a task in a new session whose final reply comes back as an input.
 
 Both arrive as `agent` inputs whose ref is the sending session (T1): the harness, not the text, says
@@ -37,7 +37,7 @@ class SendToSession(BaseTool):
             name="send_to_session",
             description=(
                 # No example id here: the 1.5B sent the demo's news to the example's id, again and again
-                # (issue 32). Only an id the conversation holds can be right.
+                # . Only an id the conversation holds can be right.
                 "Post a message into another Avibe session, by an id that an input or the user gave you "
                 "(never a guessed one). It arrives there tagged as coming from this session, never as the "
                 "user's words."

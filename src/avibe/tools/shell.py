@@ -1,11 +1,11 @@
 """shell: run a command in the workdir, with a timeout, or in the background (SPEC S3).
 
 Every command runs under the session's `SandboxPolicy` (avibe/tools/sandbox.py: Avibe's home and record
-out of sight, a scrubbed environment; issue 11); where the sandbox cannot start, the tool refuses and
+out of sight, a scrubbed environment); where the sandbox cannot start, the tool refuses and
 says which mode to choose. On timeout everything the command started is killed and the output says so.
 Processes a finished command left running are stopped too, `setsid` ones included (long-running work
 belongs in the background, where its id is tracked). Output is stdout and stderr combined, head and
-tail kept when long. The session's stop switch (the chat's Ctrl-C, issue 29) stops a running command at
+tail kept when long. The session's stop switch (the chat's Ctrl-C) stops a running command at
 once: SIGTERM to everything it started, SIGKILL after a short grace, and the output says it was stopped.
 """
 
@@ -69,7 +69,7 @@ class Shell(BaseTool):
             raise ValueError(f"the sandbox is for {self._sandbox.workdir}, the shell for {workdir}")
         self._jobs, self._max_timeout = jobs, max_timeout_s
         self._approval = approval  # ask mode: a command no allow rule covers waits for the person
-        self._stop = stop  # the session's stop switch: set, the running command is killed (issue 29)
+        self._stop = stop  # the session's stop switch: set, the running command is killed
         background = (
             "true: start it and return at once with an id; its exit code and last output arrive later "
             "as a callback message tagged with that id (for servers, long builds, long tests)"
@@ -99,7 +99,7 @@ class Shell(BaseTool):
         if timeout is not None and not 1 <= timeout <= self._max_timeout:
             raise ToolError(f"shell: timeout_s must be between 1 and {self._max_timeout}, got {timeout}")
         if self._approval is not None:
-            self._approval.check_command(command)  # issue 11 item 9: before anything runs
+            self._approval.check_command(command)  # before anything runs
         if args.get("background", False):
             return self._background(command, timeout)
         self._sandbox.check()  # refuse, naming the mode to choose, before anything runs

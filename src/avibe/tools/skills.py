@@ -58,7 +58,7 @@ class SkillInfo:
         return root, below / self.folder.name
 
 
-# What a skill's text may show beside a companion file (issue 27 item 7: the agent's, never the user's):
+# What a skill's text may show beside a companion file (the agent's, never the user's):
 # given the file and the sha256 of its content, "" or a mark.
 CompanionMark = Callable[[Path, str], str]
 
@@ -170,7 +170,7 @@ def discover_skills(dirs: Iterable[Path]) -> list[SkillInfo]:
 
 def catalogue_text(skills: Sequence[SkillInfo], mark: Callable[[SkillInfo], str] | None = None) -> str:
     """One line per skill for the system prompt; empty when there is none. `mark` adds a skill's
-    provenance (issue 27 item 7: a skill the agent wrote says so, never passing for the user's)."""
+    provenance (a skill the agent wrote says so, never passing for the user's)."""
     lines = []
     for skill in skills:
         description = skill.description
@@ -204,7 +204,7 @@ def skill_text(skill: SkillInfo, mark: CompanionMark | None = None) -> str:
 
 def companion_marks(skill: SkillInfo, mark: CompanionMark) -> list[str]:
     """'- NAME<mark>' for each file beside SKILL.md (one level, no link followed) whose content is one
-    the agent left (issue 27 item 7)."""
+    the agent left."""
     root, below = skill.read()
     lines = []
     for name in list_agent_dir(root, below) or []:

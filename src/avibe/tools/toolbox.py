@@ -72,11 +72,11 @@ def default_tools(
 ) -> list[Tool]:
     """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
     shell (background commands when `jobs` is given), skill_load, record_query. One `sandbox` binds
-    the shell and the file tools alike (issue 27; by default the default mode with nothing extra
-    hidden): its mode, Avibe's own files, the deny rules. `approval` (issue 11 item 9): the person's
+    the shell and the file tools alike (by default the default mode with nothing extra
+    hidden): its mode, Avibe's own files, the deny rules. `approval`: the person's
     deny rules bind write_file and edit_file; in ask mode writes and shell commands wait for approval.
-    `stop`: the session's stop switch; set, a running shell command is killed (issue 29). `skill_mark`:
-    what a loaded skill shows beside a file of its folder the agent changed (issue 27 item 7)."""
+    `stop`: the session's stop switch; set, a running shell command is killed. `skill_mark`:
+    what a loaded skill shows beside a file of its folder the agent changed."""
     sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
     deny = approval.rules.deny if approval is not None else ()
     outputs = [jobs.log_dir] if jobs is not None else []  # a finished job's full output is named there

@@ -7,12 +7,12 @@ turn reaches that turn at its next step (the host's inbox), or starts the next t
 Ctrl-C (`cancel`) stops the running step at the next point the loop can stop cleanly: before the model
 call, while the reply streams - a tool call too, which shows nothing but beats at every token - or when
 the call returns (the model's unfinished reply is dropped). A shell command or an external agent that is
-running is stopped at once through the session's stop switch (its whole process group killed, issue 29),
+running is stopped at once through the session's stop switch (its whole process group killed),
 and the step's calls not started yet never start. The cancel is recorded as a harness note in the
 session's record - naming the calls that did not finish, as after a crash - which the agent sees with its
 next input; the note itself does not start a turn.
 
-A session another live process hosts (`vibe serve`) is attached instead (issue 29 item 3), as `vibe run
+A session another live process hosts (`vibe serve`) is attached instead, as `vibe run
 --session` attaches: the chat runs no turn and holds no lease; it shows every entry that host records
 (inputs from anywhere, replies, tool calls) and posts the person's messages into the record. If the host
 goes away while a message of the person's waits for its answer, the chat hosts the session itself.
@@ -100,12 +100,12 @@ class Live(Protocol):
     @property
     def user_name(self) -> str: ...
     @property
-    def stop(self) -> threading.Event: ...  # set: the process the agent waits on is killed (issue 29)
+    def stop(self) -> threading.Event: ...  # set: the process the agent waits on is killed
 
 
 @dataclass(frozen=True)
 class Attached:
-    """A session another live process hosts (`vibe serve`; issue 29 item 3): the chat follows its record
+    """A session another live process hosts (`vibe serve`): the chat follows its record
     and posts into it, as `vibe run --session` does, and runs no turn of its own."""
 
     store: RecordStore
@@ -177,7 +177,7 @@ class ChatDriver:
         self._floor = 0  # a turn that raised does not run again for inputs up to this seq
         self._cancelled = False
         self._announced = ""  # the id of the step's tool call the loop is about to run (ToolCalled)
-        self._stopped: CallRecord | None = None  # the call that ran when Ctrl-C came (issue 29)
+        self._stopped: CallRecord | None = None  # the call that ran when Ctrl-C came
         self._not_run: list[CallRecord] = []  # the step's calls Ctrl-C kept from starting
         self.busy = False
         self.model = target.model
@@ -320,7 +320,7 @@ class ChatDriver:
 
     def _wrap_tools(self, vibey: Vibey, stop: threading.Event) -> None:
         """Each tool's output goes to the screen too (a tool line expands to it); never to the record (A3).
-        After Ctrl-C the step's calls not started yet are answered without running (issue 29), and the
+        After Ctrl-C the step's calls not started yet are answered without running, and the
         one that was running when it came is noted."""
         run_tool = vibey.run_tool
 

@@ -1,4 +1,4 @@
-"""The sessions one `vibe serve` process hosts (issue 12 items 1 and 4).
+"""The sessions one `vibe serve` process hosts.
 
 Any number of `vibe serve` processes, on any hosts, may share one record. Each session is run by exactly
 one of them at a time: the one holding its lease (`host_session` takes it; a live holder elsewhere makes

@@ -1,4 +1,4 @@
-"""`vibe serve`: the HTTP API of a host of live sessions (issue 12), ASGI apps served by uvicorn - two
+"""`vibe serve`: the HTTP API of a host of live sessions, ASGI apps served by uvicorn - two
 of them, one per way in (T1; avibe.web.local says why).
 
 On the local socket (`<Avibe's home>/serve/<port>.sock`, 0600), the person's routes, each with the token:

@@ -181,7 +181,7 @@ def corrects(line: str, later: str) -> bool:
     as a correction or a taking back ("Correction: I meant ... must be 16, not 48", "use uv instead",
     "I take that back: ...") and is about the same thing as the line - two of the line's subject words
     (`changes_beside`) and CORRECTION_SHARE of its own, so a long brief that shares a few words with the
-    line is not read as changing it. The recollection then says so beside both (issue 31 item 3): the
+    line is not read as changing it. The recollection then says so beside both: the
     0.5B, shown "Set ... to 48" and "Correction: ... 16, not 48" in order, wrote 48 at K = 4 in two seeds
     of three."""
     about = subject_words(line)

@@ -267,7 +267,7 @@ def _copied_or_repeated(work: Work, values: dict[str, str]) -> dict[str, str]:
     step" on late_rule was `collect_manifest records, limit: int = 431, ...`, and its progress and
     pitfalls the same line), one that repeats an earlier part word for word, or one of names and numbers
     only. None says where the work stands, and each crowds out what would; `_completed_scene` then
-    completes the part from what the harness holds (issue 17). Each drop is noted (SCENE_DROPPED)."""
+    completes the part from what the harness holds. Each drop is noted (SCENE_DROPPED)."""
     kept: dict[str, str] = {}
     seen: dict[str, str] = {}  # an earlier part's words -> its name
     for part, text in values.items():
@@ -310,12 +310,12 @@ def _from_tool_output(work: Work, words: str) -> bool:
 
 def _completed_scene(work: Work, values: dict[str, str], limits: Mapping[str, int]) -> dict[str, str]:
     """Scene parts the model left empty - most often a small model's echo or key names, dropped by
-    `clean` - or a scene too short for V1, completed from what the harness holds, never invented: the
-    mind's workstream (or mission) lines as current step and progress (S1, S2), and the latest user
-    message moving out, quoted, as the next step (S4). Each addition says where it came from and is
-    noted (SCENE_COMPLETED; the eval counts such checkpoints apart from first-pass valid ones). Done on
-    the first answer: asking again cost the 0.5B a repair call (~12 s) that echoed the same key names
-    (issue 17)."""
+     `clean` - or a scene too short for V1, completed from what the harness holds, never invented: the
+     mind's workstream (or mission) lines as current step and progress (S1, S2), and the latest user
+     message moving out, quoted, as the next step (S4). Each addition says where it came from and is
+     noted (SCENE_COMPLETED; the eval counts such checkpoints apart from first-pass valid ones). Done on
+     the first answer: asking again cost the 0.5B a repair call (~12 s) that echoed the same key names
+    ."""
     streams = [line.strip("-* ").strip() for line, _ in workstream_lines(work.mind).values()]
     missions = [line.strip("-* ").strip() for line in mission_lines(work.mind).values()]
     latest = _latest_request(work)

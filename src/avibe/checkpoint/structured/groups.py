@@ -1,6 +1,6 @@
 """The structured questions asked in calls: one question a call ("structured", for the 0.5B), the mind's
 questions together ("three": the memo, the mind, the scene - at most three calls), or the mind's and the
-scene's questions together in one call ("grouped"; issue 31 item 4).
+scene's questions together in one call ("grouped").
 
 Every call re-reads the whole conversation (its prompt tokens count, cached or not) and its question and
 schema uncached; a model that can answer several small questions at once saves calls. Grouped, a turn

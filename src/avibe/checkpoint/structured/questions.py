@@ -1,7 +1,7 @@
 """The structured questions: each a small text (from `avibe.prompts`) and a JSON schema.
 
 A question whose sections cannot have changed since the last checkpoint is not asked (None), and its
-sections stay exactly as an answer of "no change" would leave them (issue 31 item 4: each question is
+sections stay exactly as an answer of "no change" would leave them (each question is
 a model call that re-reads the conversation): the memo when no user message moves out, the mission when
 the user did not change it, the notes when nothing since is worded as a rule, decision or lesson.
 

@@ -54,13 +54,13 @@ SCENE_CHARS: Final[dict[str, int]] = {
 # model fills whatever room the grammar gives (~700 tokens of scene in a 4k window crowds out the work it
 # describes, and generating it costs a minute on two cores). Exact references keep more room (S6). The
 # harness adds what it knows itself - jobs waited for, files, the last error (`checkpoint/facts.py`) - so
-# at small windows the model's own parts stay short (issue 17: a grammar-bound token costs ~2x a free one,
+# at small windows the model's own parts stay short (a grammar-bound token costs ~2x a free one,
 # and a 0.5B model fills whatever length the grammar allows, often by repeating itself).
 SCENE_REFERENCE_WINDOW: Final = 32_768
 # The parts the model is asked for. "Waiting for" and "exact references" are the harness's: it holds the
 # jobs, watches, timers and delegated runs, the files read and written and the failing call's error line
 # (`checkpoint/facts.py`), and a small model asked for them wrote the key names or repeated its other parts
-# (benchmarks/checkpoint_cost.py --answers) - ~60 output tokens of a checkpoint's ~270 (issue 17).
+# (benchmarks/checkpoint_cost.py --answers) - ~60 output tokens of a checkpoint's ~270.
 MODEL_SCENE_PARTS: Final = ("current_step", "progress", "next_step", "pitfalls")
 SCENE_FLOOR_CHARS: Final[dict[str, int]] = {
     "current_step": 100,
@@ -90,7 +90,7 @@ FILLER: Final = frozenset(
     | {"none yet", "not yet", "nothing yet", "none so far", "nothing so far", "no", "nil", "empty"}
     | {"no progress", "no progress yet", "nothing to do", "nothing to report", "not applicable", "unknown"}
 )
-# "Waiting" with no what (issue 32 item 5: "none yet, waiting for user's request, no progress yet, none
+# "Waiting" with no what (seen from the 1.5B: "none yet, waiting for user's request, no progress yet, none
 # next step, none pitfalls." in all four scene parts): filler beside a placeholder, a state on its own
 # ("Waiting for the user's reply" stays; so does "Waiting for the user's reply on #12").
 _WAITING_VOCABULARY: Final = frozenset(
@@ -102,7 +102,7 @@ WAITING: Final = frozenset(
     for s in ("", " s")
     for what in ("", " request", " reply", " answer", " input", " instructions")
 ) | {"waiting"}
-# An answer is an echo of the questions asked in this checkpoint turn (issue 32 item 5) when at most
+# An answer is an echo of the questions asked in this checkpoint turn when at most
 # ECHO_EXTRA_WORDS of its words lie outside runs of ECHO_MIN_WORDS or more words copied from the harness's
 # wording ("The mission is the final purpose of this conversation. Current entries: (none yet"), or when it
 # holds ECHO_LONG_RUN words of that wording in a row ("the mission is being implemented. Current entries:
@@ -111,7 +111,7 @@ ECHO_MIN_WORDS: Final = 4
 ECHO_EXTRA_WORDS: Final = 3
 ECHO_LONG_RUN: Final = 8
 # The notes question (I am here, Key decisions, Lessons) is asked only when something since the last
-# checkpoint can add to those sections (issue 31 item 4): a user's message worded as a rule, limit or
+# checkpoint can add to those sections: a user's message worded as a rule, limit or
 # agreement (`memo.reads_as_rule`, the N2 wording: I am here), or a message - the user's, Vibey's, another
 # source's - that says a decision was made or something was learned. Tool output is not read: a file or a
 # test log holds these words without deciding anything. A false positive only costs the question;
@@ -261,7 +261,7 @@ def echoes(words: Sequence[str], sources: Sequence[str]) -> bool:
 def clean(work: Work, value: Any, limit: int = ENTRY_CHARS) -> str:
     """`one_line`, and "" for an echo: a phrase copied from the question itself (a small model echoes
     the instructions: "what you may decide alone" as a decision) or from an earlier question of this
-    turn, or mostly such a phrase with a few words around it (`echoes`; issue 32 item 5: "The mission is
+    turn, or mostly such a phrase with a few words around it (`echoes`; seen: "The mission is
     the final purpose of this conversation. Current entries: (none yet" as a workstream)."""
     text = one_line(str(value), limit)
     if not text:

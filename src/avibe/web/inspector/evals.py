@@ -1,4 +1,4 @@
-"""An eval results folder in the inspector (issue 15 item 5): the report's tables and plots.
+"""An eval results folder in the inspector: the report's tables and plots.
 
 The folder is what `vibe eval --out DIR` writes: report.md (tables), PNG plots, results.jsonl. The report
 is shown as written (Markdown to HTML, raw HTML in it not obeyed); without a report.md it is rendered from

@@ -1,6 +1,6 @@
 """What each inspector page shows, read from the record (RecordStore) - no HTML here, no writes ever.
 
-session_rows     the sessions list: agent, model, size, checkpoints, last activity (issue 15 item 1)
+session_rows     the sessions list: agent, model, size, checkpoints, last activity
 timeline_page    one page of a session's record, filtered as `vibe log` filters, with the checkpoints
                  placed where they happened (item 2)
 context_data     the plot's data: one point per model request, the trigger line, the window (item 3)

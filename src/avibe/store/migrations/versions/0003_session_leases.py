@@ -1,4 +1,4 @@
-"""One writer per session: the lease of the process that hosts it (issue 11 item 2).
+"""One writer per session: the lease of the process that hosts it.
 
 Revision ID: 0003
 Revises: 0002

@@ -1,4 +1,4 @@
-"""Inputs from the world (issue 12): persisted sources (watches, timers, callbacks) and delivery keys.
+"""Inputs from the world: persisted sources (watches, timers, callbacks) and delivery keys.
 
 `entries.delivery_key` makes a delivery idempotent: a watch tick, a timer fire or a callback's
 `Idempotency-Key` header is stored with the entry it produced, unique per session, so a repeated key
