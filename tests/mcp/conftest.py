@@ -11,18 +11,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from mcp_support import DEMO
 
 from avibe.mcp.config import McpServer
 from avibe.mcp.servers import McpServers
 from avibe.tools.sandbox import SandboxPolicy
 from serve_support import free_port
-
-DEMO = Path(__file__).with_name("demo_server.py")
-
-
-def demo(*flags: str, **options: object) -> McpServer:
-    """The demo server over stdio, run by this Python (it has the SDK)."""
-    return McpServer("demo", command=sys.executable, args=(str(DEMO), *flags), **options)  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from mcp_support import demo
 
 from avibe.mcp.config import McpServer
 from avibe.record.messages import ToolCall
 from avibe.tools import ToolBox
-from conftest import demo
 
 pytestmark = pytest.mark.slow
 

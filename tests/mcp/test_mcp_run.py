@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from mcp_support import DEMO
 
-from conftest import DEMO
 from openai_chat import serve_chat
 from sandbox_support import outside_tmp, require_sandbox
 from serve_support import vibe, vibe_env

@@ -11,11 +11,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from mcp_support import demo
 
 from avibe.record.messages import ToolCall
 from avibe.tools import ToolBox
 from avibe.tools.sandbox import SandboxPolicy
-from conftest import demo
 from sandbox_support import outside_tmp, require_sandbox
 
 pytestmark = pytest.mark.slow
