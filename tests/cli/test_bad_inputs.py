@@ -51,6 +51,7 @@ COMMANDS = (
     "inspect",
     "chat",
     "config",
+    "mcp",
 )
 BIG = 2**63  # one past SQLite's largest integer
 KEYS = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "AVIBE_DATABASE_URL")
@@ -82,9 +83,13 @@ class Place:
         return self.home / "avibe.db"
 
 
-def _fingerprint(place: Place) -> tuple[str | None, list[str]]:
+def _fingerprint(place: Place) -> tuple[str | None, list[str], list[str]]:
+    """The record's bytes and files, and the user's config folder (`vibe mcp` writes there)."""
     digest = hashlib.sha256(place.db.read_bytes()).hexdigest() if place.db.exists() else None
-    return digest, sorted(p.name for p in place.home.glob("avibe.db*")) if place.home.exists() else []
+    files = sorted(p.name for p in place.home.glob("avibe.db*")) if place.home.exists() else []
+    config = place.root / "config"
+    written = sorted(f"{p}:{p.stat().st_size}" for p in config.rglob("*")) if config.exists() else []
+    return digest, files, written
 
 
 def _make_record(path: Path) -> None:
@@ -522,6 +527,32 @@ def _agents_cases() -> st.SearchStrategy[Case]:
     )
 
 
+def _mcp_cases() -> st.SearchStrategy[Case]:
+    """Nothing is written to the config file on a bad `vibe mcp` (its folder starts empty)."""
+    add = ("mcp", "add")
+    return st.one_of(
+        st.sampled_from(["", "a b", "x_", "x.y", "-", "\u00e9t\u00e9"]).map(
+            lambda name: Case((*add, name, "--", "python3", "server.py"), why="bad server name")
+        ),
+        st.just(Case((*add, "tracker"), why="no command and no --url")),
+        st.just(Case((*add, "tracker", "--url", "http://127.0.0.1:1/mcp", "--", "python3"), why="both")),
+        st.sampled_from(["ftp://x", "not a url", "http://"]).map(lambda url: Case((*add, "t", "--url", url))),
+        st.sampled_from(["NOEQUALS", "=v", ""]).map(lambda pair: Case((*add, "t", "--env", pair, "--", "x"))),
+        st.sampled_from(["0", "-1", "nan", "inf"]).map(
+            lambda t: Case((*add, "t", "--timeout", t, "--", "x"))
+        ),
+        st.just(Case(("mcp", "remove", "nosuch"), why="no such server")),
+        st.sampled_from(
+            ["{dir}/nowhere.json", "{dir}/a-file", "{dir}/j.json", "{dir}/c.toml", "{dir}/work"]
+        ).map(
+            lambda source: Case(
+                ("mcp", "import", source), files=(("j.json", b"{not json"), ("c.toml", b"[mcp_servers\n"))
+            )
+        ),
+        _settings_case(("mcp", "list")),
+    )
+
+
 def _config_cases() -> st.SearchStrategy[Case]:
     verbs = st.sampled_from(["show-tightening", "forget-tightening"])
     homes = st.sampled_from([("AVIBE_HOME", "{dir}/a-file"), ("AVIBE_HOME", "{dir}/a-file/home")])
@@ -591,6 +622,7 @@ STRATEGIES: dict[str, st.SearchStrategy[Case]] = {
     "inspect": _inspect_cases(),
     "chat": _chat_cases(),
     "config": _config_cases(),
+    "mcp": _mcp_cases(),
 }
 
 

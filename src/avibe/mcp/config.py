@@ -139,8 +139,8 @@ def parse_server(name: str, table: object, origin: str) -> McpServer | None:
     url = _text(table.get("url", ""), f"{where}.url").strip()
     if bool(command) == bool(url):
         raise ConfigError(f"{where} needs exactly one of command (a stdio server) or url (streamable HTTP)")
-    if url and not re.match(r"https?://", url):
-        raise ConfigError(f"{where}.url must start with http:// or https://, got {url!r:.60}")
+    if url and not re.match(r"https?://[^/\s?#]+", url):
+        raise ConfigError(f"{where}.url must be http:// or https:// and a host, got {url!r:.60}")
     restarts = table.get("restarts", DEFAULT_RESTARTS)
     if isinstance(restarts, bool) or not isinstance(restarts, int) or not 0 <= restarts <= 10:
         raise ConfigError(f"{where}.restarts must be a whole number from 0 to 10")
