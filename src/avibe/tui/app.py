@@ -35,7 +35,7 @@ from avibe.host.events import (
     ToolCalled,
     ToolFinished,
 )
-from avibe.tui.commands import HELP, Cli, Command, CommandError, complete, parse, with_session
+from avibe.tui.commands import HELP, Cli, Command, CommandError, arguments, complete, parse, with_session
 from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
 from avibe.tui.meter import Meter
 from avibe.tui.sessions import checked_title, rename, session_rows, sessions_text
@@ -285,12 +285,12 @@ class ChatApp(App[None]):
             return
         field = self.query_one(ChatInput)
         field.focus()
-        text, fits = complete(field.text)
+        text, fits = complete(field.text, arguments(self.cli, self.driver.model))
         if text != field.text:
             field.text = text
             field.move_cursor(field.document.end)
         elif len(fits) > 1:
-            self.notify("  ".join(f"/{name}" for name in fits), timeout=4)
+            self.notify("  ".join(fits if " " in text else (f"/{name}" for name in fits)), timeout=4)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """A click on a tool line focuses it, with no visible cue; typing must still land in the input, so
