@@ -36,6 +36,7 @@ from avibe.host.events import (
     ToolFinished,
 )
 from avibe.tui.commands import HELP, Cli, Command, CommandError, arguments, complete, parse, with_session
+from avibe.tui.cost import priced
 from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
 from avibe.tui.meter import Meter
 from avibe.tui.sessions import checked_title, rename, session_rows, sessions_text
@@ -180,6 +181,8 @@ class ChatApp(App[None]):
         kept_by = opened.agent if external else ""
         self.meter = Meter(opened.view_tokens, opened.threshold, opened.window, kept_by=kept_by,
                            compaction=opened.compaction)  # fmt: skip
+        if not external:
+            self.meter = priced(self.meter, self.driver.store, opened.session_id, opened.model)
         self.state = "idle"
         if opened.session_id != self._kept:  # the same session on another model or agent: shown already
             for line in opened.history:
