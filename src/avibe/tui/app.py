@@ -35,6 +35,7 @@ from avibe.host.events import (
     ToolCalled,
     ToolFinished,
 )
+from avibe.tui.between import JOBS
 from avibe.tui.commands import HELP, Cli, Command, CommandError, arguments, complete, parse, with_session
 from avibe.tui.cost import priced
 from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
@@ -373,6 +374,8 @@ class ChatApp(App[None]):
             self._sessions()
         elif name == "rename":
             self._rename(args)
+        elif name in JOBS:  # /compact, /undo: on the session's thread, between turns
+            self.driver.between_turns(JOBS[name](args))
         else:  # log, checkpoints: vibe's own command over this session unless told otherwise
             self._output(self.cli.run([name, *with_session(args, session)]))
 

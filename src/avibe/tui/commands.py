@@ -46,6 +46,9 @@ HELP: Final = """Commands
                         this session's checkpoints: list, one whole (mind, memo, scene), diff two minds
   /compaction [NAME]    how Vibey makes room when the context fills: checkpoint (the default), handoff,
                         rewrite, anchored, mask, truncate, full
+  /compact [FOCUS]      make room now (a checkpoint, or the compaction in use); FOCUS: what to keep,
+                        as your own words
+  /undo                 revert the file changes of the last turn (what the write and edit tools did)
   /skills               the skills Vibey can load
   /mcp                  the MCP servers: started or not (and why), their tools, what they cost in tokens
   /plain                replies as written, or (again) rendered as markdown
@@ -58,8 +61,8 @@ Keys
   PageUp / PageDown scroll the conversation; scrolled up, it stays put - PageDown to the end follows again"""
 
 NAMES: Final = (
-    "new", "sessions", "rename", "resume", "model", "agent", "compaction", "log", "checkpoints", "skills",
-    "mcp", "plain", "help", "quit", "exit",
+    "new", "sessions", "rename", "resume", "model", "agent", "compaction", "compact", "undo", "log",
+    "checkpoints", "skills", "mcp", "plain", "help", "quit", "exit",
 )  # fmt: skip
 
 

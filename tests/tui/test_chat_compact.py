@@ -1,0 +1,92 @@
+"""`/compact [focus]` in the chat (docs/chat.md): it makes room now through the session's compactor - the
+checkpoint by default, its trigger forced - and says so in one line; the focus is recorded as the
+person's own `user` entry (T1) that the checkpoint reads as the user's words and keeps verbatim (F5); no
+turn starts for it. With nothing to fold it says so. Textual's headless pilot on a scripted model, a real
+SQLite record."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chat_doubles import bubbles, run, status, until
+from vibey_doubles import checkpoint_steps
+
+from avibe.agent.compaction.now import ASKED
+from avibe.providers.scripted import reply
+from avibe.record.entries import EntryQuery
+from avibe.store import open_store
+
+FOCUS = "keep the ship date: friday the 13th"
+
+
+def _notices(app: Any) -> list[str]:
+    return [line for line in bubbles(app, "notice")]
+
+
+def test_compact_with_a_focus_checkpoints_now_and_the_focus_is_the_persons_entry(
+    make_chat: Any, workdir: Path
+) -> None:
+    long = "The plan, step by step: " + "read, change, test, commit; " * 120  # folded, the view shrinks
+    steps = [reply(long), reply("Noted the date."), *checkpoint_steps(5), reply("Friday.")]
+    app, sessions = make_chat(steps)
+
+    async def scenario() -> None:
+        async with app.run_test() as pilot:
+            await until(pilot, lambda: app.session_id is not None)
+            for number, text in enumerate(("Plan: ship the CLI.", "The date is friday."), 1):
+                await pilot.press(*text, "enter")
+                await until(pilot, lambda n=number: len(bubbles(app, "assistant")) == n)
+                await until(pilot, lambda: "idle" in status(app))
+            await pilot.press(*f"/compact {FOCUS}", "enter")
+            await until(pilot, lambda: any(n.startswith("compacted") for n in _notices(app)), what="the line")
+            (line,) = [n for n in _notices(app) if n.startswith("compacted")]
+            before, after = (int(n.replace(",", "")) for n in line.split("context ")[1][:-7].split(" → "))
+            assert line.startswith("compacted (checkpoint 1): context ") and after < before, line
+            assert len(bubbles(app, "assistant")) == 2  # the focus started no turn
+            await until(pilot, lambda: "idle" in status(app))
+            await pilot.press(*"When do we ship?", "enter")
+            await until(pilot, lambda: len(bubbles(app, "assistant")) == 3)
+
+    run(scenario)
+    model = sessions.model.inner
+    model.assert_consumed()
+    asked = model.requests[2]  # the checkpoint's first question: the focus is in its view as the user's
+    assert any(m.role == "user" and m.content.endswith(FOCUS) for m in asked.messages)
+    last = model.requests[-1]  # the next turn: the recollection, the focus still verbatim, the question
+    assert any(m.role == "user" and m.content.endswith(FOCUS) for m in last.messages)
+    assert not any(m.content.endswith("Plan: ship the CLI.") for m in last.messages)  # folded
+    with open_store(sessions.url) as store:
+        (checkpoint,) = store.list_checkpoints(app.session_id)
+        assert checkpoint.provenance.trigger == ASKED
+        users = store.query(EntryQuery(app.session_id, kinds=frozenset({"user"})))
+        assert [e.text for e in users][-2:] == [FOCUS, "When do we ship?"]
+        assert users[-2].source.kind == "user"  # the person's entry, through ingress
+
+
+def test_compact_with_nothing_to_fold_says_so_in_one_line(make_chat: Any, workdir: Path) -> None:
+    app, sessions = make_chat([reply("Hello."), *checkpoint_steps(5)])
+
+    def said(start: str) -> list[str]:
+        return [n for n in _notices(app) if n.startswith(start)]
+
+    async def scenario() -> None:
+        async with app.run_test() as pilot:
+            await until(pilot, lambda: app.session_id is not None)
+            await pilot.press(*"/compact", "enter")
+            await until(pilot, lambda: said("nothing to compact"))
+            assert said("nothing to compact") == ["nothing to compact: the conversation is empty"]
+            await pilot.press(*"Hi.", "enter")
+            await until(pilot, lambda: len(bubbles(app, "assistant")) == 1)
+            await until(pilot, lambda: "idle" in status(app))
+            await pilot.press(*"/compact", "enter")  # the message folds, the answer stays
+            await until(pilot, lambda: said("compacted (checkpoint 1)"))
+            await until(pilot, lambda: "idle" in status(app))
+            await pilot.press(*"/compact", "enter")  # only the newest is left
+            await until(pilot, lambda: len(said("nothing to compact")) == 2)
+            assert said("nothing to compact")[1].startswith("nothing to compact: only the newest message")
+
+    run(scenario)
+    sessions.model.inner.assert_consumed()  # no model call for a compaction that had nothing to fold
+    with open_store(sessions.url) as store:
+        assert len(store.list_checkpoints(app.session_id)) == 1
