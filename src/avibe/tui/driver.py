@@ -439,8 +439,9 @@ class ChatDriver:
         the person's own messages are on the screen already."""
         for entry in live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1)):
             self._shown = max(self._shown, entry.seq)
-            if entry.kind not in ("user", "assistant") and entry.source != CANCEL_SOURCE:
-                self._notify(InputShown(entry_line(entry)))  # a cancel note is for the model: `Cancelled`
+            chats = entry.source.kind == CANCEL_SOURCE.kind and entry.source.name == CANCEL_SOURCE.name
+            if entry.kind not in ("user", "assistant") and not chats:  # the chat's notes are for the model
+                self._notify(InputShown(entry_line(entry)))  # (a cancel's, /undo's): the screen said it
 
     def _turn(self, live: Live) -> None:
         self._cancel.clear()

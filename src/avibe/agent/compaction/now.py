@@ -81,12 +81,16 @@ def _forced(room: LiveRoom) -> LiveRoom:
     return replace(room, trigger=now, budgets=replace(room.budgets, recent_messages=0))
 
 
-def _take_focus(agent: Compacting, state: LiveState, inbox: Host, focus: Entry) -> LiveState:
-    """The focus (and nothing after it) joins the live context, not pinned to a turn: as the newest
-    message it stays verbatim anyway."""
-    taken = [item for item in inbox.after(state.last_seq) if item.seq <= focus.seq]
+def take_in(agent: Compacting, host: Host, entry: Entry, state: LiveState | None = None) -> LiveState:
+    """`entry` (and nothing after it) joins the live context and is saved there, between turns, so it
+    starts no turn (the cursor moves past it): /compact's focus, /undo's note. Not pinned to a turn: as
+    the newest message it stays verbatim anyway."""
+    state = agent.load_state() if state is None else state
+    taken = [item for item in host.after(state.last_seq) if item.seq <= entry.seq]
     state = live.absorb(state, taken, agent.name, agent.record.note_interrupted)
-    return replace(state, turn_user_seqs=())
+    state = replace(state, turn_user_seqs=())
+    agent.save_state(state)
+    return state
 
 
 def compact_now(agent: Compacting, host: Host, focus: Callable[[], Entry] | None = None) -> CompactNow:
@@ -99,7 +103,7 @@ def compact_now(agent: Compacting, host: Host, focus: Callable[[], Entry] | None
     if not state.messages:
         return CompactNow(False, before, before, "nothing to compact: the conversation is empty")
     if focus is not None:
-        state = _take_focus(agent, state, host, focus())
+        state = take_in(agent, host, focus(), state)
         before = room.tokens(state)
     number = _number(agent)
     forced = _forced(room)
