@@ -13,6 +13,9 @@ from chat_doubles import bubbles, run, status, until
 from vibey_doubles import checkpoint_steps
 
 from avibe.agent.compaction.now import ASKED
+from avibe.host.context_log import ContextLog, Limits
+from avibe.host.events import ModelCalled, ignore_events
+from avibe.providers.prices import money, prices_for
 from avibe.providers.scripted import reply
 from avibe.record.entries import EntryQuery
 from avibe.store import open_store
@@ -90,3 +93,27 @@ def test_compact_with_nothing_to_fold_says_so_in_one_line(make_chat: Any, workdi
     sessions.model.inner.assert_consumed()  # no model call for a compaction that had nothing to fold
     with open_store(sessions.url) as store:
         assert len(store.list_checkpoints(app.session_id)) == 1
+
+
+def test_the_meter_shows_what_the_sessions_recorded_requests_cost(
+    make_chat: Any, home: Path, workdir: Path
+) -> None:
+    """A resumed session's meter starts from its recorded usage (LiteLLM's prices for the model named
+    with each request) and adds this turn's."""
+
+    with open_store(f"sqlite:///{home / 'avibe.db'}") as store:
+        session = store.create_session(str(workdir)).id
+        log = ContextLog(store, session, lambda: Limits("openai/gpt-4o", 8_000, 5_976, 7_000), ignore_events)
+        log(ModelCalled(1, 500, 12_000, 2_000, 300, 1.0, 0))
+        log(ModelCalled(2, 600, 13_000, 12_000, 40, 1.0, 0))
+    prices = prices_for("openai/gpt-4o")
+    assert prices is not None
+    spent = prices.cost(12_000, 2_000, 300) + prices.cost(13_000, 12_000, 40)
+    app, _ = make_chat([reply("Hi.")], session_id=session)
+
+    async def scenario() -> None:
+        async with app.run_test() as pilot:
+            await until(pilot, lambda: app.session_id == session)
+            await until(pilot, lambda: f"$0 turn · {money(spent)} session" in status(app))
+
+    run(scenario)
