@@ -117,3 +117,28 @@ def test_the_meter_shows_what_the_sessions_recorded_requests_cost(
             await until(pilot, lambda: f"$0 turn · {money(spent)} session" in status(app))
 
     run(scenario)
+
+
+def test_compact_uses_the_compaction_the_session_makes_room_with(make_chat: Any, workdir: Path) -> None:
+    long = "The plan, step by step: " + "read, change, test, commit; " * 120
+    steps = [reply(long), reply("Noted."), reply("Handoff: ship the CLI on friday.")]
+    app, sessions = make_chat(steps)
+
+    async def scenario() -> None:
+        async with app.run_test() as pilot:
+            await until(pilot, lambda: app.session_id is not None)
+            for number, text in enumerate(("Plan it.", "Ship on friday."), 1):
+                await pilot.press(*text, "enter")
+                await until(pilot, lambda n=number: len(bubbles(app, "assistant")) == n)
+                await until(pilot, lambda: "idle" in status(app))
+            await pilot.press(*"/compaction handoff", "enter")
+            await until(pilot, lambda: "compaction: handoff" in bubbles(app, "output"))
+            await pilot.press(*"/compact", "enter")
+            await until(pilot, lambda: any(n.startswith("compacted") for n in _notices(app)))
+            (line,) = [n for n in _notices(app) if n.startswith("compacted")]
+            assert line.startswith("compacted (handoff): context ")
+
+    run(scenario)
+    sessions.model.inner.assert_consumed()  # the handoff summary was the one model call
+    with open_store(sessions.url) as store:
+        assert store.list_checkpoints(app.session_id) == []
