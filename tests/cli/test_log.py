@@ -215,11 +215,11 @@ def test_sessions_lists_every_session_as_text_and_json(vibe: Vibe, store: SqlSto
     text = vibe("sessions")
     assert text.exit_code == 0, text.output
     header, *rows = text.stdout.splitlines()
-    assert header.split() == ["session", "created", "(UTC)", "last", "(UTC)", "entries", "title"]
+    assert header.split() == ["session", "created", "(UTC)", "last", "(UTC)", "entries", "cost", "title"]
     assert [row.split()[0] for row in rows] == [mixed, other]
     # titled by the person's first message (as the chat titles them), else what the session was made with
-    assert rows[0].split()[-7:] == ["8", *["Handle", "the", "PR", "queue", "oldest", "first"]]
-    assert rows[1].split()[-3:] == ["0", "second", "one"]
+    assert rows[0].split()[-8:] == ["8", "$0", *["Handle", "the", "PR", "queue", "oldest", "first"]]
+    assert rows[1].split()[-4:] == ["0", "$0", "second", "one"]  # no request recorded: nothing spent
     assert header.index("entries") + len("entries") == rows[0].index(" 8 ") + 2, "counts right-aligned"
     rows = json.loads(vibe("sessions", "--json").stdout)
     assert [(row["id"], row["title"], row["folder_title"], row["entry_count"]) for row in rows] == [

@@ -28,6 +28,7 @@ from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
 from avibe.tools.approval import ApprovalPolicy, Approver, Rules
+from avibe.tools.undo import UNDO_DIR
 from avibe.tui.app import ChatApp
 from avibe.tui.widgets import Bubble, InputBubble
 
@@ -100,7 +101,9 @@ class Sessions:
                 info = store.get_session(session_id)
             policy = ApprovalPolicy(self.approval, Rules(), approver)  # type: ignore[arg-type]
             stop = threading.Event()  # the session's stop switch, as `host_session` makes it
-            tools = default_tools(self.workdir, store=store, session_id=info.id, approval=policy, stop=stop)
+            undo = self.home / "sessions" / info.id / UNDO_DIR  # as `vibe chat` keeps them (Avibe's home)
+            tools = default_tools(self.workdir, store=store, session_id=info.id, approval=policy, stop=stop,
+                                  undo_dir=undo)  # fmt: skip
             toolbox = ToolBox(tools)
             clock = StepClock()
             vibey = Vibey(

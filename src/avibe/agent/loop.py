@@ -23,6 +23,7 @@ from typing import Final
 from avibe.agent import live
 from avibe.agent.compaction import Compactor, LiveRoom, make_compactor
 from avibe.agent.compaction.messages import EXTRA_KEY
+from avibe.agent.compaction.now import CompactNow, Host, compact_now
 from avibe.agent.config import RunConfig
 from avibe.agent.driver import CheckpointDriver, reminds, store_lookup
 from avibe.agent.live import shell_skill_load
@@ -39,6 +40,7 @@ from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host import events as ev
 from avibe.host.agent import Inbox, TurnResult
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 
 __all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display", "shell_skill_load"]
@@ -162,6 +164,10 @@ class Vibey:
     def make_room(self, state: LiveState) -> tuple[LiveState, StopDecision | None]:
         state, stop, _ = self.compactor.make_room(state, self.room)
         return state, stop
+
+    def compact_now(self, host: Host, focus: Callable[[], Entry] | None = None) -> CompactNow:
+        """Make room now, between turns (the chat's /compact); `focus` posts the person's focus."""
+        return compact_now(self, host, focus)
 
     def use_compaction(self, name: str) -> None:
         """Make room with another compactor from the next request on (the chat's /compaction); ValueError

@@ -17,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from avibe.cli.models import model_choices
 from avibe.cli.options import (
     ApprovalOpt,
     BadArgument,
@@ -74,6 +75,9 @@ class VibeCommands:
         except AvibeError as exc:
             return str(exc)
         return None
+
+    def model_names(self) -> tuple[str, ...]:
+        return model_choices(self.settings)
 
 
 def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps: int) -> Opener:

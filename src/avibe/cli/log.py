@@ -18,10 +18,12 @@ import typer
 from avibe.cli.options import MAX_SQL_INT, BadArgument, check_session_id, print_table, terminal_safe
 from avibe.config import load_settings
 from avibe.errors import NoRecord
+from avibe.providers.prices import money
 from avibe.record.display import json_shown
 from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, SessionInfo
 from avibe.record.sources import clean_field, frame_lines, render_tag, render_user_text
 from avibe.store import SqlStore, open_store
+from avibe.tui.cost import recorded_cost
 from avibe.tui.sessions import session_title
 
 _TIME_HELP = "ISO 8601 time, e.g. 2026-11-30T08:00 or 2026-11-30T08:00+01:00; no offset means UTC"
@@ -224,7 +226,7 @@ def log(
     _show_entries(entries, as_json)
 
 
-def _session_json(info: SessionInfo, title: str) -> dict[str, Any]:
+def _session_json(info: SessionInfo, title: str, cost: float | None) -> dict[str, Any]:
     return {
         "id": info.id,
         "title": title,
@@ -232,38 +234,43 @@ def _session_json(info: SessionInfo, title: str) -> dict[str, Any]:
         "created_at": info.created_at.isoformat(),
         "last_at": info.last_at.isoformat() if info.last_at else None,
         "entry_count": info.entry_count,
+        "cost_usd": cost,  # the model's requests at LiteLLM's prices; null: a price not known
     }
 
 
-def _session_row(info: SessionInfo, title: str) -> list[str]:
+def _session_row(info: SessionInfo, title: str, cost: float | None) -> list[str]:
     last = f"{info.last_at:%Y-%m-%d %H:%M}" if info.last_at else "-"
     shown = " ".join(title.split())
     shown = shown if len(shown) <= TITLE_SHOWN else shown[: TITLE_SHOWN - 1] + "…"
-    return [info.id, f"{info.created_at:%Y-%m-%d %H:%M}", last, f"{info.entry_count:,}", shown]
+    return [info.id, f"{info.created_at:%Y-%m-%d %H:%M}", last, f"{info.entry_count:,}", money(cost), shown]
 
 
 def sessions(
     as_json: Annotated[
         bool,
         typer.Option(
-            "--json", help="One JSON array of {id, title, folder_title, created_at, last_at, entry_count}."
+            "--json",
+            help="One JSON array of {id, title, folder_title, created_at, last_at, entry_count, cost_usd}.",
         ),
     ] = False,
 ) -> None:
     """List the sessions in the record, oldest first."""
     try:
         with _open_record() as store:  # titled as the chat titles them: /rename, else the first message
-            found = [(info, session_title(store, info)) for info in store.list_sessions()]
+            found = [
+                (info, session_title(store, info), recorded_cost(store, info.id).session)
+                for info in store.list_sessions()
+            ]
     except NoRecord:
         found = []
     if as_json:
-        listed = [_session_json(info, title) for info, title in found]
+        listed = [_session_json(*row) for row in found]
         typer.echo(json_shown(json.dumps(listed, ensure_ascii=False, indent=2)))
     elif not found:
         typer.echo("No sessions yet.")
     else:
-        columns = ["session", "created (UTC)", "last (UTC)", "entries>", "title"]
-        print_table(columns, [_session_row(info, title) for info, title in found])
+        columns = ["session", "created (UTC)", "last (UTC)", "entries>", "cost>", "title"]
+        print_table(columns, [_session_row(*row) for row in found])
 
 
 def register(app: typer.Typer) -> None:

@@ -13,7 +13,7 @@ import typer
 
 from avibe.cli.fetch import fetch_model
 from avibe.cli.options import BadArgument
-from avibe.config import load_settings
+from avibe.config import Settings, load_settings
 from avibe.record.messages import ModelFacts
 
 
@@ -27,6 +27,16 @@ def _facts_line(facts: ModelFacts) -> str:
         f"{facts.name:<32} window {facts.window:>9,}  max output {facts.max_output:>7,}  "
         f"in {_price(facts.input_price):>10}  out {_price(facts.output_price):>10}  price rises at {tier}"
     )
+
+
+def model_choices(settings: Settings) -> tuple[str, ...]:
+    """The models the chat's `/model` offers on Tab: the configured one, then each embedded model whose
+    file is in the cache (present; `/model NAME` verifies it before switching, as on start)."""
+    from avibe.providers.modelfile import EMBEDDED_MODELS, model_path
+
+    cache = settings.model_cache
+    found = [tier for tier, spec in EMBEDDED_MODELS.items() if model_path(cache, spec).is_file()]
+    return tuple(dict.fromkeys([settings.model, *found]))
 
 
 def _show(name: str | None) -> None:

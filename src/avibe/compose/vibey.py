@@ -211,6 +211,7 @@ class _VibeyBuilder:
         from avibe.tools import ToolBox, default_tools
         from avibe.tools.approval import ApprovalPolicy, Rules
         from avibe.tools.sessions import session_tools
+        from avibe.tools.undo import UNDO_DIR
 
         settings, store, session_id = self.settings, self.store, ports.session_id
         rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
@@ -228,6 +229,7 @@ class _VibeyBuilder:
                 approval=approval,
                 stop=ports.stop,  # the chat's Ctrl-C stops a running command
                 skill_mark=_companion_mark(ledger),
+                undo_dir=settings.sessions_dir / session_id / UNDO_DIR,  # /undo's snapshots: Avibe's home
             )
             + session_tools(
                 send=lambda to, text: send_to(to, Source("agent", "vibey", session_id), text),

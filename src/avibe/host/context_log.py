@@ -9,7 +9,8 @@ any process - `vibe serve`, `vibe inspect` on another machine sharing PostgreSQL
 
 A point is one ModelCalled (`n` counts from 1 across the session's life, also across processes); a mark
 is a checkpoint (CheckpointAccepted) or a model-free move-out (CheckpointFallback, V7), placed after the
-`after` points that preceded it. Chunks bound each write: a request rewrites at most CHUNK points.
+`after` points that preceded it. Chunks bound each write: a request rewrites at most CHUNK points. A point
+names its model, so what each request cost is known after a `/model` switch (`avibe.providers.prices`).
 """
 
 from __future__ import annotations
@@ -117,7 +118,8 @@ class ContextLog:
         at = self.now().isoformat()
         point = {"n": self._count, "at": at, "step": event.step, "view": event.view_tokens,
                  "prompt": event.prompt_tokens, "cached": event.cached_tokens, "output": event.output_tokens,
-                 "seconds": event.seconds, "tools": event.tool_calls, "seq": seq}  # fmt: skip
+                 "seconds": event.seconds, "tools": event.tool_calls, "seq": seq,
+                 "model": limits.model}  # fmt: skip
         self._points.append(point)
         self._save_chunk()
 

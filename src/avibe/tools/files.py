@@ -31,6 +31,7 @@ from avibe.record.messages import ToolSpec
 from avibe.sources.agent_files import read_agent_file
 from avibe.tools.approval import ApprovalPolicy
 from avibe.tools.base import MAX_OUTPUT_CHARS, BaseTool, PathPolicy, cut_text, schema
+from avibe.tools.undo import Snapshots
 
 DEFAULT_READ_LINES: Final = 400
 MAX_LINE_CHARS: Final = 2_000  # one minified line must not fill the output alone
@@ -257,11 +258,16 @@ class WriteFile(BaseTool):
     """Create a file, overwrite one the model has read (and that has not changed since), or append."""
 
     def __init__(
-        self, policy: PathPolicy, ledger: ReadLedger | None = None, approval: ApprovalPolicy | None = None
+        self,
+        policy: PathPolicy,
+        ledger: ReadLedger | None = None,
+        approval: ApprovalPolicy | None = None,
+        snapshots: Snapshots | None = None,  # each file as it was before the turn changed it (/undo)
     ) -> None:
         self._policy = policy
         self._ledger = ledger or ReadLedger()
         self._approval = approval
+        self._snapshots = snapshots
         self._spec = ToolSpec(
             name="write_file",
             description=(
@@ -290,6 +296,9 @@ class WriteFile(BaseTool):
             if checked is not None and path != checked and created:
                 os.unlink(path)  # created where a link swapped in meanwhile led: not what was approved
             _same_path(checked, path, raw)
+            if self._snapshots is not None:
+                self._snapshots.before(path, self._policy.show(path), None if created else f.read())
+                f.seek(0)
             if created:
                 verb, data = "created", self._put(f, content)
             elif mode == "append":
@@ -299,6 +308,8 @@ class WriteFile(BaseTool):
             f.flush()
             if verb != "appended to":  # the model wrote all of it: it knows the whole file
                 self._ledger.note(path, _digest_of(data))
+        if self._snapshots is not None:
+            self._snapshots.after(path)
         shown = self._policy.show(path)
         lines = _line_count(content)
         return ToolResult(
@@ -346,11 +357,16 @@ class EditFile(BaseTool):
     """Replace one exact occurrence of a string; the result shows a short diff."""
 
     def __init__(
-        self, policy: PathPolicy, ledger: ReadLedger | None = None, approval: ApprovalPolicy | None = None
+        self,
+        policy: PathPolicy,
+        ledger: ReadLedger | None = None,
+        approval: ApprovalPolicy | None = None,
+        snapshots: Snapshots | None = None,
     ) -> None:
         self._policy = policy
         self._ledger = ledger or ReadLedger()
         self._approval = approval
+        self._snapshots = snapshots
         self._spec = ToolSpec(
             name="edit_file",
             description=(
@@ -383,7 +399,7 @@ class EditFile(BaseTool):
         raw, old, new = args["path"], args["old"], args["new"]
         if not old:
             if not self._policy.writable(raw).exists():  # small models create files this way
-                return WriteFile(self._policy, self._ledger, self._approval).run(
+                return WriteFile(self._policy, self._ledger, self._approval, self._snapshots).run(
                     {"path": raw, "content": new}
                 )
             raise ToolError(
@@ -404,9 +420,13 @@ class EditFile(BaseTool):
             text = _decode(before, raw)
             start = _only_occurrence(text, old, raw)
             after = text[:start] + new + text[start + len(old) :]
+            if self._snapshots is not None:
+                self._snapshots.before(path, self._policy.show(path), before)
             f.seek(0)
             f.truncate()
             f.write(after.encode("utf-8"))
+        if self._snapshots is not None:
+            self._snapshots.after(path)
         # An edit proves the model knew `old`, not the whole file: the ledger follows only a file it knew.
         if self._ledger.seen(path, _digest_of(before)) == "fresh":
             self._ledger.note(path, _digest_of(after.encode("utf-8")))

@@ -19,6 +19,7 @@ from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
 from avibe.tools.search import ListFiles, SearchFiles
 from avibe.tools.shell import Shell
 from avibe.tools.skills import CompanionMark, SkillLoad
+from avibe.tools.undo import Snapshots, latest_input
 
 
 class ToolBox:
@@ -69,6 +70,7 @@ def default_tools(
     approval: ApprovalPolicy | None = None,
     stop: threading.Event | None = None,
     skill_mark: CompanionMark | None = None,
+    undo_dir: Path | None = None,
 ) -> list[Tool]:
     """Vibey's standard tools over `workdir`: files (the skills dirs and `read_roots` readable too),
     shell (background commands when `jobs` is given), skill_load, record_query. One `sandbox` binds
@@ -76,16 +78,19 @@ def default_tools(
     hidden): its mode, Avibe's own files, the deny rules. `approval`: the person's
     deny rules bind write_file and edit_file; in ask mode writes and shell commands wait for approval.
     `stop`: the session's stop switch; set, a running shell command is killed. `skill_mark`:
-    what a loaded skill shows beside a file of its folder the agent changed."""
+    what a loaded skill shows beside a file of its folder the agent changed. `undo_dir`: where write_file
+    and edit_file keep each file as it was before a turn changed it (`avibe.tools.undo`; in Avibe's home,
+    out of the agent's reach); None: nothing kept."""
     sandbox = sandbox or SandboxPolicy(DEFAULT_MODE, workdir)
     deny = approval.rules.deny if approval is not None else ()
     outputs = [jobs.log_dir] if jobs is not None else []  # a finished job's full output is named there
     policy = sandbox.file_policy([*read_roots, *outputs, *(d for d in skill_dirs if d.is_dir())], deny)
     ledger = ReadLedger()  # what this session read: write_file overwrites only a file read and unchanged
+    snapshots = None if undo_dir is None else Snapshots(undo_dir, latest_input(store, session_id))
     return [
         ReadFile(policy, ledger),
-        WriteFile(policy, ledger, approval),
-        EditFile(policy, ledger, approval),
+        WriteFile(policy, ledger, approval, snapshots),
+        EditFile(policy, ledger, approval, snapshots),
         ListFiles(policy),
         SearchFiles(policy),
         Shell(workdir, jobs, sandbox=sandbox, approval=approval, stop=stop),

@@ -35,7 +35,9 @@ from avibe.host.events import (
     ToolCalled,
     ToolFinished,
 )
-from avibe.tui.commands import HELP, Cli, Command, CommandError, complete, parse, with_session
+from avibe.tui.between import JOBS
+from avibe.tui.commands import HELP, Cli, Command, CommandError, arguments, complete, parse, with_session
+from avibe.tui.cost import priced
 from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
 from avibe.tui.meter import Meter
 from avibe.tui.sessions import checked_title, rename, session_rows, sessions_text
@@ -180,6 +182,8 @@ class ChatApp(App[None]):
         kept_by = opened.agent if external else ""
         self.meter = Meter(opened.view_tokens, opened.threshold, opened.window, kept_by=kept_by,
                            compaction=opened.compaction)  # fmt: skip
+        if not external:
+            self.meter = priced(self.meter, self.driver.store, opened.session_id, opened.model)
         self.state = "idle"
         if opened.session_id != self._kept:  # the same session on another model or agent: shown already
             for line in opened.history:
@@ -285,12 +289,12 @@ class ChatApp(App[None]):
             return
         field = self.query_one(ChatInput)
         field.focus()
-        text, fits = complete(field.text)
+        text, fits = complete(field.text, arguments(self.cli, self.driver.model))
         if text != field.text:
             field.text = text
             field.move_cursor(field.document.end)
         elif len(fits) > 1:
-            self.notify("  ".join(f"/{name}" for name in fits), timeout=4)
+            self.notify("  ".join(fits if " " in text else (f"/{name}" for name in fits)), timeout=4)
 
     def on_descendant_focus(self, event: events.DescendantFocus) -> None:
         """A click on a tool line focuses it, with no visible cue; typing must still land in the input, so
@@ -370,6 +374,8 @@ class ChatApp(App[None]):
             self._sessions()
         elif name == "rename":
             self._rename(args)
+        elif name in JOBS:  # /compact, /undo: on the session's thread, between turns
+            self.driver.between_turns(JOBS[name](args))
         else:  # log, checkpoints: vibe's own command over this session unless told otherwise
             self._output(self.cli.run([name, *with_session(args, session)]))
 

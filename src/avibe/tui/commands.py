@@ -5,8 +5,11 @@
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
+
+from avibe.agent.compaction.registry import compaction_names
 
 
 class Cli(Protocol):
@@ -24,6 +27,10 @@ class Cli(Protocol):
         """None when agent `name` can run here (Vibey, or an installed external agent); else why not."""
         ...
 
+    def model_names(self) -> tuple[str, ...]:
+        """The models `/model NAME` offers on Tab: the configured one and the installed embedded ones."""
+        ...
+
 
 HELP: Final = """Commands
   /new                  start a new session (what Vibey asks for when its context is too full to go on)
@@ -39,19 +46,23 @@ HELP: Final = """Commands
                         this session's checkpoints: list, one whole (mind, memo, scene), diff two minds
   /compaction [NAME]    how Vibey makes room when the context fills: checkpoint (the default), handoff,
                         rewrite, anchored, mask, truncate, full
+  /compact [FOCUS]      make room now (a checkpoint, or the compaction in use); FOCUS: what to keep,
+                        as your own words
+  /undo                 revert the file changes of the last turn (what the write and edit tools did)
   /skills               the skills Vibey can load
   /mcp                  the MCP servers: started or not (and why), their tools, what they cost in tokens
   /plain                replies as written, or (again) rendered as markdown
   /help                 this list;  /quit  leave (the session stays resumable)
 Keys
-  Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history · Tab complete a /command
+  Enter send · Ctrl-J new line (or Shift/Alt-Enter) · Up/Down history
+  Tab complete a /command or its argument (/model NAME, /compaction NAME)
   Ctrl-C cancel the running step, twice when idle quit · y / n / a answer an approval
   click a tool line to see its arguments and output
   PageUp / PageDown scroll the conversation; scrolled up, it stays put - PageDown to the end follows again"""
 
 NAMES: Final = (
-    "new", "sessions", "rename", "resume", "model", "agent", "compaction", "log", "checkpoints", "skills",
-    "mcp", "plain", "help", "quit", "exit",
+    "new", "sessions", "rename", "resume", "model", "agent", "compaction", "compact", "undo", "log",
+    "checkpoints", "skills", "mcp", "plain", "help", "quit", "exit",
 )  # fmt: skip
 
 
@@ -79,18 +90,40 @@ def parse(text: str) -> Command:
     return Command(name, tuple(words[1:]))
 
 
-def complete(text: str) -> tuple[str, tuple[str, ...]]:
+def complete(text: str, arguments: Mapping[str, Sequence[str]] | None = None) -> tuple[str, tuple[str, ...]]:
     """Tab on the input: a slash command's name completed - `/se` -> `/sessions ` when one name fits,
-    else as far as the names that fit agree (`/r` -> `/re`) - and the names that fit; `text` unchanged
-    (and none) when it is not a command name being typed."""
-    if not text.startswith("/") or text.startswith("//") or any(c.isspace() for c in text):
+    else as far as the names that fit agree (`/r` -> `/re`) - and the names that fit; then its one
+    argument from `arguments[name]` (`/model ` -> the models, `/compaction tr` -> `/compaction truncate `);
+    `text` unchanged (and none) when it is neither."""
+    if not text.startswith("/") or text.startswith("//"):
         return text, ()
-    typed = text[1:].lower()
-    fits = tuple(name for name in NAMES if name.startswith(typed))
+    name, space, typed_arg = text[1:].partition(" ")
+    if space:
+        choices = (arguments or {}).get(name.lower(), ())
+        if not choices or " " in typed_arg:  # one argument, typed as a single word
+            return text, ()
+        completed, fits = _extend(typed_arg, tuple(dict.fromkeys(choices)))
+        return f"/{name} {completed}", fits
+    if any(c.isspace() for c in text):
+        return text, ()
+    completed, fits = _extend(name.lower(), NAMES)
+    return f"/{completed if len(completed) > len(name) else name}", fits
+
+
+def _extend(typed: str, names: tuple[str, ...]) -> tuple[str, tuple[str, ...]]:
+    """`typed` completed among `names`: the one that fits and a space, else as far as those that fit agree
+    (`typed` itself when they agree no further); and the names that fit."""
+    fits = tuple(name for name in names if name.startswith(typed))
     if len(fits) == 1:
-        return f"/{fits[0]} ", fits
+        return f"{fits[0]} ", fits
     common = _shared_start(fits) if fits else typed
-    return f"/{common if len(common) > len(typed) else text[1:]}", fits
+    return (common if len(common) > len(typed) else typed), fits
+
+
+def arguments(cli: Cli, current_model: str) -> dict[str, tuple[str, ...]]:
+    """What Tab offers after `/model ` (the configured and installed models, and the one in use) and
+    `/compaction ` (the compactors by name)."""
+    return {"model": (current_model, *cli.model_names()), "compaction": compaction_names()}
 
 
 def _shared_start(names: tuple[str, ...]) -> str:

@@ -38,6 +38,7 @@ from avibe.host.events import (
     EventSink,
     ModelCalled,
     ModelStarted,
+    Notice,
     ReplyDelta,
     Stopped,
     ToolCalled,
@@ -164,6 +165,7 @@ class ChatDriver:
         self._opener, self._notify, self._first, self.poll_s = opener, notify, target, poll_s
         self._switch: queue.Queue[Target | None] = queue.Queue()
         self._texts: queue.Queue[str | None] = queue.Queue()
+        self._jobs: queue.Queue[Callable[[Live], str]] = queue.Queue()  # run between turns
         self._wake, self._cancel, self._quit = threading.Event(), threading.Event(), threading.Event()
         self._answered = threading.Event()
         self._answer: Decision = "no"
@@ -220,6 +222,16 @@ class ChatDriver:
         if name:
             vibey.use_compaction(name)
         return vibey.config.compaction
+
+    def between_turns(self, job: Callable[[Live], str]) -> None:
+        """Run `job` on the session thread once no turn runs (/compact, /undo: never beside a turn);
+        the line it returns is shown. An attached session's host is another process: it is not run."""
+        attached = self._attached
+        if attached is not None:
+            self._notify(Failure(f"this session is hosted by {attached.host}; run that there"))
+            return
+        self._jobs.put(job)
+        self._wake.set()
 
     def answer(self, decision: Decision) -> None:
         self._answer = decision
@@ -397,8 +409,23 @@ class ChatDriver:
             if self._pending(live):
                 self._turn(live)
                 continue
+            self._run_jobs(live)
             self._wake.wait(self.poll_s)
             self._wake.clear()
+
+    def _run_jobs(self, live: Live) -> None:
+        while not self._jobs.empty():
+            job = self._jobs.get_nowait()
+            self.busy = True
+            self._notify(Busy(True))
+            try:
+                self._notify(EventArrived(Notice(job(live))))
+            except Exception as exc:  # shown, never swallowed; the traceback in the log
+                log.exception("session %s: a command between turns failed", live.session_id)
+                self._notify(Failure(f"the command failed ({type(exc).__name__}: {exc})"))
+            finally:
+                self.busy = False
+                self._notify(Busy(False))
 
     def _pending(self, live: Live) -> bool:
         """Input the agent has not taken in (its replies and the chat's cancel notes do not wake it)."""
@@ -412,8 +439,9 @@ class ChatDriver:
         the person's own messages are on the screen already."""
         for entry in live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1)):
             self._shown = max(self._shown, entry.seq)
-            if entry.kind not in ("user", "assistant") and entry.source != CANCEL_SOURCE:
-                self._notify(InputShown(entry_line(entry)))  # a cancel note is for the model: `Cancelled`
+            chats = entry.source.kind == CANCEL_SOURCE.kind and entry.source.name == CANCEL_SOURCE.name
+            if entry.kind not in ("user", "assistant") and not chats:  # the chat's notes are for the model
+                self._notify(InputShown(entry_line(entry)))  # (a cancel's, /undo's): the screen said it
 
     def _turn(self, live: Live) -> None:
         self._cancel.clear()
