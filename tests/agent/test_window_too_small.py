@@ -7,49 +7,22 @@ checkpoint in the same window with a small system prompt lasts and says nothing.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from vibey_doubles import CharCounter, Harness, StepClock, answer, tool_step, write_lines
+from vibey_doubles import Harness, answer, tool_step, write_lines
 
 from avibe.agent.compaction.room import too_small_line
-from avibe.agent.config import RunConfig
-from avibe.agent.loop import Vibey
 from avibe.checkpoint.budgets import LASTING_SHARE
 from avibe.checkpoint.trigger import threshold_for
-from avibe.host.events import CheckpointAccepted, Event, Notice
-from avibe.providers.scripted import ModelRequest, ScriptedModel, reply
+from avibe.host.events import CheckpointAccepted, Notice
+from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.messages import ModelFacts, ModelReply
-from avibe.store import open_store
-from avibe.tools import ToolBox, default_tools
 
 WINDOW = 10_000
 # about 4,400 tokens of project instructions: with the tools and a recollection, over 65% of the threshold
 RULE = "- Rule {:03d}: keep the changelog in step with every release note.\n"
 LONG_AGENTS_MD = "".join(RULE.format(i) for i in range(250))
-
-
-def _harness(tmp_path: Path, steps: list[Any], agents_md: str) -> Harness:
-    store = open_store(f"sqlite:///{tmp_path / 'avibe.db'}")
-    info = store.create_session(title="small window")
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    toolbox = ToolBox(default_tools(workdir, store=store, session_id=info.id))
-    model = ScriptedModel.of(steps, window=WINDOW, max_output=1_000)
-    events: list[Event] = []
-    vibey = Vibey(
-        store=store,
-        model=model,
-        counter=CharCounter(),
-        clock=StepClock(),
-        session_id=info.id,
-        session_dir=tmp_path / "sessions" / info.id,
-        tool_specs=toolbox.specs,
-        run_tool=toolbox.dispatch,
-        config=RunConfig(checkpoint_mode="structured", agents_md=agents_md),
-        events=events.append,
-    )
-    return Harness(vibey, model, store, workdir, events)
 
 
 def _reading(names: list[str]) -> list[Any]:
@@ -71,10 +44,10 @@ def _read_all(h: Harness, names: list[str], lines: int) -> None:
 
 
 def test_V8_a_window_too_small_for_the_fixed_parts_is_told_once_with_a_window_that_works(
-    tmp_path: Path,
+    make_harness: Callable[..., Harness],
 ) -> None:
     names = [f"notes-{i}.txt" for i in range(8)]
-    h = _harness(tmp_path, _reading(names), LONG_AGENTS_MD)
+    h = make_harness(_reading(names), window=WINDOW, agents_md=LONG_AGENTS_MD)
     _read_all(h, names, 50)
     threshold = h.vibey.limits.threshold
     accepted = [e for e in h.events if isinstance(e, CheckpointAccepted)]
@@ -95,9 +68,11 @@ def test_V8_a_window_too_small_for_the_fixed_parts_is_told_once_with_a_window_th
     assert fixed > threshold_for(ModelFacts("scripted", wanted - 1_024, 1_000)) * LASTING_SHARE
 
 
-def test_V8_a_checkpoint_that_lasts_counts_no_strike_and_says_nothing(tmp_path: Path) -> None:
+def test_V8_a_checkpoint_that_lasts_counts_no_strike_and_says_nothing(
+    make_harness: Callable[..., Harness],
+) -> None:
     names = [f"notes-{i}.txt" for i in range(4)]
-    h = _harness(tmp_path, _reading(names), "")
+    h = make_harness(_reading(names), window=WINDOW)
     _read_all(h, names, 180)
     accepted = [e for e in h.events if isinstance(e, CheckpointAccepted)]
     assert accepted and all(e.fallback is None for e in accepted)
