@@ -26,6 +26,7 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
         db: Path | None = None,
         max_steps: int = 30,
         compaction: str = "checkpoint",
+        agents_md: str = "",
     ) -> Harness:
         store = open_store(f"sqlite:///{db or tmp_path / 'avibe.db'}")
         info = store.get_session(session) if session else store.create_session(title="e2e")
@@ -43,7 +44,12 @@ def make_harness(tmp_path: Path) -> Callable[..., Harness]:
             session_dir=tmp_path / "sessions" / info.id,
             tool_specs=toolbox.specs,
             run_tool=toolbox.dispatch,
-            config=RunConfig(checkpoint_mode=mode, max_steps=max_steps, compaction=compaction),  # type: ignore[arg-type]
+            config=RunConfig(
+                checkpoint_mode=mode,  # type: ignore[arg-type]
+                max_steps=max_steps,
+                compaction=compaction,
+                agents_md=agents_md,
+            ),
             events=events.append,
         )
         return Harness(vibey, model, store, workdir, events)

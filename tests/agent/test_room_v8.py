@@ -10,6 +10,7 @@ from typing import Any
 
 from avibe.agent.compaction.room import make_room
 from avibe.agent.driver import CheckpointResult
+from avibe.checkpoint.budgets import LASTING_SHARE
 from avibe.checkpoint.plan import MIN_ROOM_SHARE, CheckpointRunState, needed_to_free
 from avibe.checkpoint.room import CheckpointNow, MoveOut, PartialCheckpoint, RoomLimits
 from avibe.checkpoint.trigger import TriggerDecision
@@ -20,13 +21,18 @@ ACCEPTED: Any = object()  # a stand-in for the checkpoint the driver would have 
 
 @dataclass
 class Ops:
-    """The state is the request's size; a checkpoint frees `frees` tokens, a move-out half."""
+    """The state is the request's size; a checkpoint frees `frees` tokens, a move-out half; `step`
+    tokens of it are the step in progress, which no checkpoint moves."""
 
     frees: int
     calls: list[str] = field(default_factory=list)
+    step: int = 200
 
     def tokens(self, state: int) -> int:
         return state
+
+    def current_step(self, state: int) -> int:
+        return self.step
 
     def trigger(self, tokens: int) -> TriggerDecision:
         return TriggerDecision(tokens > LIMITS.threshold, LIMITS.threshold, "test", tokens)
@@ -65,8 +71,25 @@ def test_V8_checkpoints_that_leave_room_go_on() -> None:
 
 
 def test_V8_what_a_checkpoint_must_free() -> None:
-    assert needed_to_free(3_660, 3_640) == 20 + int(3_640 * MIN_ROOM_SHARE)
-    assert needed_to_free(3_000, 3_640) == int(3_640 * MIN_ROOM_SHARE)  # early (reply reserve): room only
+    # a step in progress as large as the rest: back under the trigger with a tenth of it to spare
+    assert needed_to_free(3_660, 3_640, 3_000) == 20 + int(3_640 * MIN_ROOM_SHARE)
+    assert needed_to_free(3_000, 3_640, 2_800) == int(3_640 * MIN_ROOM_SHARE)  # early: room only
+    # otherwise what the checkpoint keeps of its own at most LASTING_SHARE of the threshold
+    assert needed_to_free(3_660, 3_640) == 3_660 - int(3_640 * LASTING_SHARE)
+    assert needed_to_free(3_660, 3_640, 500) == 3_660 - 500 - int(3_640 * LASTING_SHARE)
+
+
+def test_V8_a_checkpoint_that_keeps_too_much_of_its_own_is_too_little() -> None:
+    """Under the trigger with a tenth to spare, but what it keeps besides the step in progress over
+    LASTING_SHARE of the threshold: the next checkpoint would follow a few steps later (the demo's small
+    window, its system prompt and recollection three quarters of the threshold), so it is a strike."""
+    ops = Ops(frees=800)  # 3,660 -> 2,860: 2,660 of its own, over 65% of 3,640 (2,366)
+    assert FULL - ops.frees < LIMITS.threshold * (1 - MIN_ROOM_SHARE)
+    calls = _make_room_at(ops, [FULL, FULL, FULL])
+    assert calls == ["checkpoint", "|", "checkpoint", "|", "|"]
+    # the same checkpoint where 700 of those tokens are the step in progress: 2,160 of its own, it lasts
+    calls = _make_room_at(Ops(frees=800, step=700), [FULL, FULL, FULL])
+    assert calls == ["checkpoint", "|"] * 3
 
 
 @dataclass

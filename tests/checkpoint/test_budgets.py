@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from avibe.checkpoint import budgets as b
-from avibe.checkpoint.budgets import Budgets, budgets_for
+from avibe.checkpoint.budgets import LASTING_SHARE, Budgets, budgets_for, lasting
 from avibe.checkpoint.model import MIND_SECTIONS
 from avibe.checkpoint.trigger import threshold_for
 from avibe.record.messages import ModelFacts
@@ -138,3 +139,24 @@ def test_M6_N5_the_spec_s_small_window_table_is_what_budgets_for_gives() -> None
             proportional = cap * window // b.REFERENCE_WINDOW
             expected = f"{value:,}" + (f" ({proportional:,})" if value != min(cap, proportional) else "")
             assert cell == expected, (window, row)
+
+
+@given(window=st.integers(1_000, 400_000), share=st.floats(0.3, 0.9), fixed=st.integers(0, 300_000))
+def test_V8_lasting_keeps_the_recent_messages_within_what_leaves_the_request_at_the_share(
+    window: int, share: float, fixed: int
+) -> None:
+    """After a checkpoint the fixed parts and the recent messages kept stay under LASTING_SHARE of the
+    threshold where they can; the recent messages never grow, never go negative, and only they change."""
+    budgets = budgets_for(window, max(1, int(window * share)))
+    made = lasting(budgets, fixed)
+    assert 0 <= made.recent_messages <= budgets.recent_messages
+    assert fixed + made.recent_messages <= max(fixed, int(budgets.threshold * LASTING_SHARE))
+    assert replace(made, recent_messages=budgets.recent_messages) == budgets
+
+
+def test_V8_lasting_keeps_fewer_recent_messages_on_the_demos_window_and_the_same_on_a_large_one() -> None:
+    small = budgets_for(6_144, 3_584)  # the demo: system prompt ~1,700 tokens, recollection ~850
+    assert lasting(small, 1_700).recent_messages == int(3_584 * LASTING_SHARE) - 1_700 < small.recent_messages
+    assert lasting(small, 2_600).recent_messages == 0
+    large = budgets_for(200_000, 180_000)
+    assert lasting(large, 12_000) == large

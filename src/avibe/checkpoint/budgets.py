@@ -11,6 +11,11 @@ API:
         recent_messages                              recent messages kept verbatim (F4)
     Budgets.mind_caps -> dict[str, int]   section name (MIND_SECTIONS) -> cap
     Budgets.mind_cap(section: str) -> int (raises KeyError for an unknown section)
+    LASTING_SHARE = 0.65       V8: what a checkpoint keeps, at most this share of the threshold
+    recollection_floor(budgets) -> int    the tokens a recollection may take (mind caps and memo together)
+    lasting(budgets, fixed: int) -> Budgets    recent messages cut so that `fixed` tokens (system prompt,
+                                               tools, recollection) and the recent ones stay under
+                                               LASTING_SHARE of the threshold (F4, V8)
 
 Scaling: every mind and memo budget is `stated * window // 192_000` below 192k, never above the stated
 cap, and never below a floor (MIN_SECTION, MIN_MEMO_MESSAGE, MIN_MEMO_TOTAL). The floors keep tiny windows
@@ -26,7 +31,7 @@ floors only decide below that, under about 96k tokens a message and 29k in all.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from avibe.checkpoint.model import MIND_SECTIONS
@@ -46,6 +51,14 @@ SKILL_EACH: Final = 5_000
 SKILLS_TOTAL: Final = 25_000
 SKILLS_MAX_COUNT: Final = 20
 RECENT_MESSAGES: Final = 20_000
+
+# V8: a checkpoint that lasts keeps (besides the step in progress) at most this share of the trigger
+# threshold. At 90% (back under the trigger with a tenth to spare) the demo's 6,144-token window
+# checkpointed every 2-4 model requests and spent half its time in checkpoints; at 65% the next one is a
+# third of the threshold of new work away. Not 60%: the late_rule eval's 4,000-token window, whose
+# recollection alone is ~54% of its threshold, then struck out twice and fell back to moving out without
+# the model.
+LASTING_SHARE: Final = 0.65
 
 # Floors for small windows (see the module docstring).
 MIN_SECTION: Final = 100
@@ -108,3 +121,19 @@ def budgets_for(window: int, threshold: int) -> Budgets:
         skills_max_count=SKILLS_MAX_COUNT,
         recent_messages=min(RECENT_MESSAGES, threshold // 4),
     )
+
+
+def recollection_floor(budgets: Budgets) -> int:
+    """The most a recollection's mind and memo take (their caps together): what a checkpoint's
+    recollection is counted as before it is made."""
+    return sum(budgets.mind_caps.values()) + budgets.memo_total
+
+
+def lasting(budgets: Budgets, fixed: int) -> Budgets:
+    """The budgets with the recent messages cut so that the request after the checkpoint - `fixed`
+    tokens that a checkpoint does not move (system prompt, tool list, recollection) and the recent
+    messages - stays under LASTING_SHARE of the threshold (V8). On a large window nothing changes (the
+    recent messages' own cap decides); on a small one fewer recent messages stay, none where the fixed
+    parts take the share alone (the newest step and the current turn's messages stay anyway, F5)."""
+    room = int(budgets.threshold * LASTING_SHARE) - fixed
+    return replace(budgets, recent_messages=max(0, min(budgets.recent_messages, room)))

@@ -34,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Final
 
-from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.budgets import LASTING_SHARE, Budgets
 from avibe.checkpoint.memo import cut_message
 from avibe.checkpoint.mind import EMPTY_MIND
 from avibe.checkpoint.model import Checkpoint
@@ -323,10 +323,15 @@ def may_try_checkpoint(state: CheckpointRunState) -> bool:
     return state.strikes < MAX_STRIKES
 
 
-def needed_to_free(tokens: int, threshold: int) -> int:
+def needed_to_free(tokens: int, threshold: int, current_step: int = 0) -> int:
     """V8: what an accepted checkpoint must free for it not to count as too little - the request back
-    under the threshold, plus MIN_ROOM_SHARE of the threshold as room for the work that follows."""
-    return max(tokens - threshold, 0) + int(threshold * MIN_ROOM_SHARE)
+    under the threshold, plus MIN_ROOM_SHARE of the threshold as room for the work that follows; and
+    what it keeps of its own (system prompt, tools, recollection, recent messages: all but the
+    `current_step`, the step in progress and the current turn's messages that no checkpoint moves) at
+    most LASTING_SHARE of the threshold, so that the next checkpoint is a good stretch of work away
+    (at 90% the demo's 6,144-token window checkpointed every 2-4 model requests)."""
+    room = max(tokens - threshold, 0) + int(threshold * MIN_ROOM_SHARE)
+    return max(room, tokens - current_step - int(threshold * LASTING_SHARE))
 
 
 def record_attempt(

@@ -9,6 +9,9 @@ API:
     should_checkpoint(next_request_tokens: int, facts: ModelFacts, reply_reserve: int | None = None,
                       safety_margin: int | None = None) -> TriggerDecision          (raises ValueError)
     TriggerDecision(checkpoint: bool, threshold: int, reason: str, request_tokens: int)
+    window_for_threshold(threshold: int, facts: ModelFacts) -> int | None
+        the smallest window (whole KiB of tokens) whose threshold is at least `threshold`; None when no
+        window up to MAX_WINDOW_ASKED has it (a price tier caps it)
         reason names the limit that decided: "90% of window", "reply reserve + margin", "price tier at N"
 
 The threshold is the smallest of: 90% of the window; window - reply reserve - safety margin; the first
@@ -19,7 +22,7 @@ The default margin grows with the window because token estimates err in proporti
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Final
 
 from avibe.record.messages import ModelFacts
@@ -28,6 +31,9 @@ WINDOW_SHARE: Final = 0.9
 MIN_SAFETY_MARGIN: Final = 1_024
 SAFETY_MARGIN_SHARE: Final = 50
 MAX_RESERVE_SHARE: Final = 4
+
+MAX_WINDOW_ASKED: Final = 4 * 1_048_576
+WINDOW_STEP: Final = 1_024
 
 REASON_WINDOW: Final = "90% of window"
 REASON_RESERVE: Final = "reply reserve + margin"
@@ -93,3 +99,16 @@ def should_checkpoint(
         reason=reason,
         request_tokens=next_request_tokens,
     )
+
+
+def window_for_threshold(threshold: int, facts: ModelFacts) -> int | None:
+    """The smallest window, in whole steps of 1,024 tokens, whose trigger threshold (the same reply
+    reserve and default margin) is at least `threshold`: what to tell a person whose window is too small
+    for the task (V8)."""
+    window = max(WINDOW_STEP, -(-facts.window // WINDOW_STEP) * WINDOW_STEP)
+    while window <= MAX_WINDOW_ASKED:
+        with_window = replace(facts, window=window)
+        if max(0, min(limit for limit, _ in _limits(with_window, None, None))) >= threshold:
+            return window
+        window += WINDOW_STEP
+    return None

@@ -19,12 +19,13 @@ from avibe.agent.driver import CheckpointDriver, CheckpointResult
 from avibe.agent.live import carry, harness_facts, turn_start, without_skills_in_context
 from avibe.agent.state import LiveState
 from avibe.agent.view import Viewer
-from avibe.checkpoint.budgets import Budgets
+from avibe.checkpoint.budgets import LASTING_SHARE, Budgets, lasting, recollection_floor
 from avibe.checkpoint.plan import (
     CheckpointRunState,
     StopDecision,
     cut_step_outputs,
     may_try_checkpoint,
+    movable_tokens,
     needed_to_free,
     record_attempt,
     request_parts,
@@ -41,13 +42,14 @@ from avibe.checkpoint.room import (
     Tried,
     decide_room,
 )
-from avibe.checkpoint.trigger import TriggerDecision
+from avibe.checkpoint.trigger import TriggerDecision, threshold_for, window_for_threshold
 from avibe.host.events import (
     CheckpointAccepted,
     CheckpointFailed,
     CheckpointFallback,
     CheckpointStarted,
     EventSink,
+    Notice,
     ignore_events,
 )
 from avibe.ports import ModelClient, StoredCheckpoint
@@ -76,6 +78,7 @@ class RoomOps(Protocol[S]):
     unchanged with the result whose `checkpoint` is None."""
 
     def tokens(self, state: S) -> int: ...
+    def current_step(self, state: S) -> int: ...  # tokens no checkpoint moves: the step, the turn's asks
     def trigger(self, tokens: int) -> TriggerDecision: ...
     def checkpoint(
         self, state: S, tokens: int, action: CheckpointNow | PartialCheckpoint
@@ -138,7 +141,8 @@ def make_room(
                 if result.attempted:
                     run = record_attempt(run, 0, 1, failed=True)
             else:
-                freed, needed = tokens - ops.tokens(state), needed_to_free(tokens, limits.threshold)
+                needed = needed_to_free(tokens, limits.threshold, ops.current_step(state))
+                freed = tokens - ops.tokens(state)
                 run = record_attempt(run, freed, needed)
                 if freed >= max(needed, 1):  # a success: earlier strikes no longer say the model cannot
                     run = CheckpointRunState()
@@ -186,9 +190,32 @@ class LiveRoom:
     # the last failed checkpoint attempt since a checkpoint was saved: the move-out that follows says why
     # it fell back (its problems and reason, for `vibe checkpoints` and the inspector; U2 stays silent)
     failed: CheckpointResult | None = None
+    told_too_small: bool = False  # V8: the person hears once per run that the window is too small
 
     def tokens(self, state: LiveState) -> int:
         return self.viewer.derive(state, self.port.latest()).tokens
+
+    def current_step(self, state: LiveState) -> int:
+        """The conversation's tokens that no checkpoint moves (the newest step, the current turn's
+        user messages, F5): V8 does not count them against a checkpoint."""
+        messages = state.messages
+        if not messages:
+            return 0
+        everything = self.viewer.counter.count_messages(messages)
+        return everything - movable_tokens(messages, self.viewer.counter, turn_start(state))
+
+    def _system_and_tools(self) -> int:
+        return self.viewer.counter.count(self.viewer.system) + self.viewer.tools
+
+    def _lasting_budgets(self, state: LiveState, previous: StoredCheckpoint | None) -> Budgets:
+        """V8: the budgets with as few recent messages as keep the request after the checkpoint under
+        LASTING_SHARE of the threshold - its fixed parts counted as the system prompt and the tools with
+        the larger of the recollection now and the most a recollection takes, and one memo message more
+        (the recollection grows by what moves out now)."""
+        now = self.viewer.tokens(self.viewer.base(state, previous))
+        fixed = max(now, self._system_and_tools() + recollection_floor(self.budgets))
+        fixed += self.budgets.memo_per_message
+        return lasting(self.budgets, fixed)
 
     def checkpoint(
         self, state: LiveState, tokens: int, action: CheckpointNow | PartialCheckpoint
@@ -203,7 +230,7 @@ class LiveRoom:
             conversation=state.messages,
             base_view=self.viewer.base(state, previous),
             previous=previous,
-            budgets=self.budgets,
+            budgets=self._lasting_budgets(state, previous),
             dismissed=frozenset(state.dismissed),
             turn_start=turn_start(state),
             tools=self.tool_specs,
@@ -262,7 +289,21 @@ class LiveRoom:
             self.events(CheckpointFallback(saved.number, before, after, result.reason))
         else:
             self.events(CheckpointAccepted(saved.number, before, after, how.calls, how.seconds, how.fallback))
+        self._tell_if_too_small(state, saved)
         return state
+
+    def _tell_if_too_small(self, state: LiveState, saved: StoredCheckpoint) -> None:
+        """V8: where what no checkpoint moves - the system prompt, the tools and the recollection -
+        takes more than LASTING_SHARE of the threshold, no checkpoint can last (each frees too little and
+        the next follows a few steps later): the person is told once, in one line, with a window that
+        would hold it."""
+        fixed = self.viewer.tokens(self.viewer.base(state, saved))
+        threshold = self.limits.threshold
+        if self.told_too_small or fixed <= threshold * LASTING_SHARE:
+            return
+        self.told_too_small = True
+        log.warning("the fixed parts take %d tokens of a %d-token threshold (V8)", fixed, threshold)
+        self.events(Notice(too_small_line(self.facts, fixed, threshold)))
 
     def cut_latest_tool_output(self, state: LiveState) -> LiveState:
         """V9: when the newest step's tool outputs do not fit - not even with everything before the step
@@ -313,3 +354,19 @@ class LiveRoom:
             checkpoint=recollection,
         )
         return too_long_to_continue(parts, self.limits.hard_limit, 0)
+
+
+def too_small_line(facts: ModelFacts, fixed: int, threshold: int) -> str:
+    """The one line a person reads when the window is too small for the task (V8)."""
+    # the threshold at which `fixed` sits at LASTING_SHARE of it, in the default trigger's terms (the
+    # session's own may sit lower: a configured reply reserve, the eval's share)
+    default = threshold_for(facts)
+    wanted = window_for_threshold(int(fixed / LASTING_SHARE * default / threshold) + 1, facts)
+    line = (
+        f"The model's context window ({facts.window:,} tokens) is too small for this task: the "
+        f"instructions, tools and recollection alone take {fixed:,} of the {threshold:,} tokens at which "
+        "Avibe makes room, so it has to make room every few steps"
+    )
+    if wanted is None:
+        return f"{line}; a model with a larger window would work better."
+    return f"{line}; a window of about {wanted:,} tokens would work."
