@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import tempfile
 import threading
@@ -41,15 +40,14 @@ from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
 from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import DEFAULT_RENDERING, Rendering, with_reminder
-from avibe.errors import ModelError, ToolError
+from avibe.errors import ModelError
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
+from avibe.evals.toolbox import ReplayToolBox
 from avibe.host.agent import render_input
-from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
 from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
-from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
-from avibe.tools.plan import parse_plan
-from avibe.tools.shell import started_job
+from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolSpec
 
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context
 NAME: Final = "avibe-checkpoint"
@@ -173,66 +171,14 @@ def _work_dir() -> Iterator[Path]:
             _slots_busy.discard(slot)
 
 
-# ---- the replay's tools and job table: what Avibe's tools would have reported ---------------------------
-
-# The eval's own generated scenarios (avibe.evals.generators) start jobs in a wording of their own, with the
-# log and first output a real tool's answer lacks; Avibe's shell is read by its own parser (`started_job`).
-# Kept only until the generator writes the shell's wording (its figures would move with the log line).
-_GENERATED_JOB = re.compile(r"\Astarted background job (\S+)")
-_JOB_LOG = re.compile(r"^log: (\S+)", re.MULTILINE)
-_READS: Final = frozenset({"read_file", "read"})  # transcripts' names for Avibe's read_file, write_file ...
-_WRITES: Final = frozenset({"write_file", "edit_file", "write", "edit"})
-
-
-def replayed_result(call: ToolCall, output: str) -> ToolResult:
-    """The `ToolResult` Avibe's tool of that name reports for a replayed call and its recorded output
-    (the replay writes a failed call's output as "ERROR: ...")."""
-    is_error = output.startswith("ERROR: ")
-    text, path = output.removeprefix("ERROR: "), call.arguments.get("path")
-    name = call.name.lower()
-    if is_error:
-        return ToolResult(text, is_error=True)
-    if isinstance(path, str) and name in _READS | _WRITES:
-        return ToolResult(
-            text,
-            files_read=(path,) if name in _READS else (),
-            files_modified=(path,) if name in _WRITES else (),
-        )
-    skill = call.arguments.get("name")
-    if name == "skill_load" and isinstance(skill, str):
-        return ToolResult(text, skill_loaded=skill.strip())
-    plan = call.arguments.get("plan")
-    if name == "update_plan" and isinstance(plan, str):
-        try:
-            return ToolResult(text, plan=parse_plan(plan))
-        except ToolError:
-            return ToolResult(text, is_error=True)
-    return ToolResult(text)
-
-
-def _jobs_after(jobs: dict[str, list[str]], call: ToolCall, output: str) -> dict[str, list[str]]:
-    """The replay's job table (Vibey's is the host's): a call whose output says it started a job - in
-    Avibe's shell's own words (`avibe.tools.shell.started_job`), or the eval generator's."""
-    command = str(call.arguments.get("command", ""))
-    started = started_job(output)
-    if started is not None:  # Avibe's shell says no log and no output yet: the host knows them, not it
-        return {**jobs, started[0]: [started[1] or command, "", ""]}
-    generated = _GENERATED_JOB.search(output)
-    if not generated:
-        return jobs
-    log = _JOB_LOG.search(output)
-    said = [line.strip() for line in output.splitlines() if line.strip()]
-    own = [line for line in said if not (_GENERATED_JOB.search(line) or _JOB_LOG.match(line))]
-    return {**jobs, generated.group(1): [command, log.group(1) if log else "", own[-1] if own else ""]}
-
-
 def replayed(carry: ReplayCarry, conversation: Sequence[ChatMessage], record: Sequence[Entry]) -> ReplayCarry:
     """The replay's new events since the last compaction, through Vibey's own steps: each input through
     `took_input` (a user message after the agent's step starts a new turn, as `run_turn` does) and each
     tool call through `track_tool` with what Avibe's tool would have reported. A transcript shows a
     message the person wrote after the agent's step as one they wrote once the turn ended."""
     state = LiveState.from_dict(carry.live)
-    skills, jobs, ended = dict(carry.skills), dict(carry.jobs), carry.ended
+    skills, ended = dict(carry.skills), carry.ended
+    tools = ReplayToolBox({job: (info[0], info[1], info[2]) for job, info in carry.jobs.items()})
     by_seq = {m.seq: i for i, m in enumerate(conversation) if m.seq is not None}
     for entry in (e for e in record if e.seq > state.last_seq):
         item = render_input(entry)
@@ -241,22 +187,21 @@ def replayed(carry: ReplayCarry, conversation: Sequence[ChatMessage], record: Se
                 state, ended = replace(state, turn_user_seqs=()), False
             state = live.took_input(state, item)
             if item.kind == "callback" and item.ref:
-                jobs.pop(item.ref, None)
+                tools.finished(item.ref)
             continue
         at = by_seq.get(entry.seq)
         reply = conversation[at] if at is not None else None
         calls = reply.tool_calls if reply is not None else ()
         outputs = {m.tool_call_id: m.content for m in conversation[(at or 0) + 1 :] if m.role == "tool"}
-        for call in calls:
-            output = outputs.get(call.id, "")
-            result = replayed_result(call, output)
+        for recorded in calls:
+            call, result = tools.result(recorded, outputs.get(recorded.id, ""))
             state = live.track_tool(state, call, result)
             loaded = result.skill_loaded or (None if result.is_error else live.shell_skill_load(call))
             if loaded:
                 skills[loaded] = result.output
-            jobs = _jobs_after(jobs, call, output)
         ended = True  # the person writes again once the agent has had its say: a new turn
     state = replace(state, last_seq=max([state.last_seq, *(e.seq for e in record)]))
+    jobs = {job: list(info) for job, info in tools.jobs.items()}
     return replace(carry, live=_bookkeeping(state), skills=skills, jobs=jobs, ended=ended)
 
 
