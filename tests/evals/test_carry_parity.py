@@ -18,7 +18,7 @@ import pytest
 from eval_scripts import checkpoint_answer
 
 from avibe.agent.loop import RunConfig, Vibey
-from avibe.evals.checkpoint import NAME
+from avibe.evals.checkpoint import NAME, ReplayCarry
 from avibe.evals.replay import replay, trigger_fraction
 from avibe.evals.scenario import AssistantTurn, Event, Scenario, ToolUse, UserMessage
 from avibe.evals.strategies import make_strategy
@@ -165,8 +165,9 @@ def _eval(scenario: Scenario, counter: TokenCounter) -> tuple[Carry, str]:
     assert compaction.changed and compaction.meta["carry_skills"] == 1 and compaction.meta["carry_plan"] == 3
     recollection = next(m.content for m in result.context if m.kind == "checkpoint")  # A1, A2, the plan
     assert "RN-MARKER" in recollection and "app.py" in recollection and "ticket 002" in recollection
-    checkpoint = json.loads(strategy.carries[0])["checkpoint"]
-    return Carry.from_dict(checkpoint["carry"]), checkpoint["scene"]
+    checkpoint = ReplayCarry.parse(strategy.carries[0]).checkpoint
+    assert checkpoint is not None and checkpoint.provenance.trigger  # handed on whole, provenance too
+    return checkpoint.carry, checkpoint.scene
 
 
 class _Clock:
