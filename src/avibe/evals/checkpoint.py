@@ -33,10 +33,10 @@ from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.plan import CheckpointRunState
 from avibe.checkpoint.room import RoomLimits, limits_for
 from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
-from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import DEFAULT_RENDERING, Rendering, with_reminder
 from avibe.errors import ModelError
+from avibe.evals.replay import replay_trigger
 from avibe.evals.slots import work_dir
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.evals.toolbox import ReplayToolBox
@@ -274,11 +274,8 @@ def _room(
     """Vibey's room ops on the replay: its clamped window, the replay's threshold, no tools."""
     facts, limits, budgets = _replay_limits(state, model, window)
     viewer = replay_viewer(state, carry, model, counter, window)
-
-    def trigger(tokens: int) -> TriggerDecision:  # the replay calls `compact` only when its trigger fired
-        return TriggerDecision(True, limits.threshold, "the replay's trigger", tokens)
-
-    waiting = tuple(tuple([job, *info]) for job, info in carry.jobs.items())
+    trigger = replay_trigger(window, state.threshold)  # the replay's loop asked the same one (F1)
+    waiting = ReplayToolBox(dict(carry.jobs)).waiting()
     port = _Memory(carry.stored())
     return LiveRoom(viewer, port, lambda: driver, facts, limits, budgets, trigger, (), lambda: waiting,
                     run=carry.run)  # fmt: skip
