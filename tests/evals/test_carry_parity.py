@@ -9,7 +9,7 @@ changes while the eval's reading of it does not makes this test fail."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,7 +18,7 @@ import pytest
 from eval_scripts import checkpoint_answer
 
 from avibe.agent.loop import RunConfig, Vibey
-from avibe.evals.checkpoint import NAME
+from avibe.evals.checkpoint import NAME, ReplayCarry
 from avibe.evals.replay import replay, trigger_fraction
 from avibe.evals.scenario import AssistantTurn, Event, Scenario, ToolUse, UserMessage
 from avibe.evals.strategies import make_strategy
@@ -30,7 +30,7 @@ from avibe.record.checkpoint import Carry
 from avibe.record.messages import ModelFacts, ModelReply, ToolCall, ToolSpec
 from avibe.sources.background import BackgroundJobs
 from avibe.store import open_store
-from avibe.tools import ToolBox, default_tools
+from avibe.tools import ToolBox, default_tools, shell
 from avibe.tools.sandbox import DEFAULT_MODE, SandboxPolicy
 
 WINDOW = 4_000
@@ -64,7 +64,7 @@ class Tools:
 
 
 @pytest.fixture
-def tools(tmp_path: Path) -> Iterator[object]:
+def tools(tmp_path: Path) -> Iterator[Callable[[str], Tools]]:
     made: list[BackgroundJobs] = []
 
     def make(name: str) -> Tools:
@@ -165,8 +165,9 @@ def _eval(scenario: Scenario, counter: TokenCounter) -> tuple[Carry, str]:
     assert compaction.changed and compaction.meta["carry_skills"] == 1 and compaction.meta["carry_plan"] == 3
     recollection = next(m.content for m in result.context if m.kind == "checkpoint")  # A1, A2, the plan
     assert "RN-MARKER" in recollection and "app.py" in recollection and "ticket 002" in recollection
-    checkpoint = json.loads(strategy.carries[0])["checkpoint"]
-    return Carry.from_dict(checkpoint["carry"]), checkpoint["scene"]
+    checkpoint = ReplayCarry.parse(strategy.carries[0]).checkpoint
+    assert checkpoint is not None and checkpoint.provenance.trigger  # handed on whole, provenance too
+    return checkpoint.carry, checkpoint.scene
 
 
 class _Clock:
@@ -177,18 +178,38 @@ class _Clock:
         return self.at
 
 
-def test_the_eval_and_vibey_hand_on_the_same_carry_and_wait_for_the_same_job(
-    tools: object, counter: TokenCounter
-) -> None:
-    make = tools  # type: ignore[assignment]
-    scenario = _recorded(make("recorded"))  # type: ignore[operator]
+def _compare(make: Callable[[str], Tools], counter: TokenCounter) -> None:
+    """The session recorded, lived by Vibey and replayed by the eval: the same carry, the same job."""
+    scenario = _recorded(make("recorded"))
     [job] = [u for e in scenario.events if isinstance(e, AssistantTurn) for u in e.tool_uses if u.id == "c6"]
     assert not job.is_error and job.output.startswith("started ")  # the shell's own wording, whatever it is
-    live, live_scene = _vibey(make("live"), counter)  # type: ignore[operator]
+    live, live_scene = _vibey(make("live"), counter)
     assert [s.name for s in live.skills] == ["release-notes"] and live.plan and "app.py" in live.files
     assert live.current_request_seqs == (4,)  # F5: the person's second message, its turn still running
     replayed, replayed_scene = _eval(scenario, counter)
     assert json.dumps(replayed.to_dict(), sort_keys=True) == json.dumps(live.to_dict(), sort_keys=True)
     # S3: the job started in the background is waited for, in the live session and in its replay alike
     assert "bg-1" in _waiting(live_scene) and "sleep 120" in _waiting(live_scene)
-    assert "bg-1" in _waiting(replayed_scene) and "sleep 120" in _waiting(replayed_scene)
+    assert "bg-1" in _waiting(replayed_scene), "the replay does not wait for the job the session waits for"
+    assert "sleep 120" in _waiting(replayed_scene)
+
+
+def test_the_eval_and_vibey_hand_on_the_same_carry_and_wait_for_the_same_job(
+    tools: Callable[[str], Tools], counter: TokenCounter
+) -> None:
+    _compare(tools, counter)
+
+
+def test_the_parity_fails_when_the_shell_says_it_otherwise_and_the_eval_reads_the_old_words(
+    tools: Callable[[str], Tools], counter: TokenCounter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The product's shell changes its wording for a background start while the eval's reading of it
+    (`started_job`) stays: the live session still waits for its job, the replay no longer - and the
+    comparison above says so. (So the test is no tautology: it compares with the product's own words.)"""
+
+    def reworded(job_id: str, command: str) -> str:
+        return f"started {job_id}, running in the background: {command}"
+
+    monkeypatch.setattr(shell, "started_text", reworded)
+    with pytest.raises(AssertionError, match="the replay does not wait for the job"):
+        _compare(tools, counter)

@@ -8,6 +8,7 @@ API:
                   safety_margin: int | None = None) -> int                         (raises ValueError)
     should_checkpoint(next_request_tokens: int, facts: ModelFacts, reply_reserve: int | None = None,
                       safety_margin: int | None = None) -> TriggerDecision          (raises ValueError)
+    decide_at(next_request_tokens: int, threshold: int, reason: str) -> TriggerDecision
     TriggerDecision(checkpoint: bool, threshold: int, reason: str, request_tokens: int)
     window_for_threshold(threshold: int, facts: ModelFacts) -> int | None
         the smallest window (whole KiB of tokens) whose threshold is at least `threshold`; None when no
@@ -93,6 +94,11 @@ def should_checkpoint(
 ) -> TriggerDecision:
     """Whether the next request (this many tokens) would pass the threshold, and which limit decided."""
     threshold, reason = _decide(facts, reply_reserve, safety_margin)
+    return decide_at(next_request_tokens, threshold, reason)
+
+
+def decide_at(next_request_tokens: int, threshold: int, reason: str) -> TriggerDecision:
+    """The decision at a threshold already chosen (the eval's replay is given one): past it, not at it."""
     return TriggerDecision(
         checkpoint=next_request_tokens > threshold,
         threshold=threshold,

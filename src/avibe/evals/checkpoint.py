@@ -14,19 +14,14 @@ choice for local models, by name) or "tools" (edit and tick with tool calls; its
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import shutil
-import tempfile
-import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import dropwhile
-from pathlib import Path
 from typing import Any, Final
+
+from pydantic import TypeAdapter
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 from avibe.agent import live
 from avibe.agent.compaction import LiveRoom, make_compactor
@@ -38,18 +33,18 @@ from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.plan import CheckpointRunState
 from avibe.checkpoint.room import RoomLimits, limits_for
 from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
-from avibe.checkpoint.trigger import TriggerDecision
 from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import DEFAULT_RENDERING, Rendering, with_reminder
-from avibe.errors import ModelError, ToolError
+from avibe.errors import ModelError
+from avibe.evals.replay import replay_trigger
+from avibe.evals.slots import work_dir
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
+from avibe.evals.toolbox import ReplayToolBox
 from avibe.host.agent import render_input
-from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
 from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
-from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
-from avibe.tools.plan import parse_plan
-from avibe.tools.shell import started_job
+from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolSpec
 
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context
 NAME: Final = "avibe-checkpoint"
@@ -109,121 +104,34 @@ class _Metered:
         return reply
 
 
-@dataclass(frozen=True, slots=True)
+@pydantic_dataclass(frozen=True, slots=True)
 class ReplayCarry:
-    """What one compaction hands to the next: the last checkpoint, V8's strikes, the live state's
-    bookkeeping (its messages are the replay's context), the skills' loaded text (the replay's skill
-    library), the replay's job table, and whether the last turn ended (a new user message starts one)."""
+    """What one compaction hands to the next: the last checkpoint as stored (its carry and provenance
+    included), V8's strikes, the live state's bookkeeping (its messages are the replay's context), the
+    skills' loaded text (the replay's skill library), the replay's job table, and whether the last turn
+    ended (a new user message starts one). A pydantic dataclass: read back validated, never by hand."""
 
-    checkpoint: dict[str, Any] | None = None
+    checkpoint: StoredCheckpoint | None = None
     run: CheckpointRunState = field(default_factory=CheckpointRunState)
     number: int = 0
     live: dict[str, Any] = field(default_factory=dict)
     skills: dict[str, str] = field(default_factory=dict)
-    jobs: dict[str, list[str]] = field(default_factory=dict)  # id -> [command, log, newest output line]
+    jobs: dict[str, tuple[str, str, str]] = field(default_factory=dict)  # id -> (command, log, newest line)
     ended: bool = True
 
     @classmethod
     def parse(cls, text: str) -> ReplayCarry:
-        if not text:
-            return cls()
-        d = json.loads(text)
-        run = CheckpointRunState(d["failures"], d["too_little"])
-        return cls(d["checkpoint"], run, d["number"], d["live"], d["skills"], d["jobs"], d["ended"])
+        """The carry a compaction handed on ("" before the first: an empty one)."""
+        return _REPLAY_CARRY.validate_json(text) if text else cls()
 
     def dump(self) -> str:
-        return json.dumps({"checkpoint": self.checkpoint, "failures": self.run.failures,
-                           "too_little": self.run.too_little, "number": self.number, "live": self.live,
-                           "skills": self.skills, "jobs": self.jobs, "ended": self.ended})  # fmt: skip
+        return _REPLAY_CARRY.dump_json(self).decode()
 
-    def stored(self, session: str) -> StoredCheckpoint | None:
-        c = self.checkpoint
-        if c is None:
-            return None
-        at = datetime.fromisoformat(c["at"])
-        memo = _memo_items(c)
-        carry = Carry.from_dict(c["carry"])
-        return StoredCheckpoint(session, self.number, at, c["mind"], memo, c["scene"], c["upto_seq"], carry)
+    def stored(self) -> StoredCheckpoint | None:
+        return self.checkpoint
 
 
-def _as_carried(stored: StoredCheckpoint) -> dict[str, Any]:
-    at, carry = stored.at.isoformat(), stored.carry.to_dict()
-    return {"mind": stored.mind, "memo": stored.memo_dicts(), "scene": stored.scene,
-            "upto_seq": stored.upto_seq, "at": at, "carry": carry}  # fmt: skip
-
-
-_slots_lock = threading.Lock()
-_slots_busy: set[int] = set()
-
-
-@contextmanager
-def _work_dir() -> Iterator[Path]:
-    """The session folder for the two work files (F2). Its path appears in the checkpoint request, so it is
-    a fixed slot per concurrent worker, not a random name: the same run asks the same prompt."""
-    with _slots_lock:
-        slot = min(set(range(len(_slots_busy) + 1)) - _slots_busy)
-        _slots_busy.add(slot)
-    folder = Path(tempfile.gettempdir()) / f"avibe-eval-{os.getuid()}" / f"slot-{slot}"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        yield folder
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-        with _slots_lock:
-            _slots_busy.discard(slot)
-
-
-# ---- the replay's tools and job table: what Avibe's tools would have reported ---------------------------
-
-# The eval's own generated scenarios (avibe.evals.generators) start jobs in a wording of their own, with the
-# log and first output a real tool's answer lacks; Avibe's shell is read by its own parser (`started_job`).
-# Kept only until the generator writes the shell's wording (its figures would move with the log line).
-_GENERATED_JOB = re.compile(r"\Astarted background job (\S+)")
-_JOB_LOG = re.compile(r"^log: (\S+)", re.MULTILINE)
-_READS: Final = frozenset({"read_file", "read"})  # transcripts' names for Avibe's read_file, write_file ...
-_WRITES: Final = frozenset({"write_file", "edit_file", "write", "edit"})
-
-
-def replayed_result(call: ToolCall, output: str) -> ToolResult:
-    """The `ToolResult` Avibe's tool of that name reports for a replayed call and its recorded output
-    (the replay writes a failed call's output as "ERROR: ...")."""
-    is_error = output.startswith("ERROR: ")
-    text, path = output.removeprefix("ERROR: "), call.arguments.get("path")
-    name = call.name.lower()
-    if is_error:
-        return ToolResult(text, is_error=True)
-    if isinstance(path, str) and name in _READS | _WRITES:
-        return ToolResult(
-            text,
-            files_read=(path,) if name in _READS else (),
-            files_modified=(path,) if name in _WRITES else (),
-        )
-    skill = call.arguments.get("name")
-    if name == "skill_load" and isinstance(skill, str):
-        return ToolResult(text, skill_loaded=skill.strip())
-    plan = call.arguments.get("plan")
-    if name == "update_plan" and isinstance(plan, str):
-        try:
-            return ToolResult(text, plan=parse_plan(plan))
-        except ToolError:
-            return ToolResult(text, is_error=True)
-    return ToolResult(text)
-
-
-def _jobs_after(jobs: dict[str, list[str]], call: ToolCall, output: str) -> dict[str, list[str]]:
-    """The replay's job table (Vibey's is the host's): a call whose output says it started a job - in
-    Avibe's shell's own words (`avibe.tools.shell.started_job`), or the eval generator's."""
-    command = str(call.arguments.get("command", ""))
-    started = started_job(output)
-    if started is not None:  # Avibe's shell says no log and no output yet: the host knows them, not it
-        return {**jobs, started[0]: [started[1] or command, "", ""]}
-    generated = _GENERATED_JOB.search(output)
-    if not generated:
-        return jobs
-    log = _JOB_LOG.search(output)
-    said = [line.strip() for line in output.splitlines() if line.strip()]
-    own = [line for line in said if not (_GENERATED_JOB.search(line) or _JOB_LOG.match(line))]
-    return {**jobs, generated.group(1): [command, log.group(1) if log else "", own[-1] if own else ""]}
+_REPLAY_CARRY: Final = TypeAdapter(ReplayCarry)
 
 
 def replayed(carry: ReplayCarry, conversation: Sequence[ChatMessage], record: Sequence[Entry]) -> ReplayCarry:
@@ -232,7 +140,8 @@ def replayed(carry: ReplayCarry, conversation: Sequence[ChatMessage], record: Se
     tool call through `track_tool` with what Avibe's tool would have reported. A transcript shows a
     message the person wrote after the agent's step as one they wrote once the turn ended."""
     state = LiveState.from_dict(carry.live)
-    skills, jobs, ended = dict(carry.skills), dict(carry.jobs), carry.ended
+    skills, ended = dict(carry.skills), carry.ended
+    tools = ReplayToolBox(dict(carry.jobs))
     by_seq = {m.seq: i for i, m in enumerate(conversation) if m.seq is not None}
     for entry in (e for e in record if e.seq > state.last_seq):
         item = render_input(entry)
@@ -241,23 +150,21 @@ def replayed(carry: ReplayCarry, conversation: Sequence[ChatMessage], record: Se
                 state, ended = replace(state, turn_user_seqs=()), False
             state = live.took_input(state, item)
             if item.kind == "callback" and item.ref:
-                jobs.pop(item.ref, None)
+                tools.finished(item.ref)
             continue
         at = by_seq.get(entry.seq)
         reply = conversation[at] if at is not None else None
         calls = reply.tool_calls if reply is not None else ()
         outputs = {m.tool_call_id: m.content for m in conversation[(at or 0) + 1 :] if m.role == "tool"}
-        for call in calls:
-            output = outputs.get(call.id, "")
-            result = replayed_result(call, output)
+        for recorded in calls:
+            call, result = tools.result(recorded, outputs.get(recorded.id, ""))
             state = live.track_tool(state, call, result)
             loaded = result.skill_loaded or (None if result.is_error else live.shell_skill_load(call))
             if loaded:
                 skills[loaded] = result.output
-            jobs = _jobs_after(jobs, call, output)
         ended = True  # the person writes again once the agent has had its say: a new turn
     state = replace(state, last_seq=max([state.last_seq, *(e.seq for e in record)]))
-    return replace(carry, live=_bookkeeping(state), skills=skills, jobs=jobs, ended=ended)
+    return replace(carry, live=_bookkeeping(state), skills=skills, jobs=dict(tools.jobs), ended=ended)
 
 
 def _bookkeeping(state: LiveState) -> dict[str, Any]:
@@ -306,7 +213,7 @@ class AvibeCheckpoint:
         miss where a session's step had already read the new text."""
         conversation = _conversation(state.messages)
         carry = ReplayCarry.parse(state.carry)
-        stored = carry.stored(state.session)
+        stored = carry.stored()
         at = next((i for i, m in enumerate(state.messages) if m.kind == RECOLLECTION_KIND), None)
         if stored is None or at is None:
             return state.messages
@@ -329,11 +236,7 @@ def _conversation(context: Sequence[ChatMessage]) -> tuple[ChatMessage, ...]:
 def memo_of(carry_text: str) -> tuple[MemoItem, ...]:
     """The memo of the last checkpoint a compaction handed on (() before the first)."""
     checkpoint = ReplayCarry.parse(carry_text).checkpoint
-    return _memo_items(checkpoint) if checkpoint else ()
-
-
-def _memo_items(checkpoint: Mapping[str, Any]) -> tuple[MemoItem, ...]:
-    return tuple(MemoItem.from_dict(item) for item in checkpoint["memo"])
+    return checkpoint.memo if checkpoint else ()
 
 
 def _replay_limits(
@@ -371,12 +274,9 @@ def _room(
     """Vibey's room ops on the replay: its clamped window, the replay's threshold, no tools."""
     facts, limits, budgets = _replay_limits(state, model, window)
     viewer = replay_viewer(state, carry, model, counter, window)
-
-    def trigger(tokens: int) -> TriggerDecision:  # the replay calls `compact` only when its trigger fired
-        return TriggerDecision(True, limits.threshold, "the replay's trigger", tokens)
-
-    waiting = tuple(tuple([job, *info]) for job, info in carry.jobs.items())
-    port = _Memory(carry.stored(state.session))
+    trigger = replay_trigger(window, state.threshold)  # the replay's loop asked the same one (F1)
+    waiting = ReplayToolBox(dict(carry.jobs)).waiting()
+    port = _Memory(carry.stored())
     return LiveRoom(viewer, port, lambda: driver, facts, limits, budgets, trigger, (), lambda: waiting,
                     run=carry.run)  # fmt: skip
 
@@ -387,7 +287,7 @@ def _compact(
     conversation = _conversation(state.messages)
     carry = replayed(ReplayCarry.parse(state.carry), conversation, state.record)
     metered = _Metered(model, counter)
-    with _work_dir() as tmp:
+    with work_dir() as tmp:
         clock = _FixedClock(state.record[-1].at)
         driver = CheckpointDriver(
             entries_lookup(state.record), metered, counter, state.session, tmp, clock, mode
@@ -401,8 +301,7 @@ def _compact(
         raise CompactionFailed(f"the checkpoint could neither run nor move anything out: {why}")
     stored = room.port.latest()
     number = stored.number if stored else 0
-    carried = _as_carried(stored) if stored else None
-    new_carry = replace(carry, checkpoint=carried, run=room.run, number=number, live=_bookkeeping(new))
+    new_carry = replace(carry, checkpoint=stored, run=room.run, number=number, live=_bookkeeping(new))
     accepted = [r for r in results if r.checkpoint is not None]
     messages = _labelled(room.viewer.view(new, stored))
     if not accepted:  # V5: a failed checkpoint changes nothing while the request still fits (V9 may cut)

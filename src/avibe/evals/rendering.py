@@ -91,7 +91,7 @@ def recollections(
     viewer derives, over the same live state and skills, as `avibe.evals.checkpoint` builds it ({} while
     there is no checkpoint); `turn_ended`: as shown once the turn it came in has ended."""
     carry = ReplayCarry.parse(carry_text)
-    stored = carry.stored(state.session)
+    stored = carry.stored()
     if stored is None:
         return {}
     bookkeeping = LiveState.from_dict(carry.live)

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Final
 
-from avibe.checkpoint.trigger import WINDOW_SHARE
+from avibe.checkpoint.trigger import WINDOW_SHARE, TriggerDecision, decide_at
 from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
 from avibe.evals.strategy import CompactState, Strategy
 from avibe.ports import ModelClient, TokenCounter
@@ -133,6 +133,68 @@ class _Context:
         self.tokens = self.counter.count_messages(self.messages)
 
 
+REASON: Final = "the eval's threshold"  # the trigger's reason in a replayed checkpoint's provenance
+
+
+def replay_trigger(window: int, threshold: float) -> Callable[[int], TriggerDecision]:
+    """The trigger a replay compacts by (F1's decision, `decide_at`, at `threshold` x `window`): the
+    replay's loop and the checkpoint's room ops (`avibe.evals.checkpoint`) ask the same one."""
+    limit = int(window * threshold)
+    return lambda tokens: decide_at(tokens, limit, REASON)
+
+
+class _Replay:
+    """One scenario through one strategy: the context as it grows, the record, the compactions."""
+
+    def __init__(self, scenario: Scenario, strategy: Strategy, model: ModelClient, counter: TokenCounter,
+                 window: int, threshold: float, system_prompt: str) -> None:  # fmt: skip
+        self.scenario, self.strategy, self.model, self.window = scenario, strategy, model, window
+        self.counter, self.threshold = counter, threshold
+        self.trigger = replay_trigger(window, threshold)
+        self.context = _Context(counter, [ChatMessage("system", system_prompt)])
+        self.record: list[Entry] = []
+        self.compactions: list[Compaction] = []
+        self.carry, self.peak = "", self.context.tokens
+        self.view_now = getattr(strategy, "view_now", None)  # the checkpoint's context as Vibey shows it
+
+    def state(self) -> CompactState:
+        s = self.scenario
+        return CompactState(tuple(self.context.messages), tuple(self.record), s.id, s.user, self.carry,
+                            len(self.compactions) + 1, self.threshold)  # fmt: skip
+
+    def take(self, step: Step) -> None:
+        """The event into the record and the context; a new turn may end the one the recollection shows."""
+        self.record.append(step.entry)
+        self.context.extend(step.messages)
+        if self.view_now is not None and self.carry and step.entry.is_user:
+            now = self.state()
+            shown = tuple(self.view_now(now, self.model, self.counter, self.window))
+            if shown != now.messages:  # recounted only when the recollection changed
+                self.context.reset(shown)
+        self.peak = max(self.peak, self.context.tokens)
+
+    def compact(self, at_seq: int) -> Compaction | None:
+        """The strategy's compaction when the trigger fires; None when it did not, or did nothing."""
+        if not self.trigger(self.context.tokens).checkpoint:
+            return None
+        state, before, started = self.state(), self.context.tokens, time.monotonic()
+        done = self.strategy.compact(state, self.model, self.counter, self.window)
+        seconds = round(time.monotonic() - started, 2)
+        changed = done.messages != state.messages
+        if not changed and not done.calls:
+            return None  # nothing happened (the ceiling while it still fits)
+        self.context.reset(done.messages)
+        self.carry = done.carry
+        compaction = Compaction(at_seq, before, self.context.tokens, done.tokens_spent, done.calls,
+                                done.notes, dict(done.meta), changed, seconds)  # fmt: skip
+        self.compactions.append(compaction)
+        return compaction
+
+    def result(self) -> ReplayResult:
+        return ReplayResult(self.scenario.id, self.strategy.name, self.window, tuple(self.context.messages),
+                            tuple(self.compactions), tuple(self.record), self.peak, self.carry)  # fmt: skip
+
+
 def replay(
     scenario: Scenario,
     strategy: Strategy,
@@ -145,65 +207,13 @@ def replay(
     on_compaction: Callable[[Compaction], None] | None = None,
 ) -> ReplayResult:
     """Run the scenario through the strategy. NotApplicable from the strategy propagates."""
-    context = _Context(counter, [ChatMessage("system", system_prompt)])
-    record: list[Entry] = []
-    compactions: list[Compaction] = []
-    carry, peak = "", context.tokens
-    view_now = getattr(strategy, "view_now", None)  # the checkpoint's context as Vibey shows it now
+    run = _Replay(scenario, strategy, model, counter, window, threshold, system_prompt)
     for step in to_steps(scenario):
-        record.append(step.entry)
-        context.extend(step.messages)
-        if view_now is not None and carry and step.entry.is_user:  # a new turn may end the one shown
-            now = CompactState(
-                tuple(context.messages), tuple(record), scenario.id, scenario.user, carry, threshold=threshold
-            )
-            shown = tuple(view_now(now, model, counter, window))
-            if shown != now.messages:  # recounted only when the recollection changed
-                context.reset(shown)
-        peak = max(peak, context.tokens)
-        if context.tokens <= threshold * window:
-            continue
-        state = CompactState(
-            tuple(context.messages),
-            tuple(record),
-            scenario.id,
-            scenario.user,
-            carry,
-            len(compactions) + 1,
-            threshold,
-        )
-        before, started = context.tokens, time.monotonic()
-        done = strategy.compact(state, model, counter, window)
-        seconds = time.monotonic() - started
-        changed = done.messages != state.messages
-        if not changed and not done.calls:
-            continue  # nothing happened (the ceiling while it still fits)
-        context.reset(done.messages)
-        carry = done.carry
-        compaction = Compaction(
-            step.entry.seq,
-            before,
-            context.tokens,
-            done.tokens_spent,
-            done.calls,
-            done.notes,
-            dict(done.meta),
-            changed,
-            round(seconds, 2),
-        )
-        compactions.append(compaction)
-        if on_compaction is not None:
+        run.take(step)
+        compaction = run.compact(step.entry.seq)
+        if compaction is not None and on_compaction is not None:
             on_compaction(compaction)
-    return ReplayResult(
-        scenario.id,
-        strategy.name,
-        window,
-        tuple(context.messages),
-        tuple(compactions),
-        tuple(record),
-        peak,
-        carry,
-    )
+    return run.result()
 
 
 def conversation_tokens(scenario: Scenario, counter: TokenCounter, system_prompt: str = SYSTEM_PROMPT) -> int:

@@ -15,7 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Final, Literal, get_args
+
+from pydantic import StrictBool, StrictInt, StrictStr, TypeAdapter
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,51 +99,36 @@ def _checked(cls_name: str, key: str, value: Any, kind: type | tuple[type, ...])
     return value
 
 
-@dataclass(frozen=True, slots=True)
+@pydantic_dataclass(frozen=True, slots=True)
 class Carry:
+    """What a checkpoint hands to the views after it. A pydantic dataclass: every construction is
+    validated (`dataclasses.replace` included) - scalars strictly (a bool is no window, "8000" is no
+    number), containers as JSON writes them (a list for a tuple, an object for a skill or plan item, a
+    plan status one of PLAN_STATUSES). The store reads it with `from_dict` at its boundary."""
+
     skills: tuple[SkillRef, ...] = ()
-    files: str = ""  # A2's file list, fixed at checkpoint time so the prompt cache holds
-    current_request_seqs: tuple[int, ...] = ()  # F5: kept verbatim, win on conflict
-    mid_turn: bool = False
-    window: int = 0
+    files: StrictStr = ""  # A2's file list, fixed at checkpoint time so the prompt cache holds
+    current_request_seqs: tuple[StrictInt, ...] = ()  # F5: kept verbatim, win on conflict
+    mid_turn: StrictBool = False
+    window: StrictInt = 0
     plan: tuple[PlanItem, ...] = ()  # the agent's plan when the checkpoint was made, verbatim
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "agent_plan": [{"step": p.step, "status": p.status} for p in self.plan],  # "plan" is provenance's
-            "skills": [{"name": s.name, "order": s.order} for s in self.skills],
-            "files": self.files,
-            "current_request_seqs": list(self.current_request_seqs),
-            "mid_turn": self.mid_turn,
-            "window": self.window,
-        }
+        data = _CARRY.dump_python(self, mode="json")
+        return {"agent_plan": data.pop("plan"), **data}  # "plan" is provenance's key in the flat document
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Carry:
-        """Reads the keys it knows (a provenance document shares the mapping); refuses wrong types."""
-        skills = tuple(
-            SkillRef(_checked("Carry", "skill name", s["name"], str), int(s["order"]))
-            for s in data.get("skills", ())
-        )
-        seqs = tuple(_checked("Carry", "seq", s, int) for s in data.get("current_request_seqs", ()))
-        plan = tuple(_plan_item(item) for item in data.get("agent_plan", ()))
-        return cls(
-            skills=skills,
-            files=_checked("Carry", "files", data.get("files", ""), str),
-            current_request_seqs=seqs,
-            mid_turn=_checked("Carry", "mid_turn", data.get("mid_turn", False), bool),
-            window=_checked("Carry", "window", data.get("window", 0), int),
-            plan=plan,
-        )
+        """Reads the keys it knows (a provenance document shares the mapping); a wrong type raises a
+        ValueError (pydantic's ValidationError) naming the field."""
+        values = {key: data[key] for key in _CARRY_KEYS if key in data}
+        if "agent_plan" in data:
+            values["plan"] = data["agent_plan"]
+        return _CARRY.validate_python(values)
 
 
-def _plan_item(data: Mapping[str, Any]) -> PlanItem:
-    step, status = data.get("step"), data.get("status", "pending")
-    if not isinstance(step, str) or status not in PLAN_STATUSES:
-        raise ValueError(
-            f"Carry.plan: expected {{step: text, status: {'/'.join(PLAN_STATUSES)}}}, got {data!r}"
-        )
-    return PlanItem(step, status)
+_CARRY: Final = TypeAdapter(Carry)
+_CARRY_KEYS: Final = frozenset(f.name for f in fields(Carry)) - {"plan"}
 
 
 @dataclass(frozen=True, slots=True)

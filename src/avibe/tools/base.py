@@ -186,3 +186,11 @@ class BaseTool(ABC):
 
     @abstractmethod
     def _run(self, args: dict[str, Any]) -> ToolResult: ...
+
+    @classmethod
+    def report(cls, args: Mapping[str, Any], output: str) -> ToolResult:
+        """What the tool reports to the loop for a call that succeeded with `output`: the output and what
+        the call did besides (files read or changed, a skill loaded, the plan set). `_run` reports through
+        here, and so does a recorded session read back (the eval's replay toolbox), so the two cannot say
+        different things about the same call."""
+        return ToolResult(output=output)

@@ -21,7 +21,7 @@ import difflib
 import hashlib
 import io
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -240,7 +240,11 @@ class ReadFile(BaseTool):
         with os.fdopen(fd, "rb") as f:
             shown, total = _window(f, args["path"], offset, limit)
             self._ledger.note(path, _digest(f))
-        return ToolResult(output=self._render(total, shown, offset), files_read=(self._policy.show(path),))
+        return self.report({**args, "path": self._policy.show(path)}, self._render(total, shown, offset))
+
+    @classmethod
+    def report(cls, args: Mapping[str, Any], output: str) -> ToolResult:
+        return ToolResult(output=output, files_read=(str(args["path"]),))
 
     def _render(self, total: int, shown: list[str], offset: int) -> str:
         if not total:
@@ -312,9 +316,11 @@ class WriteFile(BaseTool):
             self._snapshots.after(path)
         shown = self._policy.show(path)
         lines = _line_count(content)
-        return ToolResult(
-            output=f"{verb} {shown} ({len(data)} bytes, {lines} lines)", files_modified=(shown,)
-        )
+        return self.report({**args, "path": shown}, f"{verb} {shown} ({len(data)} bytes, {lines} lines)")
+
+    @classmethod
+    def report(cls, args: Mapping[str, Any], output: str) -> ToolResult:
+        return ToolResult(output=output, files_modified=(str(args["path"]),))
 
     def _overwrite(self, f: Binary, path: Path, raw: str, content: str) -> bytes:
         seen = self._ledger.seen(path, _digest(f))
@@ -433,11 +439,13 @@ class EditFile(BaseTool):
         shown = self._policy.show(path)
         first = text.count("\n", 0, start) + 1
         last = first + new.count("\n")
-        return ToolResult(
-            output=f"edited {shown}: replaced 1 occurrence (now lines {first}-{last})\n"
-            + _diff(text, after, shown),
-            files_modified=(shown,),
-        )
+        said = f"edited {shown}: replaced 1 occurrence (now lines {first}-{last})\n"
+        said += _diff(text, after, shown)
+        return self.report({**args, "path": shown}, said)
+
+    @classmethod
+    def report(cls, args: Mapping[str, Any], output: str) -> ToolResult:
+        return WriteFile.report(args, output)
 
 
 NEAREST_MIN_RATIO: Final = 0.5  # below this a line is not "near" `old`: saying nothing beats misleading

@@ -6,6 +6,7 @@ work stands in a queue never depends on what a small model writes at checkpoint 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from typing import Any, Final, cast
 
 from avibe.errors import ToolError
@@ -40,7 +41,12 @@ class UpdatePlan(BaseTool):
         plan = parse_plan(args["plan"])
         done = sum(p.status == "done" for p in plan)
         text = f"Plan updated ({done} of {len(plan)} done):\n{render_plan(plan)}\n{next_step_line(plan)}"
-        return ToolResult(output=text, plan=plan)
+        return self.report(args, text)
+
+    @classmethod
+    def report(cls, args: Mapping[str, Any], output: str) -> ToolResult:
+        """The plan the call set, read from its argument (ToolError for one that is no plan)."""
+        return ToolResult(output=output, plan=parse_plan(str(args["plan"])))
 
 
 def next_step_line(plan: tuple[PlanItem, ...]) -> str:

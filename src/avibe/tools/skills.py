@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -237,4 +237,8 @@ class SkillLoad(BaseTool):
         text = cut_text(
             skill_text(skill, self._mark), f"read the rest with read_file on {skill.path}", MAX_SKILL_CHARS
         )
-        return ToolResult(output=text, skill_loaded=skill.name)
+        return self.report({**args, "name": skill.name}, text)
+
+    @classmethod
+    def report(cls, args: Mapping[str, Any], output: str) -> ToolResult:
+        return ToolResult(output=output, skill_loaded=str(args["name"]).strip())

@@ -12,6 +12,7 @@ from avibe.evals.scenario import (
     Reference,
     Scenario,
 )
+from avibe.tools.shell import started_text
 
 
 def mission_fade(seed: int, size: int) -> Scenario:
@@ -107,12 +108,13 @@ def waiting_on(seed: int, size: int) -> Scenario:
     segments = b.share(3)
     b.reply(
         "Starting the reindex in the background.",
-        b.tool("shell", {"command": cmd1}, f"started background job {job1}"),
+        b.tool("shell", {"command": cmd1, "background": True}, started_text(job1, cmd1)),
     )
     b.work(segments[0])
     b.reply(
         "Starting the ledger export in the background.",
-        b.tool("shell", {"command": cmd2}, f"started background job {job2}\nlog: {log2}\nwriting {out_path}"),
+        b.tool("shell", {"command": cmd2, "background": True}, started_text(job2, cmd2)),
+        b.tool("shell", {"command": f"tail -n 1 {log2}"}, f"exit code: 0\nwriting {out_path}"),
     )
     b.work(segments[1])
     b.background("callback", "jobs", job1, f"Job {job1} finished: exit 0 after 41m12s.")
