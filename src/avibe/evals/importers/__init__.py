@@ -104,7 +104,8 @@ def record_import(store: RecordStore, imported: Imported, title: str = "") -> st
     session = store.create_session(title or imported.scenario.description)
     for event, at in zip(imported.scenario.events, imported.times, strict=True):
         if isinstance(event, UserMessage):
-            deliver(store, session.id, Source("user", event.author), event.text, at=at)
+            # a rejection reason is the person's words; its ref says how they came (the memo reads the kind)
+            deliver(store, session.id, Source("user", event.author, event.tag), event.text, at=at)
         elif isinstance(event, BackgroundInput):  # what the person did through the agent: not their words
             deliver(store, session.id, Source(event.source, event.name, event.ref), event.text, at=at)
         elif isinstance(event, AssistantTurn) and event.text:
