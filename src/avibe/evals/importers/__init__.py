@@ -1,4 +1,4 @@
-"""Import real conversations: Claude Code session JSONL, Codex rollout JSONL and OpenCode sessions
+"""Import real conversations: Claude Code and Codex JSONL, OpenCode and Craft Agents sessions
 (docs/eval-format.md).
 
 Both become a `Scenario` (type "imported", no ground truth) that every strategy can replay, with tool
@@ -22,6 +22,7 @@ only tool_result blocks is tool output, not the person's words; sidechain and me
 Codex (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): lines {timestamp, type, payload}; messages and
 tool calls come from `response_item` payloads (message, function_call, function_call_output,
 custom_tool_call, custom_tool_call_output); `event_msg` lines repeat them for the UI and are skipped.
+Craft Agents: `sessions/<id>/session.jsonl`, one line per message (importers/craft.py).
 OpenCode: `opencode export <id>` JSON ({info, messages: [{info, parts}]}), or a session file of its
 storage (`storage/session/<project>/<id>.json`, messages in `storage/message/<id>/*.json`, their parts in
 `storage/part/<message id>/*.json`); text parts (synthetic ones are OpenCode's, not the person's) and tool
@@ -41,6 +42,7 @@ from typing import Final
 from avibe.errors import SessionImportError as SessionImportError  # re-exported: the CLI catches it
 from avibe.evals.importers.claude import parse_claude
 from avibe.evals.importers.codex import parse_codex
+from avibe.evals.importers.craft import is_craft_line, parse_craft
 from avibe.evals.importers.forms import CLAUDE_FORMS, CODEX_FORMS
 from avibe.evals.importers.opencode import is_opencode, parse_opencode
 from avibe.evals.importers.reading import AGENT_NAMES, FORMATS, Format, Imported, as_name, json_lines, shown
@@ -59,6 +61,7 @@ __all__ = [
     "detect_format",
     "parse_claude",
     "parse_codex",
+    "parse_craft",
     "parse_opencode",
     "parse_session_file",
     "record_import",
@@ -84,13 +87,16 @@ def detect_format(path: Path) -> Format:
         kind = as_name(data.get("type"))
         if kind in {"user", "assistant", "summary"} and ("message" in data or "summary" in data):
             return "claude"
+        if is_craft_line(data):
+            return "craft"
     raise SessionImportError(
-        f"{shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode session"
+        f"{shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode or Craft Agents "
+        "session"
     )
 
 
 def parse_session_file(path: Path, user: str, fmt: Format | None = None) -> Imported:
-    parsers = {"claude": parse_claude, "codex": parse_codex, "opencode": parse_opencode}
+    parsers = {"claude": parse_claude, "codex": parse_codex, "opencode": parse_opencode, "craft": parse_craft}
     return parsers[fmt or detect_format(path)](path, user)
 
 

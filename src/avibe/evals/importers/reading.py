@@ -26,9 +26,14 @@ from avibe.evals.scenario import (
 log = logging.getLogger(__name__)
 
 
-Format = Literal["claude", "codex", "opencode"]
-FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode")
-AGENT_NAMES: Final[dict[Format, str]] = {"claude": "claude-code", "codex": "codex", "opencode": "opencode"}
+Format = Literal["claude", "codex", "opencode", "craft"]
+FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode", "craft")
+AGENT_NAMES: Final[dict[Format, str]] = {
+    "claude": "claude-code",
+    "codex": "codex",
+    "opencode": "opencode",
+    "craft": "craft-agent",
+}
 
 
 def as_flag(value: object) -> bool:
