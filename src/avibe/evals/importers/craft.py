@@ -74,17 +74,18 @@ def _line(c: Collector, data: Mapping[str, Any]) -> None:
 def parse_craft(path: Path, user: str) -> Imported:
     c, origin = Collector(user, AGENT_NAMES["craft"]), ""
     lines: list[tuple[float, int, Mapping[str, Any]]] = []
-    for number, data in json_lines(path):
+    for number, line in json_lines(path):
+        data: Mapping[str, Any] = line
         if "sdkSessionId" in data:
             origin = origin or _text(data.get("sdkSessionId")) or _text(data.get("id"))
         if as_name(data.get("type")) not in _MESSAGE_TYPES:
             continue  # the session's line, info and auth-request lines: Craft's, not the conversation
         order = data.get("order")
-        ordered = isinstance(order, int | float) and not isinstance(order, bool)
-        lines.append((float(order) if ordered else -1.0, number, data))
+        shown_at = float(order) if isinstance(order, int | float) and not isinstance(order, bool) else -1.0
+        lines.append((shown_at, number, data))
     if all(line[0] >= 0 for line in lines):  # shown order only where every line has one
         lines.sort(key=lambda line: (line[0], line[1]))
-    for _, number, data in lines:
+    for _, number, message in lines:
         c.where = f"{shown(path)}:{number}"
-        _line(c, data)
+        _line(c, message)
     return finish(c, path, "craft", origin)
