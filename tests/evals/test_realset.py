@@ -51,7 +51,7 @@ SCRIPT = Path(__file__).parents[2] / "scripts" / "fetch_real_sessions.py"
 
 def test_the_set_has_its_sessions_of_every_agent_each_with_its_truth() -> None:
     assert len(SESSIONS) >= 20
-    assert {s.agent for s in SESSIONS} == {"claude", "codex", "craft"}
+    assert {s.agent for s in SESSIONS} == {"claude", "codex", "craft", "antigravity"}
     assert sorted(p.stem for p in TRUTH_DIR.glob("*.yaml")) == sorted(s.id for s in SESSIONS)
     for session in SESSIONS:
         assert session.last_line - session.first_line + 1 >= 100, session.id  # long: hundreds of lines

@@ -53,7 +53,7 @@ FETCH_HINT: Final = "run scripts/fetch_real_sessions.py"
 SCENARIO_TYPE: Final = "real"
 RAW_URL: Final = "https://raw.githubusercontent.com/{repo}/{commit}/{path}"
 CUT_NOTE: Final = "\n[... {n} more characters cut for the real set's segment]"
-Agent = Literal["claude", "codex", "craft"]  # the importer's format of the session file
+Agent = Literal["claude", "codex", "craft", "antigravity"]  # the importer's format of the session file
 
 
 # ---- the manifest ------------------------------------------------------------------------------------

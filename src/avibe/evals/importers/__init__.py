@@ -1,4 +1,4 @@
-"""Import real conversations: Claude Code and Codex JSONL, OpenCode and Craft Agents sessions
+"""Import real conversations: Claude Code, Codex, OpenCode, Craft Agents and Antigravity sessions
 (docs/eval-format.md).
 
 Both become a `Scenario` (type "imported", no ground truth) that every strategy can replay, with tool
@@ -23,6 +23,7 @@ Codex (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): lines {timestamp, type, 
 tool calls come from `response_item` payloads (message, function_call, function_call_output,
 custom_tool_call, custom_tool_call_output); `event_msg` lines repeat them for the UI and are skipped.
 Craft Agents: `sessions/<id>/session.jsonl`, one line per message (importers/craft.py).
+Antigravity: a trajectory's steps, one JSON line each (importers/antigravity.py).
 OpenCode: `opencode export <id>` JSON ({info, messages: [{info, parts}]}), or a session file of its
 storage (`storage/session/<project>/<id>.json`, messages in `storage/message/<id>/*.json`, their parts in
 `storage/part/<message id>/*.json`); text parts (synthetic ones are OpenCode's, not the person's) and tool
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Final
 
 from avibe.errors import SessionImportError as SessionImportError  # re-exported: the CLI catches it
+from avibe.evals.importers.antigravity import is_antigravity_line, parse_antigravity
 from avibe.evals.importers.claude import parse_claude
 from avibe.evals.importers.codex import parse_codex
 from avibe.evals.importers.craft import is_craft_line, parse_craft
@@ -59,6 +61,7 @@ __all__ = [
     "Imported",
     "SessionImportError",
     "detect_format",
+    "parse_antigravity",
     "parse_claude",
     "parse_codex",
     "parse_craft",
@@ -89,14 +92,22 @@ def detect_format(path: Path) -> Format:
             return "claude"
         if is_craft_line(data):
             return "craft"
+        if is_antigravity_line(data):
+            return "antigravity"
     raise SessionImportError(
-        f"{shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode or Craft Agents "
-        "session"
+        f"{shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode, Craft Agents or "
+        "Antigravity session"
     )
 
 
 def parse_session_file(path: Path, user: str, fmt: Format | None = None) -> Imported:
-    parsers = {"claude": parse_claude, "codex": parse_codex, "opencode": parse_opencode, "craft": parse_craft}
+    parsers = {
+        "claude": parse_claude,
+        "codex": parse_codex,
+        "opencode": parse_opencode,
+        "craft": parse_craft,
+        "antigravity": parse_antigravity,
+    }
     return parsers[fmt or detect_format(path)](path, user)
 
 

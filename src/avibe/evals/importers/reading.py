@@ -26,13 +26,14 @@ from avibe.evals.scenario import (
 log = logging.getLogger(__name__)
 
 
-Format = Literal["claude", "codex", "opencode", "craft"]
-FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode", "craft")
+Format = Literal["claude", "codex", "opencode", "craft", "antigravity"]
+FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode", "craft", "antigravity")
 AGENT_NAMES: Final[dict[Format, str]] = {
     "claude": "claude-code",
     "codex": "codex",
     "opencode": "opencode",
     "craft": "craft-agent",
+    "antigravity": "antigravity",
 }
 
 
