@@ -12,7 +12,7 @@ from avibe.evals.scenario import AssistantTurn, BackgroundInput, UserMessage
 from avibe.record.entries import EntryQuery
 from avibe.store import SqlStore
 
-CRAFT = [
+CRAFT: list[dict[str, object]] = [
     {
         "id": "260417-spry-ridge",
         "workspaceRootPath": "~/Desktop/AI",
@@ -80,7 +80,7 @@ _REQUEST = (
     "<ADDITIONAL_METADATA>\nThe current local time is: now.\n</ADDITIONAL_METADATA>"
 )
 FIRST = "Hola, revisá el backoffice.\n\nNo toques nada más."
-ANTIGRAVITY = [
+ANTIGRAVITY: list[dict[str, object]] = [
     {
         "step_index": 0,
         "source": "USER_EXPLICIT",
