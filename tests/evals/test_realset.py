@@ -4,6 +4,7 @@ scrubbing, the fetch's hash checks, and `vibe eval --set real` (E1)."""
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import importlib.util
 import json
 import re
@@ -12,8 +13,10 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
+from avibe.checkpoint.memo.words import reads_as_rule
 from avibe.cli import app
 from avibe.config import Settings
 from avibe.errors import BadResponse
@@ -34,7 +37,7 @@ from avibe.evals.realset import (
     truth_file,
 )
 from avibe.evals.scenario import AssistantTurn, UserMessage
-from avibe.evals.scrub import home_names, scrub, scrub_text
+from avibe.evals.scrub import HASHED, SECRET_MARK, home_names, scrub, scrub_text
 from avibe.ports import ModelClient, TokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.messages import ChatMessage
@@ -46,15 +49,36 @@ REDISTRIBUTABLE = {"CC0-1.0", "CC-BY-4.0", "MIT", "Apache-2.0", "BSD-2-Clause", 
 SCRIPT = Path(__file__).parents[2] / "scripts" / "fetch_real_sessions.py"
 
 
-def test_the_set_has_its_sessions_of_both_agents_each_with_its_truth() -> None:
-    assert len(SESSIONS) >= 17
-    assert {s.agent for s in SESSIONS} == {"claude", "codex"}
+def test_the_set_has_its_sessions_of_every_agent_each_with_its_truth() -> None:
+    assert len(SESSIONS) >= 25
+    assert {s.agent for s in SESSIONS} == {"claude", "codex", "craft", "antigravity"}
     assert sorted(p.stem for p in TRUTH_DIR.glob("*.yaml")) == sorted(s.id for s in SESSIONS)
     for session in SESSIONS:
         assert session.last_line - session.first_line + 1 >= 100, session.id  # long: hundreds of lines
         assert session.url == (
             f"https://raw.githubusercontent.com/{session.repo}/{session.commit}/{session.path}"
         )
+
+
+def _truth_items(session: RealSession) -> list[dict[str, str]]:
+    data = yaml.safe_load(truth_file(session).read_text(encoding="utf-8"))
+    return list(data["truth"]["items"])
+
+
+def test_the_set_meets_its_quotas() -> None:
+    """Of the sessions (E1): a quarter not in English, half with a standing request worded without rule
+    words (the memo's own word list does not catch it), a third where the person revises or withdraws a
+    rule or a decision (an item superseded or revoked), five whose transcript holds the agent's own
+    compaction."""
+    n = len(SESSIONS)
+    assert sum(s.language != "en" for s in SESSIONS) * 4 >= n
+    unworded = [s for s in SESSIONS if any(not reads_as_rule(i["text"]) for i in _truth_items(s))]
+    assert len(unworded) * 2 >= n
+    revised = [
+        s for s in SESSIONS if any(i.get("status") in {"superseded", "revoked"} for i in _truth_items(s))
+    ]
+    assert len(revised) * 3 >= n
+    assert sum(s.peer_compaction for s in SESSIONS) >= 5
 
 
 def test_only_sessions_whose_licence_allows_it_are_kept_here() -> None:
@@ -145,6 +169,10 @@ def test_scrub_replaces_personal_data_and_leaves_the_rest() -> None:
         assert secret not in scrubbed, secret
     kept = "run /home/user/app on 127.0.0.1, mail noreply@anthropic.com, never push to main"
     assert scrub_text(kept) == kept
+    # a pasted password named by its hash only: scrubbed as a whole run, never a part of a longer one
+    hashed = f"{HASHED}{hashlib.sha256(b'Hunter2pass').hexdigest()}"
+    pasted = "用户名kofi，密码Hunter2pass；Hunter2passes stays"
+    assert scrub_text(pasted, [hashed]) == f"用户名kofi，密码{SECRET_MARK}；Hunter2passes stays"
     line = {"cwd": "/home/bob/x", "message": {"content": "ls -l: drwxr-xr-x 2 bob staff .; Bob said hi"}}
     out = scrub(json.dumps(line).encode() + b"\n").decode()
     assert "bob" not in out.casefold() and json.loads(out)["cwd"] == "/home/user/x"

@@ -89,11 +89,12 @@ def import_command(
     path: Annotated[
         Path,
         typer.Argument(
-            help="A Claude Code <session>.jsonl, a Codex rollout-*.jsonl, or an OpenCode session "
-            "(`opencode export` JSON, or storage/session/<project>/<id>.json)."
+            help="A Claude Code <session>.jsonl, a Codex rollout-*.jsonl, an OpenCode session "
+            "(`opencode export` JSON, or storage/session/<project>/<id>.json), a Craft Agents "
+            "session.jsonl or an Antigravity trajectory."
         ),
     ],
-    fmt: Annotated[str, typer.Option("--format", "-f", help="auto, claude, codex or opencode.")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=f"auto, {', '.join(FORMATS)}.")] = "auto",
     user: Annotated[str | None, typer.Option("--user", help="The person's name; default AVIBE_USER.")] = None,
     title: Annotated[str, typer.Option("--title", help="Session title.")] = "",
     scenario_out: Annotated[
@@ -104,7 +105,7 @@ def import_command(
     """Import a session: the person's messages and the replies go into the record (tool output does not);
     the whole conversation is kept for replays."""
     if fmt != "auto" and fmt not in FORMATS:
-        raise BadArgument(f"--format must be auto, claude, codex or opencode, not {shown(fmt)}")
+        raise BadArgument(f"--format must be auto or one of {', '.join(FORMATS)}, not {shown(fmt)}")
     _check_text("--user", user, 128)
     _check_text("--title", title, MAX_TITLE)
     _check_out(scenario_out)

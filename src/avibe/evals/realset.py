@@ -1,4 +1,4 @@
-"""The real-session set of the memory evaluation (docs/eval.md): public Claude Code and Codex
+"""The real-session set of the memory evaluation (docs/eval.md): public Claude Code, Codex and Craft Agents
 sessions, each cut to a segment, with its truth written by hand in the scenario format.
 
 `real/manifest.yaml` names each session by repository, path and commit with the sha256 of those bytes
@@ -53,7 +53,7 @@ FETCH_HINT: Final = "run scripts/fetch_real_sessions.py"
 SCENARIO_TYPE: Final = "real"
 RAW_URL: Final = "https://raw.githubusercontent.com/{repo}/{commit}/{path}"
 CUT_NOTE: Final = "\n[... {n} more characters cut for the real set's segment]"
-Agent = Literal["claude", "codex"]
+Agent = Literal["claude", "codex", "craft", "antigravity"]  # the importer's format of the session file
 
 
 # ---- the manifest ------------------------------------------------------------------------------------
@@ -103,11 +103,15 @@ class _SessionFile(FileModel):
     source: _SourceFile
     segment: _SegmentFile
     scrub_names: list[NonEmpty] = Field(default_factory=list)
+    language: str = "en"  # the person's, ISO 639-1
+    peer_compaction: bool = False  # the original transcript holds the agent's own compaction
 
     @model_validator(mode="after")
     def _safe_id(self) -> _SessionFile:
         if not re.fullmatch(r"[a-z0-9][a-z0-9-]*", self.id):
             raise FieldProblem("id", "lower-case letters, digits and '-' only (it names files)")
+        if not re.fullmatch(r"[a-z]{2}", self.language):
+            raise FieldProblem("language", "expected an ISO 639-1 code (two lower-case letters)")
         return self
 
 
@@ -137,6 +141,8 @@ class RealSession:
     segment_sha256: str  # of the segment once cut and scrubbed
     scrub_names: tuple[str, ...] = ()
     reply_cap: int | None = None  # each assistant reply's text cut to this many characters in the replay
+    language: str = "en"  # the person's, ISO 639-1
+    peer_compaction: bool = False  # the original transcript holds the agent's own compaction
 
     @property
     def url(self) -> str:
@@ -183,6 +189,8 @@ def _session(s: _SessionFile) -> RealSession:
         s.segment.sha256,
         tuple(s.scrub_names),
         s.segment.reply_cap,
+        s.language,
+        s.peer_compaction,
     )
 
 

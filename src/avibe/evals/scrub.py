@@ -4,6 +4,7 @@ names of home folders and the names the manifest lists. The same bytes in give t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -23,6 +24,8 @@ _SECRETS: Final = (
     re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),  # a JWT
 )
 SECRET_MARK: Final = "[redacted-secret]"
+HASHED: Final = "sha256:"  # a scrub name given by its hash (a pasted password, a key)
+_RUN: Final = re.compile(r"[A-Za-z0-9_]{4,}")
 # machine identifiers: a network card's MAC address, a Windows account's SID, a public IPv4 address
 _MACHINE: Final = (
     (
@@ -78,10 +81,25 @@ def home_names(texts: Iterable[str]) -> set[str]:
     return {name for name in found if len(name) >= 3 and name.casefold() not in _NOT_NAMES}
 
 
+def _hashed(text: str, digests: frozenset[str]) -> str:
+    """Each run of letters, digits and '_' whose sha256 is listed, replaced: a password or key the person
+    pasted is scrubbed without the manifest naming it."""
+    return _RUN.sub(
+        lambda m: SECRET_MARK if hashlib.sha256(m.group(0).encode()).hexdigest() in digests else m.group(0),
+        text,
+    )
+
+
 def scrub_text(text: str, names: Iterable[str] = ()) -> str:
     """Personal data out of one string: token-shaped secrets, machine identifiers (MAC addresses, Windows
     SIDs, public IPv4 addresses), e-mail addresses other than the agents' own, the user names of home
-    folders, and the given names wherever they occur (whole words, any case)."""
+    folders, and the given names wherever they occur (whole words, any case); a name given as
+    `sha256:HEX` is a secret known by its hash (`_hashed`)."""
+    names = list(names)
+    digests = frozenset(n.removeprefix(HASHED) for n in names if n.startswith(HASHED))
+    names = [n for n in names if not n.startswith(HASHED)]
+    if digests:
+        text = _hashed(text, digests)
     for pattern in _SECRETS:
         text = pattern.sub(SECRET_MARK, text)
     for pattern, mark in _MACHINE:

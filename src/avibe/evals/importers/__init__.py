@@ -1,4 +1,4 @@
-"""Import real conversations: Claude Code session JSONL, Codex rollout JSONL and OpenCode sessions
+"""Import real conversations: Claude Code, Codex, OpenCode, Craft Agents and Antigravity sessions
 (docs/eval-format.md).
 
 Both become a `Scenario` (type "imported", no ground truth) that every strategy can replay, with tool
@@ -22,6 +22,8 @@ only tool_result blocks is tool output, not the person's words; sidechain and me
 Codex (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`): lines {timestamp, type, payload}; messages and
 tool calls come from `response_item` payloads (message, function_call, function_call_output,
 custom_tool_call, custom_tool_call_output); `event_msg` lines repeat them for the UI and are skipped.
+Craft Agents: `sessions/<id>/session.jsonl`, one line per message (importers/craft.py).
+Antigravity: a trajectory's steps, one JSON line each (importers/antigravity.py).
 OpenCode: `opencode export <id>` JSON ({info, messages: [{info, parts}]}), or a session file of its
 storage (`storage/session/<project>/<id>.json`, messages in `storage/message/<id>/*.json`, their parts in
 `storage/part/<message id>/*.json`); text parts (synthetic ones are OpenCode's, not the person's) and tool
@@ -39,8 +41,10 @@ from pathlib import Path
 from typing import Final
 
 from avibe.errors import SessionImportError as SessionImportError  # re-exported: the CLI catches it
+from avibe.evals.importers.antigravity import is_antigravity_line, parse_antigravity
 from avibe.evals.importers.claude import parse_claude
 from avibe.evals.importers.codex import parse_codex
+from avibe.evals.importers.craft import is_craft_line, parse_craft
 from avibe.evals.importers.forms import CLAUDE_FORMS, CODEX_FORMS
 from avibe.evals.importers.opencode import is_opencode, parse_opencode
 from avibe.evals.importers.reading import AGENT_NAMES, FORMATS, Format, Imported, as_name, json_lines, shown
@@ -57,8 +61,10 @@ __all__ = [
     "Imported",
     "SessionImportError",
     "detect_format",
+    "parse_antigravity",
     "parse_claude",
     "parse_codex",
+    "parse_craft",
     "parse_opencode",
     "parse_session_file",
     "record_import",
@@ -84,13 +90,24 @@ def detect_format(path: Path) -> Format:
         kind = as_name(data.get("type"))
         if kind in {"user", "assistant", "summary"} and ("message" in data or "summary" in data):
             return "claude"
+        if is_craft_line(data):
+            return "craft"
+        if is_antigravity_line(data):
+            return "antigravity"
     raise SessionImportError(
-        f"{shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode session"
+        f"{shown(path)}: neither a Claude Code session, a Codex rollout nor an OpenCode, Craft Agents or "
+        "Antigravity session"
     )
 
 
 def parse_session_file(path: Path, user: str, fmt: Format | None = None) -> Imported:
-    parsers = {"claude": parse_claude, "codex": parse_codex, "opencode": parse_opencode}
+    parsers = {
+        "claude": parse_claude,
+        "codex": parse_codex,
+        "opencode": parse_opencode,
+        "craft": parse_craft,
+        "antigravity": parse_antigravity,
+    }
     return parsers[fmt or detect_format(path)](path, user)
 
 
@@ -104,7 +121,8 @@ def record_import(store: RecordStore, imported: Imported, title: str = "") -> st
     session = store.create_session(title or imported.scenario.description)
     for event, at in zip(imported.scenario.events, imported.times, strict=True):
         if isinstance(event, UserMessage):
-            deliver(store, session.id, Source("user", event.author), event.text, at=at)
+            # a rejection reason is the person's words; its ref says how they came (the memo reads the kind)
+            deliver(store, session.id, Source("user", event.author, event.tag), event.text, at=at)
         elif isinstance(event, BackgroundInput):  # what the person did through the agent: not their words
             deliver(store, session.id, Source(event.source, event.name, event.ref), event.text, at=at)
         elif isinstance(event, AssistantTurn) and event.text:

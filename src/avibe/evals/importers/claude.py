@@ -1,5 +1,7 @@
 """Claude Code sessions (`~/.claude/projects/<project>/<session>.jsonl`): lines of type "user" / "assistant"
-with `message.content` a string or blocks; a user line of only tool_result blocks is tool output."""
+with `message.content` a string or blocks; a user line of only tool_result blocks is tool output - but
+for the words a person typed when rejecting a call, which Claude Code keeps inside its result: those are
+the person's, recorded as a message tagged "rejection" (forms.rejection_reason)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from avibe.evals.importers.forms import CLAUDE_FORMS, claude_command, form_of, without_elements
+from avibe.evals.importers.forms import (
+    CLAUDE_FORMS,
+    claude_command,
+    form_of,
+    rejection_reason,
+    without_elements,
+)
 from avibe.evals.importers.reading import (
     AGENT_NAMES,
     Collector,
@@ -47,12 +55,16 @@ def _claude_line(c: Collector, data: Mapping[str, Any], at: datetime) -> None:
             return
         for b in content:
             if b.get("type") == "tool_result":
-                c.output(
-                    str(b.get("tool_use_id", "")), block_text(b.get("content")), as_flag(b.get("is_error"))
-                )
+                result = block_text(b.get("content"))
+                c.output(str(b.get("tool_use_id", "")), result, as_flag(b.get("is_error")))
+                c.rejected(rejection_reason(result), at)
         texts = [str(b.get("text", "")) for b in content if b.get("type") == "text"]
         words = [_claude_user_text(c, text, at) for text in texts]  # each block classified on its own
-        c.say("\n".join(w for w in words if w.strip()), at)
+        said = "\n".join(w for w in words if w.strip())
+        if said:
+            c.say(said, at)
+        else:
+            c.settle()
         return
     if isinstance(content, str):
         c.text(at, content)

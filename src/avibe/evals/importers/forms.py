@@ -115,3 +115,28 @@ def claude_command(text: str, ref: str) -> str:
         name = element(text, "command-name") or f"/{element(text, 'command-message')}"
         return f"{name} {element(text, 'command-args')}".strip()
     return text.strip()
+
+
+# Claude Code's answer to a tool call the person rejected at its permission prompt, when they typed why:
+# "The user doesn't want to proceed with this tool use. The tool use was rejected (eg. if it was a file
+# edit, the new_string was NOT written to the file). To tell you how to proceed, the user said:\n<words>"
+# (the parenthesis is missing in some versions). The words after it are the person's (often a rule:
+# "use our wrapper script instead"); the rest of the result is Claude Code's.
+_REJECTED: Final = re.compile(
+    r"The user doesn't want to proceed with this tool use\. The tool use was rejected\b.{0,200}?"
+    r"To tell you how to proceed, the user said:[ \t]*\n?",
+    re.DOTALL,
+)
+# What Claude Code itself writes after that opening when the person picks "clarify" on a question it
+# asked (AskUserQuestion): its own instructions, not the person's words.
+_CLAUDE_AFTER_REJECTION: Final = ("The user wants to clarify these questions.",)
+
+
+def rejection_reason(result: str) -> str:
+    """The words the person typed when rejecting a tool call, read from the call's result; "" when the
+    result is not such a rejection or holds no words of theirs."""
+    match = _REJECTED.match(result.lstrip())
+    if match is None:
+        return ""
+    words = result.lstrip()[match.end() :].strip()
+    return "" if words.startswith(_CLAUDE_AFTER_REJECTION) else words

@@ -26,9 +26,15 @@ from avibe.evals.scenario import (
 log = logging.getLogger(__name__)
 
 
-Format = Literal["claude", "codex", "opencode"]
-FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode")
-AGENT_NAMES: Final[dict[Format, str]] = {"claude": "claude-code", "codex": "codex", "opencode": "opencode"}
+Format = Literal["claude", "codex", "opencode", "craft", "antigravity"]
+FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode", "craft", "antigravity")
+AGENT_NAMES: Final[dict[Format, str]] = {
+    "claude": "claude-code",
+    "codex": "codex",
+    "opencode": "opencode",
+    "craft": "craft-agent",
+    "antigravity": "antigravity",
+}
 
 
 def as_flag(value: object) -> bool:
@@ -80,12 +86,24 @@ class Collector:
         self.turn: Turn | None = None
         self.turn_at: datetime | None = None
         self.calls: dict[str, dict[str, Any]] = {}
+        self.reasons: list[tuple[str, datetime]] = []  # rejection reasons waiting for their turn to end
 
     def flush(self) -> None:
         if self.turn is not None and (self.turn.texts or self.turn.uses):
             self.events.append(self.turn.freeze())
             self.times.append(self.turn_at or DEFAULT_START)
         self.turn = None
+        for text, at in self.reasons:
+            self.events.append(UserMessage(self.user, text, "rejection"))
+            self.times.append(at)
+        self.reasons.clear()
+
+    def rejected(self, text: str, at: datetime) -> None:
+        """The words the person typed when rejecting a tool call: theirs, tagged as a rejection reason.
+        They follow the turn that made the call, once every output of that turn is in (a turn's calls
+        may be answered over several lines), before whatever the agent or the person does next."""
+        if text.strip():
+            self.reasons.append((text, at))
 
     def say(self, text: str, at: datetime) -> None:
         self.flush()
@@ -102,6 +120,8 @@ class Collector:
             self.times.append(at)
 
     def reply(self, at: datetime) -> Turn:
+        if self.reasons:  # the agent acts after a rejection: the person's reason comes first
+            self.flush()
         if self.turn is None:
             self.turn, self.turn_at = Turn(), at
         return self.turn
@@ -122,7 +142,13 @@ class Collector:
         if use is None:
             log.warning("tool output for unknown call %s dropped", call_id)
             return
-        use["output"], use["error"] = text, error
+        use["output"], use["error"], use["answered"] = text, error, True
+
+    def settle(self) -> None:
+        """End the turn once every call it made has its output: parallel calls are answered over
+        several lines, and an output arriving after its turn ended would be lost."""
+        if self.turn is not None and all(u.get("answered") for u in self.turn.uses):
+            self.flush()
 
 
 def read_text(path: Path) -> str:

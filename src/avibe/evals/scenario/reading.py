@@ -33,6 +33,7 @@ from avibe.evals.scenario.values import (
     Spoof,
     ToolUse,
     UserMessage,
+    UserTag,
 )
 from avibe.evals.strict import FieldProblem, FileModel, NonEmpty, ScenarioError, read
 
@@ -52,9 +53,10 @@ class _UserFile(FileModel):
     type: Literal["user"]
     author: NonEmpty
     text: NonEmpty
+    tag: UserTag = ""
 
     def value(self) -> UserMessage:
-        return UserMessage(self.author, self.text)
+        return UserMessage(self.author, self.text, self.tag)
 
 
 class _AssistantFile(FileModel):

@@ -13,6 +13,7 @@ ItemKind = Literal["constraint", "authorisation", "preference"]
 ItemStatus = Literal["active", "revoked", "superseded"]
 RefKind = Literal["job_id", "path", "command", "error"]
 ProbeKind = Literal["exact", "rubric", "next_action"]
+UserTag = Literal["", "rejection"]
 DEFAULT_START: Final = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
 
 
@@ -29,8 +30,13 @@ class ToolUse:
 
 @dataclass(frozen=True, slots=True)
 class UserMessage:
+    """The person's words. `tag` says how they came when not typed as a message: "rejection" for the
+    reason typed when rejecting a tool call (Claude Code keeps it inside the call's result); the memo
+    treats them as any message of the person's."""
+
     author: str
     text: str
+    tag: UserTag = ""
     type: Literal["user"] = "user"
 
 

@@ -26,7 +26,8 @@ def _drop_defaults(data: dict[str, Any], defaults: Mapping[str, Any]) -> dict[st
 
 def _event_dict(event: Event) -> dict[str, Any]:
     if isinstance(event, UserMessage):
-        return {"type": "user", "author": event.author, "text": event.text}
+        tagged = {"tag": event.tag} if event.tag else {}  # untagged files stay as they were
+        return {"type": "user", "author": event.author, "text": event.text, **tagged}
     if isinstance(event, BackgroundInput):
         return {
             "type": "background",
