@@ -93,10 +93,12 @@ def test_A4_log_user_json_returns_only_the_users_entries_in_order_with_their_seq
         "kind",
         "source_name",
         "source_ref",
+        "source_event",
         "text",
         "at",
         "turn_id",
         "calls",
+        "activity",
     }
     assert datetime.fromisoformat(rows[0]["at"]) == T0
 
