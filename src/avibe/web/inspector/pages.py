@@ -24,6 +24,7 @@ from avibe.host.activity_log import load_activity
 from avibe.host.context_log import load_series
 from avibe.ports import RecordStore, StoredCheckpoint
 from avibe.record.activity import collapsed, failed, headline, more_note
+from avibe.record.display import shown as visible
 from avibe.record.entries import KINDS, NON_HUMAN_INPUT_KINDS, Entry, SessionInfo
 from avibe.record.sources import frame_body, render_tag
 from avibe.record.state import ActivityItem, AgentState, ContextHeader
@@ -103,12 +104,15 @@ def shown(entry: Entry) -> Shown:
 @dataclass(frozen=True, slots=True)
 class Happened:
     """A tool's output or an error as the timeline shows it, under the entry it followed: its line, the
-    output's first lines, and what the folded part holds ("12 more lines")."""
+    output's first lines, what the folded part holds ("12 more lines"), and the output kept. All of it is
+    what a tool or the model wrote: every hidden character written as its escape (`\\x1b`), as on a
+    terminal (`record/display.py`); the template escapes the markup."""
 
     item: ActivityItem
     line: str
     head: str
     more: str
+    output: str
 
     @property
     def failed(self) -> bool:
@@ -117,7 +121,10 @@ class Happened:
 
 def happened(item: ActivityItem) -> Happened:
     folded = collapsed(item)
-    return Happened(item, headline(item), folded.head, more_note(folded.more_lines, item.cut))
+    return Happened(
+        item, visible(headline(item), lines=False), visible(folded.head),
+        more_note(folded.more_lines, item.cut), visible(item.output),
+    )  # fmt: skip
 
 
 Row = Shown | StoredCheckpoint | Happened
