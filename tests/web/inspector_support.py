@@ -179,7 +179,7 @@ def record_with_activity(store: Any) -> str:
     from avibe.record.state import TitleState
 
     t0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
-    session = store.create_session("/home/kofi/work").id
+    session: str = store.create_session("/home/kofi/work").id
     store.save_state(session, TitleState.KEY, TitleState("Nightly <b>build</b> triage").to_dict())
     log = ActivityLog(store, session, lambda event: None)
     deliver(store, session, Source("user", "kofi"), "What does build.sh print?", at=t0)

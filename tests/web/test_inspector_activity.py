@@ -25,6 +25,12 @@ def _happened(page: str) -> list[str]:
     return [str(part) for part in found]
 
 
+def _row(listed: str, session: str) -> str:
+    found = re.search(rf'<tr data-session="{session}">(.*?)</tr>', listed, flags=re.S)
+    assert found is not None, session
+    return found.group(1)
+
+
 def test_sessions_are_titled_as_the_chat_titles_them(store: SqlStore) -> None:
     renamed = record_with_activity(store)
     asked = store.create_session("/home/kofi/other").id
@@ -32,15 +38,11 @@ def test_sessions_are_titled_as_the_chat_titles_them(store: SqlStore) -> None:
     empty = store.create_session("/home/kofi/empty").id
     client = TestClient(inspector_app(store))
     listed = client.get("/").text
-    rows = {
-        sid: re.search(rf'<tr data-session="{sid}">(.*?)</tr>', listed, flags=re.S)
-        for sid in (renamed, asked, empty)
-    }
-    assert all(rows.values())
-    assert "Nightly &lt;b&gt;build&lt;/b&gt; triage" in rows[renamed].group(1)  # type: ignore[union-attr]
-    assert "/home/kofi/work" in rows[renamed].group(1)  # the folder under it  # type: ignore[union-attr]
-    assert "Why is the &lt;i&gt;nightly&lt;/i&gt; red? Second line" in rows[asked].group(1)  # type: ignore[union-attr]
-    assert "/home/kofi/empty" in rows[empty].group(1)  # type: ignore[union-attr]
+    rows = {sid: _row(listed, sid) for sid in (renamed, asked, empty)}
+    assert "Nightly &lt;b&gt;build&lt;/b&gt; triage" in rows[renamed]
+    assert "/home/kofi/work" in rows[renamed]  # the folder it was started in, under the title
+    assert "Why is the &lt;i&gt;nightly&lt;/i&gt; red? Second line" in rows[asked]  # one line
+    assert "/home/kofi/empty" in rows[empty]  # no message yet: the folder
     found = client.get("/", params={"q": "nightly <b>BUILD"}).text  # the search finds a title
     assert renamed in found and asked not in found
     timeline = client.get(f"/s/{renamed}/timeline").text
