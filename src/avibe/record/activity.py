@@ -69,5 +69,8 @@ def headline(item: ActivityItem) -> str:
     if item.kind == "checkpoint_failed":
         return f"a checkpoint failed: {item.message}"
     what = f"{item.name} failed" + (f": {item.message}" if item.message else "") if item.error else item.name
-    size = f"{item.lines:,} line{'s' if item.lines != 1 else ''}" if item.chars else "no output"
+    if item.output:
+        size = f"{item.lines:,} line{'s' if item.lines != 1 else ''}"
+    else:  # an external agent's stream gives an output's size only
+        size = f"{item.chars:,} characters" if item.chars else "no output"
     return " · ".join([what, size, *([f"{item.seconds:.1f} s"] if item.seconds else [])])
