@@ -9,6 +9,7 @@ unknown one is exit 2; `vibe sessions` lists what there is, so an empty home is 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final
@@ -116,7 +117,7 @@ def _pick_session(store: SqlStore, session: str | None) -> SessionInfo:
     return latest
 
 
-def _entry_json(entry: Entry, happened: list[ActivityItem]) -> dict[str, Any]:
+def _entry_json(entry: Entry, happened: Sequence[ActivityItem] = ()) -> dict[str, Any]:
     return {
         "session": entry.session,
         "seq": entry.seq,
@@ -154,7 +155,7 @@ def _activity_human(item: ActivityItem, full: bool) -> list[str]:
     return lines
 
 
-def _entry_human(entry: Entry, happened: list[ActivityItem], full: bool = False) -> str:
+def _entry_human(entry: Entry, happened: Sequence[ActivityItem] = (), full: bool = False) -> str:
     """The header line, then (for an input the person did not type) its source tag, then the text and
     the calls, then the tool outputs and errors that followed it: every line below the header and the
     tag framed, so no text passes for either."""
