@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -127,3 +128,22 @@ def test_every_item_is_read_back_under_its_entry_for_any_range(
         found = load_activity(store, session, first, last)
         wanted = {k: v for k, v in expected.items() if first <= k <= last}
         assert {k: [i.output for i in v] for k, v in found.items()} == wanted
+
+
+def test_a_damaged_document_is_logged_and_neither_stops_the_session_nor_hides_the_rest(
+    store: SqlStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = store.create_session("w").id
+    deliver(store, session, Source("user", "kofi"), "go", at=T0)
+    ActivityLog(store, session, lambda e: None)(_finished(1, "first"))
+    store.save_state(session, "activity/0", {"items": [{"after": "one"}]})  # edited by hand, wrongly
+    assert load_activity(store, session) == {}  # the entries still show, without what it held
+    passed: list[Event] = []
+    later = ActivityLog(store, session, passed.append)
+    later(_finished(2, "second"))  # the host's sink: the session goes on
+    later(Replied("done"))
+    assert [type(e) for e in passed] == [ToolFinished, Replied]
+    assert store.load_state(session, "activity/0") == {"items": [{"after": "one"}]}  # left for a person
+    assert "activity/0" in caplog.text and "not kept from now on" in caplog.text
+    store.save_state(session, ActivityHeader.KEY, {"starts": "0"})
+    assert load_activity(store, session) == {}

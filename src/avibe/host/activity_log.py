@@ -10,17 +10,20 @@ and about CHUNK_CHARS characters of output), plus the header when a chunk starts
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Final
 
+from avibe.errors import StateError
 from avibe.host.events import CheckpointFailed, Event, EventSink, Stopped, ToolCalled, ToolFinished
 from avibe.ports import RecordStore
 from avibe.record.activity import OUTPUT_KEPT, count_lines
 from avibe.record.state import ActivityChunk, ActivityHeader, ActivityItem
 
+log = logging.getLogger("avibe.host")
 CHUNK_ITEMS: Final = 50
 CHUNK_CHARS: Final = 200_000
 # The chat's Ctrl-C ends the turn as a stop with this message (`tui.driver.StepCancelled.MESSAGE`): the
@@ -31,7 +34,9 @@ CANCELLED_BY_PERSON: Final = "cancelled by the user (Ctrl-C)"
 @dataclass
 class ActivityLog:
     """An event sink that keeps the session's tool outputs and errors, then passes every event on to
-    `inner`. A failed write is the store's error: it propagates like any other write of the session."""
+    `inner`. A failed write is the store's error: it propagates like any other write of the session. A
+    stored document of the wrong shape (written by hand, cut short) is logged and this log stops keeping
+    for the rest of the process: the session goes on, and the document stays as it is for a person to fix."""
 
     store: RecordStore
     session_id: str
@@ -40,6 +45,7 @@ class ActivityLog:
     _header: ActivityHeader | None = None
     _items: list[ActivityItem] = field(default_factory=list)  # the newest chunk's
     _chars: int = 0
+    _off: bool = False
 
     def __call__(self, event: Event) -> None:
         if isinstance(event, ToolFinished):
@@ -63,7 +69,16 @@ class ActivityLog:
 
     def _add(self, item: ActivityItem) -> None:
         """`item` placed after the session's newest entry, now; the newest chunk written again."""
-        header = self._load()
+        if self._off:
+            return
+        try:
+            header = self._load()
+        except StateError as exc:
+            log.warning(
+                "session %s: tool outputs and errors are not kept from now on: %s", self.session_id, exc
+            )
+            self._off = True
+            return
         after = self.store.get_session(self.session_id).entry_count
         item = replace(item, after=after, at=self.now().isoformat())
         size = len(item.output) + len(item.message)
@@ -93,14 +108,23 @@ def load_activity(
     store: RecordStore, session_id: str, first: int = 0, last: int | None = None
 ) -> dict[int, list[ActivityItem]]:
     """The items placed after entries `first`..`last` (inclusive; None: to the end), by that entry's seq,
-    each list in the order they happened. Only the chunks that can hold them are read."""
-    starts = ActivityHeader.from_stored(store.load_state(session_id, ActivityHeader.KEY)).starts
+    each list in the order they happened. Only the chunks that can hold them are read. A damaged document
+    is logged and left out: the entries are shown without what it held."""
+    try:
+        starts = ActivityHeader.from_stored(store.load_state(session_id, ActivityHeader.KEY)).starts
+    except StateError as exc:
+        log.warning("session %s: %s", session_id, exc)
+        return {}
     found: dict[int, list[ActivityItem]] = {}
     begin = max(0, bisect_left(starts, first) - 1)  # the last chunk starting before `first` may hold it
     for index in range(begin, len(starts)):
         if last is not None and starts[index] > last:
             break
-        chunk = ActivityChunk.from_stored(store.load_state(session_id, ActivityChunk.key(index)), index)
+        try:
+            chunk = ActivityChunk.from_stored(store.load_state(session_id, ActivityChunk.key(index)), index)
+        except StateError as exc:
+            log.warning("session %s: %s", session_id, exc)
+            continue
         for item in chunk.items:
             if item.after >= first and (last is None or item.after <= last):
                 found.setdefault(item.after, []).append(item)
