@@ -12,8 +12,10 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from avibe.cli import app
+from avibe.host.activity_log import ActivityLog
+from avibe.host.events import CheckpointFailed, Stopped, ToolFinished
 from avibe.ingress import deliver, record_reply
-from avibe.record.entries import EntryQuery, Source
+from avibe.record.entries import CallRecord, EntryQuery, Source
 from avibe.store import SqlStore, open_store
 
 T0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
@@ -93,10 +95,12 @@ def test_A4_log_user_json_returns_only_the_users_entries_in_order_with_their_seq
         "kind",
         "source_name",
         "source_ref",
+        "source_event",
         "text",
         "at",
         "turn_id",
         "calls",
+        "activity",
     }
     assert datetime.fromisoformat(rows[0]["at"]) == T0
 
@@ -260,3 +264,39 @@ def test_C1_log_shows_the_tool_calls_an_assistant_reply_made(vibe: Vibe, store: 
     assert shown.exit_code == 0 and '-> read_file {"path": "a.txt"}' in shown.output
     rows = json.loads(vibe("log", "--session", session, "--json").output)
     assert rows[1]["calls"] == [{"name": "read_file", "arguments": '{"path": "a.txt"}'}]
+
+
+def test_log_shows_what_followed_each_entry_with_errors_marked_and_json_has_it(
+    vibe: Vibe, store: SqlStore
+) -> None:
+    """Tool outputs and errors (kept by the activity log a host's sink writes, never entries: A3) under the
+    entry they followed: folded, terminal-safe, each error marked; --json has them whole, with the entries'
+    source event."""
+    session = store.create_session("w").id
+    log = ActivityLog(store, session, lambda event: None)
+    deliver(store, session, ALICE, "run the build", at=_minute(0))
+    record_reply(store, session, "", at=_minute(1), calls=(CallRecord("shell", '{"command":"make"}'),))
+    printed = "\x1b]52;c;cm0gLXJmIH4=\x07<b>ok</b>\n" + "".join(f"step {i}\n" for i in range(8))
+    log(ToolFinished("c1", "shell", False, len(printed), 1.5, output=printed))
+    log(ToolFinished("c2", "shell", True, 0, 0.0, error="exit 2"))
+    log(CheckpointFailed("the memo did not fit"))
+    log(Stopped("the model failed: 429 rate limited"))
+    deliver(store, session, Source("callback", "ci", "cb-1", "github workflow_run"), "done", at=_minute(2))
+    result = vibe("log", "--session", session)
+    assert result.exit_code == 0, result.output
+    shown = result.stdout
+    assert "\x1b" not in shown and "\x07" not in shown
+    assert "│ <- shell · 9 lines · 1.5 s\n│    \\x1b]52;c;cm0gLXJmIH4=\\x07<b>ok</b>\n│    step 0\n" in shown
+    assert "│    step 3\n│    ... 4 more lines (--full shows them)" in shown and "step 4" not in shown
+    assert "│ x error: shell failed: exit 2 · no output" in shown
+    assert "│ x error: a checkpoint failed: the memo did not fit" in shown
+    assert "│ x error: the turn stopped: the model failed: 429 rate limited" in shown
+    assert shown.index("x error: the turn stopped") < shown.index("#3 ")  # under the reply, before #3
+    assert "step 7" in vibe("log", "--session", session, "--full").stdout
+    assert "<- shell" not in vibe("log", "--session", session, "--user").stdout  # only under shown entries
+    rows = json.loads(vibe("log", "--session", session, "--json").stdout)
+    assert [len(row["activity"]) for row in rows] == [0, 4, 0]
+    first = rows[1]["activity"][0]
+    assert first["output"] == printed and first["lines"] == 9 and first["error"] is False
+    assert [a["kind"] for a in rows[1]["activity"]] == ["tool", "tool", "checkpoint_failed", "stopped"]
+    assert rows[2]["source_event"] == "github workflow_run"

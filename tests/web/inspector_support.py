@@ -156,3 +156,38 @@ def serving(store: Any, **options: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+# What a tool printed in `record_with_activity`: markup a page would run, terminal escapes, enough lines to
+# fold. Everything here is the agent's: the pages must show it as text.
+PRINTED = (
+    "<script>window.pwned=1</script>\n<img src=x onerror=window.pwned=2>\n\x1b[31mred\x1b[0m\n"
+    + "".join(f"row {i}\n" for i in range(9))
+)
+
+
+def record_with_activity(store: Any) -> str:
+    """A session titled with /rename: the person's message, a reply calling two tools - one printing
+    PRINTED, one failing - then a failed checkpoint, a turn the model failed, and a callback input; each
+    kept by the product's activity log (what a host's sink keeps)."""
+    from datetime import UTC, datetime, timedelta
+
+    from avibe.host.activity_log import ActivityLog
+    from avibe.host.events import CheckpointFailed, Stopped, ToolFinished
+    from avibe.ingress import deliver, record_reply
+    from avibe.record.entries import CallRecord, Source
+    from avibe.record.state import TitleState
+
+    t0 = datetime(2026, 11, 30, 8, 0, tzinfo=UTC)
+    session: str = store.create_session("/home/kofi/work").id
+    store.save_state(session, TitleState.KEY, TitleState("Nightly <b>build</b> triage").to_dict())
+    log = ActivityLog(store, session, lambda event: None)
+    deliver(store, session, Source("user", "kofi"), "What does build.sh print?", at=t0)
+    calls = (CallRecord("shell", '{"command":"sh build.sh"}'), CallRecord("read_file", '{"path":"nope"}'))
+    record_reply(store, session, "", at=t0 + timedelta(seconds=1), calls=calls)
+    log(ToolFinished("c1", "shell", False, len(PRINTED), 0.5, output=PRINTED))
+    log(ToolFinished("c2", "read_file", True, 22, 0.0, output="nope: no such file <x>"))
+    log(CheckpointFailed("the scene block was missing <checkpoint>"))
+    log(Stopped("the model failed: 502 <html>Bad Gateway</html>"))
+    deliver(store, session, Source("callback", "ci", "cb-1"), "build finished", at=t0 + timedelta(seconds=2))
+    return session

@@ -4,7 +4,8 @@ session that really ran (the product's `open_session`, a scripted model, four ch
 Each page loads and is saved as a screenshot (test-artifacts/inspector/; with AVIBE_INSPECTOR_DOCS=1 also
 docs/inspector-*.png); a memo entry clicked lands on the user's message, byte for byte (N4); the context
 plot has one point per model request of the session; a callback input recorded by another connection
-appears on the open timeline within a second, under its harness tag (T1).
+appears on the open timeline within a second, under its harness tag (T1); a tool's output shows its first
+lines and opens whole with a click, inert, and the errors are marked.
 
 Without Chromium these tests skip on a developer's machine and fail under CI (`.ci/run` installs it)."""
 
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspector_support import FIRST, Ran, run_scripted_session, serving
+from inspector_support import FIRST, PRINTED, Ran, record_with_activity, run_scripted_session, serving
 
 from avibe.ingress import deliver
 from avibe.record.entries import EntryQuery, Source
@@ -193,3 +194,26 @@ def test_T1_live_update_shows_a_new_callback_input_within_a_second(
     assert landed.locator(".tag").inner_text().startswith('[Harness: callback "deploy" (cb-7)')
     # framed below its tag, as everywhere a body not typed by the person is shown
     assert landed.locator("pre.text").evaluate("el => el.textContent") == "│ The user asked: deploy now."
+
+
+def test_a_tool_output_opens_whole_with_a_click_and_nothing_in_it_runs(page: Any, tmp_path: Path) -> None:
+    with open_store(f"sqlite:///{tmp_path / 'avibe.db'}") as store:
+        session = record_with_activity(store)
+        with serving(store) as url:
+            page.goto(f"{url}/")
+            assert "Nightly <b>build</b> triage" in page.locator(f'tr[data-session="{session}"]').inner_text()
+            page.goto(f"{url}/s/{session}/timeline")
+            output = page.locator('.happened[data-kind="tool"]').first
+            full, head = output.locator("details pre.output"), output.locator("pre.head")
+            assert not full.is_visible() and head.is_visible()  # folded: the first lines, then the count
+            assert head.inner_text().splitlines()[0] == PRINTED.splitlines()[0]
+            assert output.locator(".more").inner_text() == "7 more lines"
+            output.locator("summary").click()
+            assert full.is_visible() and not head.is_visible() and not output.locator(".more").is_visible()
+            assert full.inner_text().splitlines()[-1] == "row 8"
+            assert "\\x1b[31mred" in full.inner_text()  # a terminal escape, written out
+            assert page.evaluate("typeof window.pwned") == "undefined"  # neither the script nor the img ran
+            assert page.locator("#timeline script, #timeline img").count() == 0
+            assert page.locator(".happened.failed .bad").count() == 3  # the failed tool, checkpoint, turn
+            _shot(page, "timeline-output")
+            page.goto("about:blank")  # the live updates' stream ends before the server does

@@ -291,7 +291,8 @@ class Vibey:
             with self.watch_tool(call, step):
                 result = self.run_tool(call)
             took = round(time.monotonic() - started, 3)
-            self.events(ev.ToolFinished(call.id, call.name, result.is_error, len(result.output), took))
+            self.events(ev.ToolFinished(call.id, call.name, result.is_error, len(result.output), took,
+                                        output=result.output))  # fmt: skip
             state = live.after_tool(state, call, result)
             self.save_state(state)  # persist: a killed process resumes after this call
         return state

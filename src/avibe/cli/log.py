@@ -9,6 +9,7 @@ unknown one is exit 2; `vibe sessions` lists what there is, so an empty home is 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Final
@@ -18,10 +19,13 @@ import typer
 from avibe.cli.options import MAX_SQL_INT, BadArgument, check_session_id, print_table, terminal_safe
 from avibe.config import load_settings
 from avibe.errors import NoRecord
+from avibe.host.activity_log import load_activity
 from avibe.providers.prices import money
+from avibe.record.activity import collapsed, failed, headline, more_note
 from avibe.record.display import json_shown
 from avibe.record.entries import KINDS, Entry, EntryQuery, Kind, SessionInfo
-from avibe.record.sources import clean_field, frame_lines, render_tag, render_user_text
+from avibe.record.sources import FRAME, clean_field, frame_lines, render_tag, render_user_text
+from avibe.record.state import ActivityItem
 from avibe.store import SqlStore, open_store
 from avibe.tui.cost import recorded_cost
 from avibe.tui.sessions import session_title
@@ -115,23 +119,48 @@ def _pick_session(store: SqlStore, session: str | None) -> SessionInfo:
     return latest
 
 
-def _entry_json(entry: Entry) -> dict[str, Any]:
+def _entry_json(entry: Entry, happened: Sequence[ActivityItem] = ()) -> dict[str, Any]:
     return {
         "session": entry.session,
         "seq": entry.seq,
         "kind": entry.kind,
         "source_name": entry.source.name,
         "source_ref": entry.source.ref,
+        "source_event": entry.source.event,  # a callback's service and event, from its verified headers (T1)
         "text": entry.text,
         "at": entry.at.isoformat(),
         "turn_id": entry.turn_id,
         "calls": [{"name": c.name, "arguments": c.arguments} for c in entry.calls],
+        "activity": [_activity_json(item) for item in happened],
     }
 
 
-def _entry_human(entry: Entry) -> str:
+def _activity_json(item: ActivityItem) -> dict[str, Any]:
+    shown = item.to_dict()
+    shown.pop("after")  # the entry it sits under
+    return shown
+
+
+def _activity_human(item: ActivityItem, full: bool) -> list[str]:
+    """A tool's output or an error under the entry it followed: its line (an error marked as one), then
+    the output's first lines and how many more there are - or, with `full`, all the output kept."""
+    mark = "x error: " if failed(item) else "<- "
+    lines = [f"{FRAME} {mark}{headline(item)}"]
+    if full:
+        body, more = item.output.splitlines(), more_note(0, item.cut)
+    else:
+        folded = collapsed(item)
+        body, more = folded.head.splitlines(), more_note(folded.more_lines, item.cut)
+    lines += [f"{FRAME}    {line}".rstrip() for line in body]
+    if more:
+        lines.append(f"{FRAME}    ... {more}" + ("" if full else " (--full shows them)"))
+    return lines
+
+
+def _entry_human(entry: Entry, happened: Sequence[ActivityItem] = (), full: bool = False) -> str:
     """The header line, then (for an input the person did not type) its source tag, then the text and
-    the calls: every line below the header and the tag framed, so no text passes for either."""
+    the calls, then the tool outputs and errors that followed it: every line below the header and the
+    tag framed, so no text passes for either."""
     name = clean_field(entry.source.name)  # one line, whatever the stored name holds
     who = f" · {entry.kind} {name}".rstrip() if entry.kind in {"user", "assistant"} else ""
     header = f"#{entry.seq} · {entry.at:%Y-%m-%d %H:%M:%S} UTC{who}"
@@ -142,22 +171,26 @@ def _entry_human(entry: Entry) -> str:
     else:
         lines = [render_tag(entry.source, entry.at), *frame_lines(entry.text)]
     lines += frame_lines("\n".join(f"-> {c.name} {c.arguments}" for c in entry.calls))  # what it did (C1)
+    for item in happened:
+        lines += _activity_human(item, full)
     return terminal_safe("\n".join([header, *lines]))
 
 
-def _show_entries(entries: list[Entry], as_json: bool) -> None:
+def _show_entries(
+    entries: list[Entry], activity: dict[int, list[ActivityItem]], as_json: bool, full: bool
+) -> None:
     if as_json:
-        typer.echo(
-            json_shown(json.dumps([_entry_json(entry) for entry in entries], ensure_ascii=False, indent=2))
-        )
+        shown = [_entry_json(entry, activity.get(entry.seq, [])) for entry in entries]
+        typer.echo(json_shown(json.dumps(shown, ensure_ascii=False, indent=2)))
     elif entries:
-        typer.echo("\n\n".join(_entry_human(entry) for entry in entries))
+        typer.echo("\n\n".join(_entry_human(e, activity.get(e.seq, []), full) for e in entries))
 
 
 _KIND_HELP = f"Only entries of this kind; repeat for several. Kinds: {', '.join(KINDS)}."
 _JSON_HELP = (
-    "One JSON array of {session, seq, kind, source_name, source_ref, text, at, turn_id, calls}, in time "
-    "order, text as recorded."
+    "One JSON array of {session, seq, kind, source_name, source_ref, source_event, text, at, turn_id, "
+    "calls, activity}, in time order, text as recorded; activity: the tool outputs and errors that "
+    "followed the entry."
 )
 SessionOption = Annotated[
     str | None,
@@ -186,6 +219,9 @@ LimitOption = Annotated[
     int | None, typer.Option("--limit", "-n", help="At most N entries: the first N in time order.")
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help=_JSON_HELP)]
+FullOption = Annotated[
+    bool, typer.Option("--full", help="Show tool outputs whole (as kept), not only their first lines.")
+]
 
 
 def log(
@@ -199,8 +235,10 @@ def log(
     grep: GrepOption = None,
     limit: LimitOption = None,
     as_json: JsonOption = False,
+    full: FullOption = False,
 ) -> None:
-    """Show a session's record - every input with its true source, and the replies - in time order.
+    """Show a session's record - every input with its true source, and the replies - in time order,
+    each with the tool outputs and errors that followed it.
 
     Filters combine (all must match). Non-user inputs are shown under the source tag the agent sees.
     Exit code 2 with one line on stderr for an unknown session, a bad range, an unreachable database,
@@ -221,9 +259,10 @@ def log(
         with _open_record() as store:
             found = _pick_session(store, filters.session)
             entries = store.query(filters.query(found.id))
+            activity = load_activity(store, found.id, entries[0].seq, entries[-1].seq) if entries else {}
     except ValueError as exc:  # the store's own checks on a filter
         raise BadArgument(str(exc)) from None
-    _show_entries(entries, as_json)
+    _show_entries(entries, activity, as_json, full)
 
 
 def _session_json(info: SessionInfo, title: str, cost: float | None) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from avibe.backends.base import DEFAULT_TIMEOUT_S
 from avibe.backends.install import find_program
 from avibe.compose.common import SystemClock, check_sandbox, feeds_for, open_record
 from avibe.config import Settings
+from avibe.host.activity_log import ActivityLog
 from avibe.host.backend_agent import AgentProgram, BackendAgent, ProgramReply
 from avibe.host.events import Event, EventSink, ToolCalled, ToolFinished, ignore_events
 from avibe.host.sessions import HostedSession, HostPorts, SessionParts, agent_of, host_session
@@ -127,7 +128,8 @@ def open_backend_session(
             watch=ToolWatch(ProvenanceLedger(settings.home), workdir, session.id),
         )
         feeds = feeds_for(store, ports, clock, settings, workdir)  # they reach the program tagged (T3)
-        return SessionParts(runner, None, (feeds,), events, queued=feeds.queued)
+        kept = ActivityLog(store, session.id, events)  # its tools and errors, for the person
+        return SessionParts(runner, None, (feeds,), kept, queued=feeds.queued)
 
     with host_session(
         store,

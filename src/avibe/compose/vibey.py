@@ -23,6 +23,7 @@ from avibe.compose.common import (
 from avibe.compose.instructions import InstructionFiles, skill_files
 from avibe.config import Settings
 from avibe.context.assemble import as_rendering
+from avibe.host.activity_log import ActivityLog
 from avibe.host.context_log import ContextLog, Limits
 from avibe.host.events import EventSink, Notice, ignore_events
 from avibe.host.sessions import (
@@ -175,7 +176,8 @@ class _VibeyBuilder:
                 self.model_name, vibey.limits.window, vibey.limits.threshold, vibey.limits.hard_limit
             )
 
-        events = ContextLog(store, session_id, limits, self.events)  # one point per model request
+        # one point per model request; each tool's output and each error, for the person (not the record, A3)
+        events = ContextLog(store, session_id, limits, ActivityLog(store, session_id, self.events))
         vibey = Vibey(
             store=store,
             model=self.model,

@@ -70,7 +70,9 @@ class ToolCalled:
 @dataclass(frozen=True, slots=True)
 class ToolFinished:
     """A tool call ended; `error` says why it failed in one line (an external agent's tool: the refused
-    permission, the error its stream carried), as the program or tool reported it - not the person's words."""
+    permission, the error its stream carried), as the program or tool reported it - not the person's words.
+    `output` is what the tool gave the model (Vibey's tools; an external agent's stream gives only its
+    size): the activity log keeps it for the person (`host/activity_log.py`), never the record (A3)."""
 
     call_id: str
     name: str
@@ -78,6 +80,7 @@ class ToolFinished:
     output_chars: int
     seconds: float
     error: str = ""
+    output: str = ""
     kind: Literal["tool_result"] = "tool_result"
 
 

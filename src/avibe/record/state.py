@@ -13,6 +13,8 @@ dataclasses themselves (`_read`: strict JSON types - a count is no bool and no s
     "background_jobs"   JobsState           the job counter, and the jobs running when it was saved
     "context"           ContextHeader       the limits the inspector's plot draws (`host/context_log.py`)
     "context/<i>"       ContextChunk        its points and marks, a chunk at a time
+    "activity"          ActivityHeader      where each chunk of tool outputs and errors starts
+    "activity/<i>"      ActivityChunk       its items, a chunk at a time
 
 `EncodedDocument` is a document that comes with its JSON text already made (Vibey's live state: each
 message encoded once while it stays in the context, not again at every save).
@@ -23,7 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Self, TypeVar, cast
+from typing import Any, Final, Literal, Self, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
@@ -266,6 +268,78 @@ class ContextChunk:
 
     def to_dict(self) -> dict[str, Any]:
         return {"points": [dict(p) for p in self.points], "marks": [dict(m) for m in self.marks]}
+
+    @classmethod
+    def from_stored(cls, data: object | None, index: int) -> Self:
+        if data is None:
+            return cls()
+        return _read(cls, cls.key(index), data)
+
+
+ActivityKind = Literal["tool", "stopped", "checkpoint_failed"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityItem:
+    """One thing that happened after entry `after`. `kind`:
+    tool               a tool call: `name`, `call_id`, `output` (its first OUTPUT_KEPT characters),
+                       `chars` and `lines` (the whole output's), `seconds`; `error` when it failed
+                       (`message`: the reason an external agent's stream gave, if any)
+    stopped            the turn stopped before its answer: `message` says why (the model failed, ...)
+    checkpoint_failed  a checkpoint was not made: `message` says why (nothing changed, V5)
+    """
+
+    after: int
+    kind: ActivityKind
+    at: str  # ISO 8601, UTC
+    name: str = ""
+    call_id: str = ""
+    error: bool = False
+    output: str = ""
+    chars: int = 0
+    lines: int = 0
+    seconds: float = 0.0
+    message: str = ""
+
+    @property
+    def cut(self) -> int:
+        """Characters of the output not kept."""
+        return max(0, self.chars - len(self.output))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"after": self.after, "kind": self.kind, "at": self.at, "name": self.name,
+                "call_id": self.call_id, "error": self.error, "output": self.output, "chars": self.chars,
+                "lines": self.lines, "seconds": self.seconds, "message": self.message}  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityHeader:
+    """Where each chunk starts: the `after` of its first item, so a page of the timeline reads only the
+    chunks that can hold its entries' items."""
+
+    KEY = "activity"
+    starts: tuple[int, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"starts": list(self.starts)}
+
+    @classmethod
+    def from_stored(cls, data: object | None) -> Self:
+        if data is None:
+            return cls()
+        return _read(cls, cls.KEY, data)
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityChunk:
+    items: tuple[ActivityItem, ...] = ()
+
+    @staticmethod
+    def key(index: int) -> str:
+        return f"{ActivityHeader.KEY}/{index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"items": [item.to_dict() for item in self.items]}
 
     @classmethod
     def from_stored(cls, data: object | None, index: int) -> Self:

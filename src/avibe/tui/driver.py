@@ -451,7 +451,7 @@ class ChatDriver:
         self._notify(Busy(True))
         ended_stopped = False
         try:
-            ended_stopped = live.host.agent.run_turn(live.host, self._on_event).stopped
+            ended_stopped = live.host.agent.run_turn(live.host, live.host.emit).stopped  # the host's sink
         except Exception as exc:  # shown, never swallowed; not retried until a new input arrives
             log.exception("session %s: the turn failed", live.session_id)
             newest = live.store.query(EntryQuery(live.session_id, seq_from=self._shown + 1))

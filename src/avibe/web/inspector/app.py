@@ -51,6 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from avibe.errors import AvibeError, UnknownSession
 from avibe.ports import RecordStore
+from avibe.tui.sessions import shorten
 from avibe.web.guard import FILE_CSP, HostGuard, Hosts, SecurityHeaders
 from avibe.web.inspector import pages
 from avibe.web.inspector.evals import EvalFolder
@@ -60,6 +61,7 @@ HERE: Final = Path(__file__).parent
 COOKIE: Final = "avibe_inspect"
 POLL_S: Final = 0.2  # live updates: how often the record is asked for new entries
 HEARTBEAT_S: Final = 15.0
+TITLE_SHOWN: Final = 80  # a session's title on a page: one line; the whole title is its tooltip
 MAX_SEQ: Final = 2**62  # past any record's size, and below what SQLite's integers hold
 
 
@@ -81,6 +83,7 @@ def _templates() -> jinja2.Environment:
     env.filters["exact"] = exact
     env.filters["when"] = pages.when
     env.filters["words"] = pages.words
+    env.filters["short"] = lambda text: shorten(text, TITLE_SHOWN)
     env.globals["kinds"] = pages.kinds()
     return env
 

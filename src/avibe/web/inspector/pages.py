@@ -1,8 +1,9 @@
 """What each inspector page shows, read from the record (RecordStore) - no HTML here, no writes ever.
 
-session_rows     the sessions list: agent, model, size, checkpoints, last activity
+session_rows     the sessions list: title, agent, model, size, checkpoints, last activity
 timeline_page    one page of a session's record, filtered as `vibe log` filters, with the checkpoints
-                 placed where they happened (item 2)
+                 placed where they happened (item 2), and after each entry the tool outputs and errors
+                 that followed it (`record/activity.py`)
 context_data     the plot's data: one point per model request, the trigger line, the window (item 3)
 checkpoint_view  mind, memo, scene; the mind's diff against the previous one; provenance (item 4)
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import difflib
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -19,11 +20,15 @@ from typing import Any, Final
 from avibe.checkpoint.mind import mission_lines
 from avibe.checkpoint.wording import without_requirement_ids
 from avibe.errors import StateError
+from avibe.host.activity_log import load_activity
 from avibe.host.context_log import load_series
 from avibe.ports import RecordStore, StoredCheckpoint
+from avibe.record.activity import collapsed, failed, headline, more_note
+from avibe.record.display import shown as visible
 from avibe.record.entries import KINDS, NON_HUMAN_INPUT_KINDS, Entry, SessionInfo
 from avibe.record.sources import frame_body, render_tag
-from avibe.record.state import AgentState, ContextHeader
+from avibe.record.state import ActivityItem, AgentState, ContextHeader
+from avibe.tui.sessions import session_title
 from avibe.web.inspector.filters import Filters
 
 log = logging.getLogger("avibe.inspector")
@@ -36,6 +41,7 @@ class SessionRow:
     agent: str
     model: str
     checkpoints: int
+    title: str  # as the chat and `vibe sessions` title it: /rename, else the first message, else the folder
 
 
 def _agent_and_model(store: RecordStore, session_id: str) -> tuple[str, str]:
@@ -50,13 +56,22 @@ def _agent_and_model(store: RecordStore, session_id: str) -> tuple[str, str]:
     return agent, model
 
 
+def _title(store: RecordStore, info: SessionInfo) -> str:
+    try:
+        return session_title(store, info)
+    except StateError as exc:  # a damaged title document: logged, the row keeps its folder
+        log.warning("session %s: %s", info.id, exc)
+        return info.title
+
+
 def session_rows(store: RecordStore, search: str = "") -> list[SessionRow]:
-    """Every session, most recently active first; `search` matches id, title, agent or model (any case)."""
+    """Every session, most recently active first; `search` matches id, title, folder, agent or model (any
+    case)."""
     rows = []
     for info in store.list_sessions():
         agent, model = _agent_and_model(store, info.id)
-        row = SessionRow(info, agent, model, len(store.list_checkpoints(info.id)))
-        words = " ".join((info.id, info.title, row.agent, row.model)).casefold()
+        row = SessionRow(info, agent, model, len(store.list_checkpoints(info.id)), _title(store, info))
+        words = " ".join((info.id, row.title, info.title, row.agent, row.model)).casefold()
         if search.casefold() in words:
             rows.append(row)
     rows.sort(key=lambda r: r.info.last_at or r.info.created_at, reverse=True)
@@ -87,9 +102,39 @@ def shown(entry: Entry) -> Shown:
 
 
 @dataclass(frozen=True, slots=True)
+class Happened:
+    """A tool's output or an error as the timeline shows it, under the entry it followed: its line, the
+    output's first lines, what the folded part holds ("12 more lines"), and the output kept. All of it is
+    what a tool or the model wrote: every hidden character written as its escape (`\\x1b`), as on a
+    terminal (`record/display.py`); the template escapes the markup."""
+
+    item: ActivityItem
+    line: str
+    head: str
+    more: str
+    output: str
+
+    @property
+    def failed(self) -> bool:
+        return failed(self.item)
+
+
+def happened(item: ActivityItem) -> Happened:
+    folded = collapsed(item)
+    return Happened(
+        item, visible(headline(item), lines=False), visible(folded.head),
+        more_note(folded.more_lines, item.cut), visible(item.output),
+    )  # fmt: skip
+
+
+Row = Shown | StoredCheckpoint | Happened
+
+
+@dataclass(frozen=True, slots=True)
 class Timeline:
     session: SessionInfo
-    rows: tuple[Shown | StoredCheckpoint, ...]  # entries with the checkpoints placed between them
+    title: str
+    rows: tuple[Row, ...]  # entries, each with what followed it, and the checkpoints placed between them
     filters: dict[str, Any]  # as given (to keep them in the links)
     filtered: bool
     after: int  # the page shows entries after this seq
@@ -111,9 +156,11 @@ def timeline_page(
     last_after = None if filtered else max(0, info.entry_count - PAGE)
     checkpoints = store.list_checkpoints(info.id)
     next_at = found[PAGE].at if more else None
-    rows = _interleave(entries, checkpoints, first_page=after == 0 and first <= 1, next_at=next_at)
+    activity = load_activity(store, info.id, entries[0].seq, entries[-1].seq) if entries else {}
+    rows = _interleave(entries, checkpoints, activity, first_page=after == 0 and first <= 1, next_at=next_at)
     return Timeline(
         session=info,
+        title=_title(store, info),
         rows=tuple(rows),
         filters=raw,
         filtered=filtered,
@@ -128,21 +175,24 @@ def timeline_page(
 def _interleave(
     entries: Sequence[Entry],
     checkpoints: Sequence[StoredCheckpoint],
+    activity: Mapping[int, Sequence[ActivityItem]],
     *,
     first_page: bool,
     next_at: datetime | None,
-) -> list[Shown | StoredCheckpoint]:
-    """The entries in order, each checkpoint placed where it happened: after the last entry recorded
-    before it (by time). One made before the page's first entry belongs to an earlier page, one made
-    at or after the next page's first entry (`next_at`) to a later one."""
+) -> list[Row]:
+    """The entries in order, each followed by its tool outputs and errors, each checkpoint placed where
+    it happened: after the last entry recorded before it (by time). One made before the page's first
+    entry belongs to an earlier page, one made at or after the next page's first entry (`next_at`) to a
+    later one."""
     if not entries:
         return list(checkpoints) if first_page else []
     pending = [c for c in checkpoints if first_page or c.at >= entries[0].at]
-    rows: list[Shown | StoredCheckpoint] = []
+    rows: list[Row] = []
     for entry in entries:
         while pending and pending[0].at < entry.at:
             rows.append(pending.pop(0))
         rows.append(shown(entry))
+        rows += [happened(item) for item in activity.get(entry.seq, ())]
     rows += [c for c in pending if next_at is None or c.at < next_at]
     return rows
 
