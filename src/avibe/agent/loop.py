@@ -37,8 +37,9 @@ from avibe.checkpoint.trigger import should_checkpoint
 from avibe.context.assemble import system_prompt
 from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host import events as ev
-from avibe.host.agent import Inbox, TurnResult
+from avibe.host.agent import Inbox, Meter, ToolHook, TurnResult, hooked
 from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.record.agents import VIBEY
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 
 __all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display", "shell_skill_load"]
@@ -69,8 +70,10 @@ class Vibey:
     # F4: AGENTS.md, its heading and the skill catalogue as they are now (cached by the edge); None: the
     # config's, fixed for the session
     instructions: Callable[[], tuple[str, str, str]] | None = None
+    # around each tool's execution (`ContextControls.add_tool_hook`): the chat's display and Ctrl-C
+    tool_hooks: list[ToolHook] = field(default_factory=list)
 
-    name: Final = "vibey"
+    name: Final[str] = VIBEY
 
     # ---- facts, limits and the parts that derive from them --------------------------------------------
 
@@ -126,7 +129,7 @@ class Vibey:
     def _driver(self) -> CheckpointDriver:
         return CheckpointDriver(store_lookup(self.store, self.session_id), self.model, self.counter,
                                 self.session_id, self.session_dir, self.clock, self.config.checkpoint_mode,
-                                self.run_tool)  # fmt: skip
+                                self.execute)  # fmt: skip
 
     # ---- state and checkpoints: the record (`avibe.agent.persist`) ------------------------------------
 
@@ -163,12 +166,27 @@ class Vibey:
         state, stop, _ = self.compactor.make_room(state, self.room)
         return state, stop
 
-    def use_compaction(self, name: str) -> None:
-        """Make room with another compactor from the next request on (the chat's /compaction); ValueError
-        for a name the registry does not have."""
-        compactor = make_compactor(name)
-        self.config = replace(self.config, compaction=name)
-        self.__dict__["compactor"] = compactor  # the cached property, replaced
+    def use_compaction(self, name: str) -> str:
+        """Make room with another compactor from the next request on (the chat's /compaction; "" keeps
+        the one in force); the name in force, or ValueError for a name the registry does not have."""
+        if name:
+            compactor = make_compactor(name)
+            self.config = replace(self.config, compaction=name)
+            self.__dict__["compactor"] = compactor  # the cached property, replaced
+        return self.config.compaction
+
+    # ---- what the edges ask (`avibe.host.agent.ContextControls`) ---------------------------------------
+
+    def meter(self) -> Meter:
+        limits = self.limits
+        return Meter(limits.window, limits.threshold, self.tokens(self.load_state()), self.config.compaction)
+
+    def add_tool_hook(self, hook: ToolHook) -> None:
+        self.tool_hooks.append(hook)
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        """One tool call, through the hooks around its execution."""
+        return hooked(self.run_tool, self.tool_hooks)(call)
 
     def _recorded_compaction(self, state: LiveState) -> LiveState:
         """The session's state names the compactor its turns run with (with what it hands on, if any)."""
@@ -283,7 +301,7 @@ class Vibey:
             self.events(ev.ToolCalled(call.id, call.name, dict(call.arguments)))
             started = time.monotonic()
             with self.watch_tool(call, step):
-                result = self.run_tool(call)
+                result = self.execute(call)
             took = round(time.monotonic() - started, 3)
             self.events(ev.ToolFinished(call.id, call.name, result.is_error, len(result.output), took))
             state = live.after_tool(state, call, result)

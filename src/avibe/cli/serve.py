@@ -37,6 +37,7 @@ from avibe.errors import AvibeError
 from avibe.host.events import Event, Idle, InputArrived, ReplyDelta, TurnEnded, TurnStarted, event_to_dict
 from avibe.host.sessions import agent_of, session_workdir
 from avibe.ports import ModelClient, RecordStore
+from avibe.record.agents import is_external
 from avibe.record.entries import EntryQuery
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 from avibe.record.sources import FRAME
@@ -156,7 +157,7 @@ def _host_opener(
     def open_host(session_id: str) -> Iterator[SessionHandle]:
         agent = agent_of(store, session_id)
         lines = SessionLines(session_id, store, quiet=quiet)
-        if agent != "vibey":  # Claude Code, Codex or OpenCode works in it (L5): host that program
+        if is_external(agent):  # Claude Code, Codex or OpenCode works in it (L5): host that program
             with _backend_host(settings, store, session_id, agent, workdir, lines) as handle:
                 yield handle
             return
@@ -177,7 +178,7 @@ def _host_opener(
             def run_ready() -> None:
                 live.host.run_until_idle(wait_for_jobs=False)
 
-            yield SessionHandle(run_ready=run_ready, busy=lambda: bool(live.vibey.waiting_for()))
+            yield SessionHandle(run_ready=run_ready, busy=live.outstanding)
 
     return open_host
 
@@ -186,8 +187,6 @@ def _host_opener(
 def _backend_host(
     settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path, lines: SessionLines
 ) -> Iterator[SessionHandle]:
-    from avibe.sources.feeds import FeedRunner
-
     with open_backend_session(
         settings,
         agent=agent,
@@ -200,8 +199,7 @@ def _backend_host(
         def run_ready() -> None:
             live.host.run_until_idle(wait_for_jobs=False)
 
-        feeds = [source for source in live.host.sources if isinstance(source, FeedRunner)]
-        yield SessionHandle(run_ready=run_ready, busy=lambda: any(f.scene_lines() for f in feeds))
+        yield SessionHandle(run_ready=run_ready, busy=live.outstanding)
 
 
 def _address(settings: Settings, host: str | None, port: int | None) -> tuple[str, int]:

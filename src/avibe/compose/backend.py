@@ -127,7 +127,8 @@ def open_backend_session(
             watch=ToolWatch(ProvenanceLedger(settings.home), workdir, session.id),
         )
         feeds = feeds_for(store, ports, clock, settings, workdir)  # they reach the program tagged (T3)
-        return SessionParts(runner, None, (feeds,), events, queued=feeds.queued)
+        standing = lambda: bool(feeds.scene_lines())  # noqa: E731 - its watches and timers post on their own
+        return SessionParts(runner, None, (feeds,), events, queued=feeds.queued, outstanding=standing)
 
     with host_session(
         store,

@@ -1,0 +1,75 @@
+"""Who can work in a session: Vibey, and the external agents Avibe runs as they are (L5, T3). The one
+list the CLI's options and help, the chat's /agent, the backends and the importer read: a new backend
+is one line here and its adapter in `avibe.backends`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    name: str  # as typed (`--agent NAME`, `/agent NAME`) and as the record names who wrote a reply
+    title: str  # as people write it
+    external: bool  # runs as it is: its own model, context and permissions (L5)
+    import_format: str = ""  # `vibe import --format` name of its session files ("": none)
+    session_files: str = ""  # which of its files `vibe import` reads, for the help
+    hosted: bool = True  # Avibe can host it (False: an agent whose sessions can only be imported)
+
+
+VIBEY: Final = "vibey"
+AGENTS: Final[tuple[AgentInfo, ...]] = (
+    AgentInfo(VIBEY, "Vibey", external=False),
+    AgentInfo("claude-code", "Claude Code", True, "claude", "<session>.jsonl"),
+    AgentInfo("codex", "Codex", True, "codex", "rollout-*.jsonl"),
+    AgentInfo(
+        "opencode",
+        "OpenCode",
+        True,
+        "opencode",
+        "session (`opencode export` JSON, or storage/session/<project>/<id>.json)",
+    ),
+)
+
+
+def agent_names() -> tuple[str, ...]:
+    return tuple(agent.name for agent in AGENTS)
+
+
+def external_agents() -> tuple[AgentInfo, ...]:
+    """The agents other than Vibey that Avibe hosts as they are (`avibe.backends` has one adapter each)."""
+    return tuple(agent for agent in AGENTS if agent.external and agent.hosted)
+
+
+def is_external(name: str) -> bool:
+    """An agent other than Vibey (a name the registry lacks counts: the backends refuse it by name)."""
+    return name != VIBEY
+
+
+def listed(words: tuple[str, ...], last: str = "or") -> str:
+    """("a", "b", "c") -> "a, b or c" (the help texts' lists)."""
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
+def external_titles(last: str = "or") -> str:
+    """ "Claude Code, Codex or OpenCode" - for help texts."""
+    return listed(tuple(agent.title for agent in external_agents()), last)
+
+
+def external_names(last: str = "or") -> str:
+    """ "claude-code, codex or opencode" - for help texts."""
+    return listed(tuple(agent.name for agent in external_agents()), last)
+
+
+def import_files() -> str:
+    """ "Claude Code's <session>.jsonl, Codex's rollout-*.jsonl or ..." - `vibe import`'s help."""
+    return listed(tuple(f"{agent.title}'s {agent.session_files}" for agent in AGENTS if agent.import_format))
+
+
+def agent_of_format(fmt: str) -> str:
+    """The agent whose session files `vibe import --format FMT` reads; KeyError for an unknown format."""
+    for agent in AGENTS:
+        if agent.import_format and agent.import_format == fmt:
+            return agent.name
+    raise KeyError(fmt)
