@@ -3,9 +3,9 @@ figures, /compaction and the tool hook go through `avibe.host.agent.ContextContr
 waits on through `HostedSession.outstanding`, and the agent itself only through the `Agent` protocol
 (`name`, `cursor`, `run_turn`). `compose` builds Vibey and is left out: it is where the agent is made.
 
-The check reads the source (AST): an edge that reads `.vibey`, calls anything but the protocol on
-the host's `.agent`, imports Vibey's class, or assigns one of Vibey's fields on another object (the chat used to
-swap `vibey.run_tool` at run time) fails it."""
+The check reads the source (AST): an edge that reads `.vibey`, calls anything but the protocol on the
+host's `.agent`, imports Vibey's class, or assigns one of Vibey's fields on another object (the chat
+used to swap `vibey.run_tool` at run time) fails it."""
 
 from __future__ import annotations
 
@@ -46,10 +46,12 @@ def reaches(source: str) -> list[str]:
             found.append(f"line {line}: imports avibe.agent.loop (Vibey's class)")
         targets = node.targets if isinstance(node, ast.Assign) else []
         for target in targets:
-            owner = target.value if isinstance(target, ast.Attribute) else None
-            if owner is not None and not (isinstance(owner, ast.Name) and owner.id == "self"):
-                if isinstance(target, ast.Attribute) and target.attr in VIBEY_FIELDS:
-                    found.append(f"line {line}: sets {target.attr} on another object (add a tool hook)")
+            if (
+                isinstance(target, ast.Attribute)
+                and target.attr in VIBEY_FIELDS
+                and _named(target.value) != "self"
+            ):
+                found.append(f"line {line}: sets {target.attr} on another object (add a tool hook)")
     return found
 
 

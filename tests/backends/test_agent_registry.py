@@ -23,7 +23,7 @@ def _help(*args: str) -> str:
 
 def test_each_external_agent_has_one_backend_in_order() -> None:
     assert [b.name for b in BACKENDS] == [a.name for a in external_agents()]
-    assert VIBEY == AGENTS[0].name and not AGENTS[0].external
+    assert AGENTS[0].name == VIBEY and not AGENTS[0].external
 
 
 def test_the_importer_reads_the_registry() -> None:

@@ -38,7 +38,15 @@ from avibe.context.assemble import system_prompt
 from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host import events as ev
 from avibe.host.agent import Inbox, Meter, ToolHook, TurnResult, hooked
-from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.ports import (
+    Clock,
+    CompletionRequest,
+    ModelClient,
+    RecordStore,
+    StoredCheckpoint,
+    TokenCounter,
+    ToolResult,
+)
 from avibe.record.agents import VIBEY
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
 
@@ -284,8 +292,8 @@ class Vibey:
         self.events(ev.ModelStarted(step, view.tokens))
         started = time.monotonic()
         schema, stream = (ANSWER_ONLY, None) if answer_only else (None, self._stream)
-        reply = self.model.complete(view.messages, self.tool_specs, json_schema=schema,
-                                    max_tokens=self.config.reply_max_tokens, on_text=stream)  # fmt: skip
+        reply = self.model.complete(CompletionRequest(view.messages, self.tool_specs, json_schema=schema,
+                                    max_tokens=self.config.reply_max_tokens, on_text=stream))  # fmt: skip
         u, took, calls = reply.usage, round(time.monotonic() - started, 3), len(reply.tool_calls)
         tokens = (u.prompt_tokens, u.cached_tokens, u.completion_tokens)
         self.events(ev.ModelCalled(step, view.tokens, *tokens, took, calls))

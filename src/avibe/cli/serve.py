@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -36,10 +36,10 @@ from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import Event, Idle, InputArrived, ReplyDelta, TurnEnded, TurnStarted, event_to_dict
 from avibe.host.sessions import agent_of, session_workdir
-from avibe.ports import ModelClient, RecordStore
+from avibe.ports import CompletionRequest, ModelClient, RecordStore
 from avibe.record.agents import is_external
 from avibe.record.entries import EntryQuery
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.record.messages import ModelFacts, ModelReply
 from avibe.record.sources import FRAME
 from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
 from avibe.web.guard import Hosts, listen_socket
@@ -65,25 +65,9 @@ class SharedModel:
         with self._lock:
             return self._get().facts
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         with self._lock:
-            return self._get().complete(
-                messages,
-                tools,
-                json_schema=json_schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                on_text=on_text,
-            )
+            return self._get().complete(request)
 
 
 PREVIEW_CHARS: Final = 60  # of an input's or a reply's text on the terminal line that says it came

@@ -20,7 +20,7 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -44,10 +44,10 @@ from avibe.context.assemble import DEFAULT_RENDERING, Rendering, with_reminder
 from avibe.errors import ModelError, ToolError
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.host.agent import render_input
-from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.ports import CompletionRequest, ModelClient, StoredCheckpoint, TokenCounter, ToolResult
 from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
-from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
+from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolCall
 from avibe.tools.plan import parse_plan
 from avibe.tools.shell import started_job
 
@@ -81,31 +81,16 @@ class _Metered:
     def facts(self) -> ModelFacts:
         return self.model.facts
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         self.calls += 1
+        prompt = lambda: self.counter.count_messages(request.messages)  # noqa: E731
         try:
-            reply = self.model.complete(
-                messages,
-                tools,
-                json_schema=json_schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                on_text=on_text,
-            )
+            reply = self.model.complete(request)
         except ModelError:
-            self.tokens += self.counter.count_messages(messages)  # a failed call still cost its prompt
+            self.tokens += prompt()  # a failed call still cost its prompt
             raise
         reported = reply.usage.prompt_tokens + reply.usage.completion_tokens
-        self.tokens += reported or self.counter.count_messages(messages) + self.counter.count(reply.text)
+        self.tokens += reported or prompt() + self.counter.count(reply.text)
         return reply
 
 

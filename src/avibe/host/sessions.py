@@ -18,8 +18,8 @@ from avibe.host.lease import hold_lease
 from avibe.host.session import InputSource, SessionHost
 from avibe.ingress import deliver
 from avibe.ports import Clock, LeaseOwner, RecordStore
-from avibe.record.entries import Entry, Source
 from avibe.record.agents import VIBEY
+from avibe.record.entries import Entry, Source
 from avibe.record.state import AgentState, WorkdirState
 
 V = TypeVar("V")
