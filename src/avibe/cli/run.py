@@ -8,6 +8,7 @@ from typing import Annotated
 
 import typer
 
+from avibe.agent.compaction import DEFAULT_COMPACTION, compaction_names
 from avibe.cli.options import (
     AgentOpt,
     ApprovalOpt,
@@ -122,8 +123,8 @@ def run(
         str | None,
         typer.Option(
             "--compaction",
-            help="How Vibey makes room when its context fills: checkpoint (the default), handoff, rewrite, "
-            "anchored, mask, truncate or full (see `vibe eval`; default: the config's `compaction`).",
+            help=f"How Vibey makes room when its context fills: {listed(compaction_names())} (see `vibe "
+            f"eval`; default: the config's `compaction`, else {DEFAULT_COMPACTION}).",
         ),
     ] = None,
     agent_timeout: Annotated[
@@ -194,8 +195,6 @@ def _check_compaction(name: str | None) -> None:
     """A name the compaction registry has, checked before anything is written."""
     if name is None:
         return
-    from avibe.agent.compaction import compaction_names
-
     if name not in compaction_names():
         raise BadArgument(f"unknown --compaction {shown(name)}; choose from {', '.join(compaction_names())}")
 

@@ -83,14 +83,14 @@ class _Metered:
 
     def complete(self, request: CompletionRequest) -> ModelReply:
         self.calls += 1
-        prompt = lambda: self.counter.count_messages(request.messages)  # noqa: E731
+        messages = request.messages
         try:
             reply = self.model.complete(request)
         except ModelError:
-            self.tokens += prompt()  # a failed call still cost its prompt
+            self.tokens += self.counter.count_messages(messages)  # a failed call still cost its prompt
             raise
         reported = reply.usage.prompt_tokens + reply.usage.completion_tokens
-        self.tokens += reported or prompt() + self.counter.count(reply.text)
+        self.tokens += reported or self.counter.count_messages(messages) + self.counter.count(reply.text)
         return reply
 
 
