@@ -108,7 +108,7 @@ class Sessions:
             )
             host = SessionHost(store, info.id, vibey, clock, events)
             try:
-                yield HostedSession(host, vibey, store, vibey.config.user_name, stop)
+                yield HostedSession(host, vibey, store, vibey.config.user_name, stop, context=vibey)
             finally:
                 host.close()
 
