@@ -92,7 +92,7 @@ def chosen_agent(settings: Settings, agent: str | None, resume: str | None, **vi
     given = tuple(f"--{name}" for name, value in vibeys.items() if value is not None)
     if is_external(agent) and given:
         verb = "is" if len(given) == 1 else "are"
-        raise BadArgument(f"{listed(given, 'and')} {verb} Vibey's; {agent} keeps its own model and context")
+        raise BadArgument(f"{listed(given, 'and')} {verb} Vibey's; {agent} uses the model configured for it")
     return agent
 
 
