@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from avibe.record.state import VIBEY as VIBEY  # the name the record keeps for Vibey (AgentState)
+
 
 @dataclass(frozen=True, slots=True)
 class AgentInfo:
@@ -18,7 +20,6 @@ class AgentInfo:
     hosted: bool = True  # Avibe can host it (False: an agent whose sessions can only be imported)
 
 
-VIBEY: Final = "vibey"
 AGENTS: Final[tuple[AgentInfo, ...]] = (
     AgentInfo(VIBEY, "Vibey", external=False),
     AgentInfo("claude-code", "Claude Code", True, "claude", "<session>.jsonl"),

@@ -23,14 +23,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Final, Self, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
 
 from avibe.errors import StateError
-from avibe.record.agents import VIBEY
 
+VIBEY: Final = "vibey"
 T = TypeVar("T")
 
 
