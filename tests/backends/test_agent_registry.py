@@ -21,7 +21,7 @@ def _help(*args: str) -> str:
     return re.sub(r"[\s│]+", " ", result.output)  # rich's box and wrapping, read as plain words
 
 
-def test_each_external_agent_has_one_backend_in_order() -> None:
+def test_each_hosted_external_agent_has_one_backend_in_order() -> None:
     assert [b.name for b in BACKENDS] == [a.name for a in external_agents()]
     assert AGENTS[0].name == VIBEY and not AGENTS[0].external
 
@@ -39,7 +39,7 @@ def test_help_texts_list_every_registered_agent() -> None:
     agents = _help("agents")
     assert all(a.title in agents for a in external_agents())
     imported = _help("import")
-    assert all(a.title in imported for a in AGENTS if a.import_format)
+    assert all(a.title in imported for a in AGENTS if a.import_format in FORMATS)
     assert listed(FORMATS) in imported
 
 

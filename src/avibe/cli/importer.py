@@ -89,7 +89,7 @@ def _rehearse(imported: Imported, title: str) -> None:
 def import_command(
     path: Annotated[
         Path,
-        typer.Argument(help=f"The session to import: {import_files()}."),
+        typer.Argument(help=f"The session to import: {import_files(FORMATS)}."),
     ],
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"auto, {listed(FORMATS)}.")] = "auto",
     user: Annotated[str | None, typer.Option("--user", help="The person's name; default AVIBE_USER.")] = None,

@@ -4,6 +4,7 @@ is one line here and its adapter in `avibe.backends`."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -31,6 +32,9 @@ AGENTS: Final[tuple[AgentInfo, ...]] = (
         "opencode",
         "session (`opencode export` JSON, or storage/session/<project>/<id>.json)",
     ),
+    # agents whose sessions `vibe import` reads but Avibe does not host
+    AgentInfo("craft-agent", "Craft Agents", True, "craft", "sessions/<id>/session.jsonl", hosted=False),
+    AgentInfo("antigravity", "Antigravity", True, "antigravity", "trajectory", hosted=False),
 )
 
 
@@ -63,9 +67,10 @@ def external_names(last: str = "or") -> str:
     return listed(tuple(agent.name for agent in external_agents()), last)
 
 
-def import_files() -> str:
-    """ "Claude Code's <session>.jsonl, Codex's rollout-*.jsonl or ..." - `vibe import`'s help."""
-    return listed(tuple(f"{agent.title}'s {agent.session_files}" for agent in AGENTS if agent.import_format))
+def import_files(formats: Sequence[str]) -> str:
+    """ "Claude Code's <session>.jsonl, Codex's rollout-*.jsonl or ..." - `vibe import`'s help, for the
+    formats it reads."""
+    return listed(tuple(f"{a.title}'s {a.session_files}" for a in AGENTS if a.import_format in formats))
 
 
 def agent_of_format(fmt: str) -> str:
