@@ -37,7 +37,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -51,9 +51,9 @@ from avibe.evals.realset import real_set
 from avibe.evals.replay import Compaction, replay, size_for_k
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategy import Compacted, CompactState, Strategy
-from avibe.ports import ModelClient, TokenCounter
+from avibe.ports import CompletionRequest, ModelClient, TokenCounter
 from avibe.providers import open_counter, open_model
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.record.messages import ModelFacts, ModelReply
 
 CHECKPOINT = "checkpoint"
 BASELINES = ("rewrite", "handoff")
@@ -84,20 +84,10 @@ class Logged:
     def facts(self) -> ModelFacts:
         return self.model.facts
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         started = time.monotonic()
-        reply = self.model.complete(
-            messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
-        )
+        reply = self.model.complete(replace(request, on_text=None))
+        json_schema = request.json_schema
         u = reply.usage
         part = "+".join(json_schema.get("properties", {})) if json_schema else "summary"
         self.calls.append(
@@ -131,7 +121,7 @@ class Warmed:
             else state.messages
         )
         with contextlib.suppress(ModelError):  # a context the model cannot take: the strategy meets it
-            inner.complete(shown, max_tokens=1)
+            inner.complete(CompletionRequest(shown, max_tokens=1))
         return self.strategy.compact(state, model, counter, window)
 
 

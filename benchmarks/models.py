@@ -23,6 +23,7 @@ from pathlib import Path
 import llama_cpp
 
 from avibe.config import load_settings
+from avibe.ports import CompletionRequest
 from avibe.providers.embedded import EmbeddedModel, open_embedded
 from avibe.record.messages import ChatMessage, ToolSpec
 
@@ -50,7 +51,9 @@ def main() -> None:
 
     convo = _conversation(10)
     before = _perf(model)
-    first = model.complete([*convo, ChatMessage("user", "Summarise the work.")], max_tokens=64)
+    first = model.complete(
+        CompletionRequest([*convo, ChatMessage("user", "Summarise the work.")], max_tokens=64)
+    )
     after = _perf(model)
     p_ms, p_n = after[0] - before[0], after[1] - before[1]
     g_ms, g_n = after[2] - before[2], after[3] - before[3]
@@ -60,7 +63,7 @@ def main() -> None:
     extended = [*convo, ChatMessage("user", "Summarise the work."), ChatMessage("assistant", first.text)]
     extended.append(ChatMessage("user", "And what is next?"))
     t0 = time.perf_counter()
-    second = model.complete(extended, max_tokens=8)
+    second = model.complete(CompletionRequest(extended, max_tokens=8))
     share = second.usage.cached_tokens / second.usage.prompt_tokens
     print(
         f"extending request: {second.usage.cached_tokens}/{second.usage.prompt_tokens} prompt tokens cached "
@@ -73,7 +76,7 @@ def main() -> None:
         ToolSpec("edit_mind", "Replace a section of the mind file.", {"type": "object", "properties": {}})
     ]
     t0 = time.perf_counter()
-    turn = model.complete(checkpoint, tools, max_tokens=48)
+    turn = model.complete(CompletionRequest(checkpoint, tools, max_tokens=48))
     share = turn.usage.cached_tokens / turn.usage.prompt_tokens
     print(
         f"checkpoint turn (with tools): {turn.usage.cached_tokens}/{turn.usage.prompt_tokens} cached "

@@ -23,16 +23,16 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from avibe.agent.loop import RunConfig, Vibey
 from avibe.host.session import SessionHost
-from avibe.ports import StoredCheckpoint
+from avibe.ports import CompletionRequest, StoredCheckpoint
 from avibe.record.entries import NewEntry, Source
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
+from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
 
@@ -85,25 +85,17 @@ class BenchModel:
     def queue(self, path: str) -> None:
         self.pending_read = path
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         started = time.perf_counter()
+        json_schema = request.json_schema
         if json_schema is not None and not self.previous_was_checkpoint():
-            self.checkpoint_cache_shares.append(self._cached_share(messages))
+            self.checkpoint_cache_shares.append(self._cached_share(request.messages))
         self._json = json_schema is not None
-        self.previous = tuple(messages)
+        self.previous = tuple(request.messages)
         reply = self._answer(json_schema)
         self.model_seconds += time.perf_counter() - started
-        if on_text is not None and json_schema is None and reply.text:
-            on_text(reply.text)  # the harness's share includes passing a streamed reply on
+        if request.stream is not None and reply.text:
+            request.stream(reply.text)  # the harness's share includes passing a streamed reply on
         return reply
 
     def previous_was_checkpoint(self) -> bool:

@@ -35,7 +35,7 @@ import re
 import sys
 import time
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +44,8 @@ from avibe.evals.realset import real_set
 from avibe.evals.replay import Compaction, replay, trigger_fraction
 from avibe.evals.scenario import Scenario
 from avibe.evals.strategies import make_strategy
-from avibe.ports import ModelClient
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply
+from avibe.ports import CompletionRequest, ModelClient
+from avibe.record.messages import ModelFacts, ModelReply
 
 ROWS = "checkpoints.jsonl"
 DONE = "sessions-done.txt"  # a session is resumed from scratch unless it is named here
@@ -87,9 +87,9 @@ class Recording:
     def facts(self) -> ModelFacts:
         return self.model.facts
 
-    def complete(self, messages: Sequence[ChatMessage], *args: Any, **kwargs: Any) -> ModelReply:
-        reply = self.model.complete(messages, *args, **kwargs)
-        line = {"session": self.session, "question": messages[-1].content, "answer": reply.text}
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        reply = self.model.complete(request)
+        line = {"session": self.session, "question": request.messages[-1].content, "answer": reply.text}
         with self.path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(line, ensure_ascii=False) + "\n")
         return reply
@@ -128,8 +128,8 @@ class Replayed:
     def facts(self) -> ModelFacts:
         return self._facts
 
-    def complete(self, messages: Sequence[ChatMessage], *args: Any, **kwargs: Any) -> ModelReply:
-        asked = messages[-1].content
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        asked = request.messages[-1].content
         queue = self.calls.get(self.session)
         if self.session not in self.calls:
             raise ReplayMismatch(f"{self.session}: the log has no call of this session, asking:\n{asked}")

@@ -6,7 +6,7 @@ Only Protocols and the small values they exchange. Adapters implement them; the 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -78,16 +78,30 @@ class ModelClient(Protocol):
     @property
     def facts(self) -> ModelFacts: ...
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply: ...
+    def complete(self, request: CompletionRequest) -> ModelReply: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CompletionRequest:
+    """One model call: the messages, the tools offered, and how to answer - a JSON schema the reply must
+    fit (a structured call, which never streams), the most tokens it may write, the temperature, and
+    where its visible text goes as it is written (`on_text`; None: no streaming)."""
+
+    messages: Sequence[ChatMessage]
+    tools: Sequence[ToolSpec] = ()
+    json_schema: Mapping[str, Any] | None = None
+    max_tokens: int | None = None
+    temperature: float = 0.0
+    on_text: Callable[[str], None] | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:  # a caller's list cannot change the request after the fact
+        object.__setattr__(self, "messages", tuple(self.messages))
+        object.__setattr__(self, "tools", tuple(self.tools))
+
+    @property
+    def stream(self) -> Callable[[str], None] | None:
+        """Where the text streams to: `on_text`, except for a structured call."""
+        return self.on_text if self.json_schema is None else None
 
 
 @dataclass(frozen=True, slots=True)

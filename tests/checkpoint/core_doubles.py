@@ -31,6 +31,7 @@ from avibe.checkpoint.turn import (
     WriteWorkFiles,
 )
 from avibe.errors import ModelError
+from avibe.ports import CompletionRequest
 from avibe.providers.scripted import ModelRequest, reply
 from avibe.record.entries import Entry, Kind, Source
 from avibe.record.messages import ChatMessage, ModelReply
@@ -91,9 +92,7 @@ def make_entry(seq: int, text: str, kind: Kind = "user", session: str = "s1") ->
 
 
 class Model(Protocol):
-    def complete(
-        self, messages: Any, tools: Any = (), *, json_schema: Any = None, max_tokens: Any = None
-    ) -> Any: ...
+    def complete(self, request: CompletionRequest) -> Any: ...
 
 
 @dataclass
@@ -114,7 +113,9 @@ def _perform(effect: Effect, model: Model, files: Mapping[str, str], run: Run) -
     run.calls.append(effect)
     try:
         reply = model.complete(
-            effect.messages, effect.tools, json_schema=effect.json_schema, max_tokens=effect.max_tokens
+            CompletionRequest(
+                effect.messages, effect.tools, json_schema=effect.json_schema, max_tokens=effect.max_tokens
+            )
         )
     except ModelError as exc:
         return ModelFailure(str(exc))

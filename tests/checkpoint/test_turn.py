@@ -24,6 +24,7 @@ from avibe.checkpoint.turn import (
     checkpoint_turn,
 )
 from avibe.errors import ModelUnavailable
+from avibe.ports import CompletionRequest
 from avibe.providers.scripted import Expect, ScriptedModel, reply
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ToolCall
@@ -687,12 +688,11 @@ class ChaosModel:
     def __init__(self, data: st.DataObject, mode: str) -> None:
         self.data, self.mode = data, mode
 
-    def complete(
-        self, messages: Any, tools: Any = (), *, json_schema: Any = None, max_tokens: Any = None
-    ) -> Any:
+    def complete(self, request: CompletionRequest) -> Any:
         if self.data.draw(st.integers(0, 30)) == 0:
             raise ModelUnavailable("chaos")
-        return self.data.draw(tools_replies() if self.mode == "tools" else structured_replies(json_schema))
+        schema = request.json_schema
+        return self.data.draw(tools_replies() if self.mode == "tools" else structured_replies(schema))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -38,7 +38,7 @@ from avibe.evals.realset import (
 )
 from avibe.evals.scenario import AssistantTurn, UserMessage
 from avibe.evals.scrub import HASHED, SECRET_MARK, home_names, scrub, scrub_text
-from avibe.ports import ModelClient, TokenCounter
+from avibe.ports import CompletionRequest, ModelClient, TokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.messages import ChatMessage
 
@@ -445,7 +445,10 @@ def test_rejudge_replays_the_logged_answers_and_refuses_other_questions(
     replayed = script.Replayed(scripted(1).facts, listed)
     replayed.session = logged[0]["session"]
     for call in logged:
-        assert replayed.complete([ChatMessage(role="user", content=call["question"])]).text == call["answer"]
+        assert (
+            replayed.complete(CompletionRequest([ChatMessage(role="user", content=call["question"])])).text
+            == call["answer"]
+        )
     replayed.finish(replayed.session)
     assert len(replayed.differences) == 1
 
@@ -454,12 +457,12 @@ def test_rejudge_replays_the_logged_answers_and_refuses_other_questions(
     replayed.session = logged[0]["session"]
     with pytest.raises(script.ReplayMismatch, match="differs from the logged one"):
         for call in logged:
-            replayed.complete([ChatMessage(role="user", content=call["question"])])
+            replayed.complete(CompletionRequest([ChatMessage(role="user", content=call["question"])]))
     fewer = script.Replayed(scripted(1).facts, logged[:-1])  # a call after the logged ones: a repair
     fewer.session = logged[0]["session"]
     with pytest.raises(BadResponse):
         for call in logged:
-            fewer.complete([ChatMessage(role="user", content=call["question"])])
+            fewer.complete(CompletionRequest([ChatMessage(role="user", content=call["question"])]))
     assert fewer.unlogged == {fewer.session: [logged[-1]["question"]]}
     repair = "Avibe checked your checkpoint and found 1 problem.\n1. In the scene: too short.\nQuestion: ..."
     assert script.named_problems(repair) == ["In the scene: too short."]

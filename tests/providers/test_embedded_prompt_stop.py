@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from avibe.ports import CompletionRequest
 from avibe.providers.embedded import MAX_SLICE, MIN_SLICE, EmbeddedModel, next_slice
 from avibe.record.messages import ChatMessage
 
@@ -54,7 +55,7 @@ def test_a_long_prompt_can_be_stopped_while_it_is_read(embedded_model: EmbeddedM
             raise Stop
 
     with pytest.raises(Stop):
-        embedded_model.complete(messages, on_text=stop_at_the_third, max_tokens=8)
+        embedded_model.complete(CompletionRequest(messages, on_text=stop_at_the_third, max_tokens=8))
     assert seen[0] == 0 and 0 < seen[1] < seen[2] < total // 2, seen  # stopped long before the end
     assert llama.n_tokens == seen[2]  # nothing read after the stop
 
@@ -65,5 +66,5 @@ def test_a_long_prompt_can_be_stopped_while_it_is_read(embedded_model: EmbeddedM
         raise Stop
 
     with pytest.raises(Stop):  # the same prompt again: it goes on from the slices read, not from 0
-        embedded_model.complete(messages, on_text=stop_at_once, max_tokens=8)
+        embedded_model.complete(CompletionRequest(messages, on_text=stop_at_once, max_tokens=8))
     assert again == [seen[2]]

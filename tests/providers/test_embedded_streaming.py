@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from avibe.ports import CompletionRequest
 from avibe.providers.embedded import EmbeddedModel, _TextFeed, shown_text
 from avibe.record.messages import ChatMessage, ToolSpec
 
@@ -136,9 +137,11 @@ def test_a_streamed_reply_is_the_unstreamed_one(
     embedded_model: EmbeddedModel, ask: str, tools: tuple[ToolSpec, ...], shape: str
 ) -> None:
     messages = [SYSTEM, ChatMessage("user", ask)]
-    plain = embedded_model.complete(messages, tools, max_tokens=48, temperature=0.0)
+    plain = embedded_model.complete(CompletionRequest(messages, tools, max_tokens=48, temperature=0.0))
     pieces: list[str] = []
-    streamed = embedded_model.complete(messages, tools, max_tokens=48, temperature=0.0, on_text=pieces.append)
+    streamed = embedded_model.complete(
+        CompletionRequest(messages, tools, max_tokens=48, temperature=0.0, on_text=pieces.append)
+    )
     assert streamed.text == plain.text and streamed.finish_reason == plain.finish_reason
     assert [(c.name, c.arguments) for c in streamed.tool_calls] == [
         (c.name, c.arguments) for c in plain.tool_calls
@@ -166,7 +169,7 @@ def test_a_tool_call_can_be_stopped_while_it_is_written_and_the_model_works_on(
     """Ctrl-C in the chat raises from `on_text`; a tool call shows nothing, so without its heartbeat the
     step could stop only when the whole call was generated (106 s in benchmarks/chat_latency.py)."""
     messages = [SYSTEM, ChatMessage("user", "Read the file setup.py for me.")]
-    plain = embedded_model.complete(messages, (READ,), max_tokens=48, temperature=0.0)
+    plain = embedded_model.complete(CompletionRequest(messages, (READ,), max_tokens=48, temperature=0.0))
     assert plain.tool_calls and plain.usage.completion_tokens > 3
     beats: list[str] = []
 
@@ -176,9 +179,11 @@ def test_a_tool_call_can_be_stopped_while_it_is_written_and_the_model_works_on(
             raise _Stop
 
     with pytest.raises(_Stop):
-        embedded_model.complete(messages, (READ,), max_tokens=48, temperature=0.0, on_text=stop_at_third)
+        embedded_model.complete(
+            CompletionRequest(messages, (READ,), max_tokens=48, temperature=0.0, on_text=stop_at_third)
+        )
     assert beats == ["", "", ""]  # stopped three tokens in, long before the call was complete
-    again = embedded_model.complete(messages, (READ,), max_tokens=48, temperature=0.0)
+    again = embedded_model.complete(CompletionRequest(messages, (READ,), max_tokens=48, temperature=0.0))
     assert [(c.name, c.arguments) for c in again.tool_calls] == [
         (c.name, c.arguments) for c in plain.tool_calls
     ]

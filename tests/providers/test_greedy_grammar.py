@@ -12,6 +12,7 @@ import pytest
 from llama_cpp import LogitsProcessorList
 
 from avibe.errors import BadResponse
+from avibe.ports import CompletionRequest
 from avibe.providers import greedy_grammar
 from avibe.providers.embedded import STRUCTURED_FREQUENCY_PENALTY, EmbeddedModel
 from avibe.providers.greedy_grammar import GreedyGrammar
@@ -87,7 +88,7 @@ def test_the_same_tokens_as_llama_cpps_grammar_sampler(
         assert set(json.loads(text)) == set(schema["properties"])
     # and the model's own path (complete) takes this route and gives the same answer
     embedded_model.llama.reset()
-    reply = embedded_model.complete(messages, tools, json_schema=schema, max_tokens=80)
+    reply = embedded_model.complete(CompletionRequest(messages, tools, json_schema=schema, max_tokens=80))
     assert reply.usage.completion_tokens == out["usage"]["completion_tokens"]
 
 
@@ -114,4 +115,6 @@ def test_an_error_inside_the_check_is_raised_not_dropped(
 
     monkeypatch.setattr(greedy_grammar.GreedyGrammar, "_choose", broken)
     with pytest.raises(BadResponse, match="grammar check failed during generation: boom"):
-        embedded_model.complete([ChatMessage("user", "Which messages state a rule?")], json_schema=KEEP)
+        embedded_model.complete(
+            CompletionRequest([ChatMessage("user", "Which messages state a rule?")], json_schema=KEEP)
+        )

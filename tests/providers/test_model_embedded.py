@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from provider_support import FIXTURES
 
 from avibe.errors import BadResponse, ContextOverflow
+from avibe.ports import CompletionRequest
 from avibe.providers import embedded
 from avibe.providers.embedded import EmbeddedModel
 from avibe.record.messages import ChatMessage, ToolCall, ToolSpec
@@ -41,7 +42,9 @@ def _as_dicts(messages: list[ChatMessage]) -> list[dict[str, str]]:
 
 
 def test_short_completion(embedded_model: EmbeddedModel) -> None:
-    reply = embedded_model.complete([SYSTEM, ChatMessage("user", "Say hello.")], max_tokens=8)
+    reply = embedded_model.complete(
+        CompletionRequest([SYSTEM, ChatMessage("user", "Say hello.")], max_tokens=8)
+    )
     assert reply.text.strip()
     assert reply.usage.prompt_tokens > 0
     assert 0 < reply.usage.completion_tokens <= 8
@@ -50,14 +53,16 @@ def test_short_completion(embedded_model: EmbeddedModel) -> None:
 
 def test_completion_is_deterministic(embedded_model: EmbeddedModel) -> None:
     ask = [SYSTEM, ChatMessage("user", "Name one sorting algorithm.")]
-    first = embedded_model.complete(ask, max_tokens=8)
-    embedded_model.complete([ChatMessage("user", "Something else entirely.")], max_tokens=2)
-    assert embedded_model.complete(ask, max_tokens=8).text == first.text
+    first = embedded_model.complete(CompletionRequest(ask, max_tokens=8))
+    embedded_model.complete(
+        CompletionRequest([ChatMessage("user", "Something else entirely.")], max_tokens=2)
+    )
+    assert embedded_model.complete(CompletionRequest(ask, max_tokens=8)).text == first.text
 
 
 def test_tool_call_through_the_json_schema_grammar(embedded_model: EmbeddedModel) -> None:
     ask = [SYSTEM, ChatMessage("user", "Read the file setup.py for me.")]
-    reply = embedded_model.complete(ask, [READ, SHELL], max_tokens=40)
+    reply = embedded_model.complete(CompletionRequest(ask, [READ, SHELL], max_tokens=40))
     assert reply.tool_calls, f"expected a tool call, got text {reply.text!r}"
     call = reply.tool_calls[0]
     assert call.name in {"read", "shell"}
@@ -72,7 +77,7 @@ def test_json_schema_output_parses_and_matches(embedded_model: EmbeddedModel) ->
         "required": ["language", "year"],
     }
     ask = [SYSTEM, ChatMessage("user", "In which year was Python first released? Answer as JSON.")]
-    reply = embedded_model.complete(ask, json_schema=schema, max_tokens=30)
+    reply = embedded_model.complete(CompletionRequest(ask, json_schema=schema, max_tokens=30))
     value = json.loads(reply.text)
     assert set(value) == {"language", "year"}
     assert isinstance(value["year"], int)
@@ -97,19 +102,19 @@ def test_a_structured_answer_does_not_loop_to_its_length_limit(
             '("none" when not started). Answer with JSON only.',
         ),
     ]
-    penalised = embedded_model.complete(ask, json_schema=schema)
+    penalised = embedded_model.complete(CompletionRequest(ask, json_schema=schema))
     monkeypatch.setattr(embedded, "STRUCTURED_FREQUENCY_PENALTY", 0.0)
-    greedy = embedded_model.complete(ask, json_schema=schema)
+    greedy = embedded_model.complete(CompletionRequest(ask, json_schema=schema))
     assert json.loads(penalised.text)["steps"].startswith("none")
     assert penalised.usage.completion_tokens * 3 < greedy.usage.completion_tokens
 
 
 def test_second_call_reports_cached_tokens_that_were_really_skipped(embedded_model: EmbeddedModel) -> None:
     convo = [SYSTEM, ChatMessage("user", "Write one line about tests.")]
-    first = embedded_model.complete(convo, max_tokens=10)
+    first = embedded_model.complete(CompletionRequest(convo, max_tokens=10))
     convo += [ChatMessage("assistant", first.text), ChatMessage("user", "And one about types.")]
     before = _evaluated(embedded_model)
-    second = embedded_model.complete(convo, max_tokens=4)
+    second = embedded_model.complete(CompletionRequest(convo, max_tokens=4))
     assert second.usage.cached_tokens >= first.usage.prompt_tokens
     # llama.cpp's own counter: only the uncached tokens were evaluated
     assert _evaluated(embedded_model) - before == second.usage.prompt_tokens - second.usage.cached_tokens
@@ -136,10 +141,12 @@ def test_checkpoint_turn_appended_to_live_conversation_hits_the_cache(embedded_m
             ChatMessage("assistant", f"Done with step {i}; tests pass and the parser is simpler now.")
         )
     convo.append(ChatMessage("user", "Now add a test for the empty input."))
-    embedded_model.complete(convo, tools, max_tokens=80)  # the live conversation's last work turn
+    embedded_model.complete(
+        CompletionRequest(convo, tools, max_tokens=80)
+    )  # the live conversation's last work turn
     checkpoint = [*convo, ChatMessage("user", "Checkpoint: which messages should the memo keep?")]
     schema = {"type": "object", "properties": {"keep": {"type": "array", "items": {"enum": [1, 3]}}}}
-    reply = embedded_model.complete(checkpoint, tools, json_schema=schema, max_tokens=30)
+    reply = embedded_model.complete(CompletionRequest(checkpoint, tools, json_schema=schema, max_tokens=30))
     share = reply.usage.cached_tokens / reply.usage.prompt_tokens
     assert share >= 0.9, f"only {share:.0%} of {reply.usage.prompt_tokens} prompt tokens cached"
 
@@ -158,7 +165,7 @@ def test_count_messages_equals_the_prompt_we_send_with_tool_turns(embedded_model
         ChatMessage("assistant", "", tool_calls=(ToolCall("c1", "read", {"path": "setup.py"}),)),
         ChatMessage("tool", "from setuptools import setup\nsetup()", tool_call_id="c1"),
     ]
-    reply = embedded_model.complete(messages, max_tokens=1)
+    reply = embedded_model.complete(CompletionRequest(messages, max_tokens=1))
     assert embedded_model.counter.count_messages(messages) == reply.usage.prompt_tokens
     assert embedded_model.counter.count("hello world") == 2
 
@@ -166,13 +173,13 @@ def test_count_messages_equals_the_prompt_we_send_with_tool_turns(embedded_model
 def test_overflowing_prompt_is_context_overflow(embedded_model: EmbeddedModel) -> None:
     huge = ChatMessage("user", "word " * (embedded_model.facts.window + 10))
     with pytest.raises(ContextOverflow, match="window"):
-        embedded_model.complete([huge], max_tokens=4)
+        embedded_model.complete(CompletionRequest([huge], max_tokens=4))
 
 
 @pytest.mark.slow
 def test_count_request_includes_the_tool_list(embedded_model: EmbeddedModel) -> None:
     messages = [SYSTEM, ChatMessage("user", "Read setup.py")]
-    reply = embedded_model.complete(messages, [READ], max_tokens=24)
+    reply = embedded_model.complete(CompletionRequest(messages, [READ], max_tokens=24))
     assert embedded_model.counter.count_request(messages, [READ]) == reply.usage.prompt_tokens
     assert embedded_model.counter.count_request(messages, [READ]) > embedded_model.counter.count_messages(
         messages
@@ -248,13 +255,13 @@ def test_structured_calls_in_a_row_read_only_their_question(embedded_model: Embe
     scene = {"type": "object", "properties": {"doing": {"type": "string", "maxLength": 80}}}
     convo = [SYSTEM, ChatMessage("user", "Never push to main. Then fix the parser.")]
     asked = [*convo, ChatMessage("user", "Which messages should the memo keep? 1 or 3?")]
-    first = embedded_model.complete(asked, json_schema=keep, max_tokens=20)
+    first = embedded_model.complete(CompletionRequest(asked, json_schema=keep, max_tokens=20))
     asked += [ChatMessage("assistant", first.text), ChatMessage("user", "What are you doing now?")]
-    second = embedded_model.complete(asked, json_schema=scene, max_tokens=30)
+    second = embedded_model.complete(CompletionRequest(asked, json_schema=scene, max_tokens=30))
     # everything the first call read and wrote came from the cache (the reply's last token at most again)
     assert second.usage.cached_tokens >= first.usage.prompt_tokens + first.usage.completion_tokens - 2
     assert second.usage.prompt_tokens > embedded_model.counter.count_request(asked, [], scene)  # line kept
     # a call that is not structured ends the thread: shown as sent
-    embedded_model.complete([SYSTEM, ChatMessage("user", "Say hi.")], max_tokens=2)
-    third = embedded_model.complete(asked, json_schema=scene, max_tokens=30)
+    embedded_model.complete(CompletionRequest([SYSTEM, ChatMessage("user", "Say hi.")], max_tokens=2))
+    third = embedded_model.complete(CompletionRequest(asked, json_schema=scene, max_tokens=30))
     assert third.usage.prompt_tokens == embedded_model.counter.count_request(asked, [], scene)

@@ -11,6 +11,7 @@ import pytest
 from provider_support import DUMMY_KEY, WireServer
 
 from avibe.errors import AuthError, BadResponse, ContextOverflow, ModelError, ModelUnavailable, RateLimited
+from avibe.ports import CompletionRequest
 from avibe.providers.facts import model_facts
 from avibe.providers.hosted import HostedModel
 from avibe.record.messages import ChatMessage, ToolSpec
@@ -41,10 +42,10 @@ def test_a_streamed_reply_is_the_unstreamed_one_and_comes_in_pieces(chat: ChatSe
     prompts: list[int] = []
     model.on_prompt_usage(lambda _messages, tokens, _tools: prompts.append(tokens))
     chat.say(TEXT)
-    plain = model.complete(ASK, max_tokens=50)
+    plain = model.complete(CompletionRequest(ASK, max_tokens=50))
     chat.say(TEXT)
     pieces: list[str] = []
-    streamed = model.complete(ASK, max_tokens=50, on_text=pieces.append)
+    streamed = model.complete(CompletionRequest(ASK, max_tokens=50, on_text=pieces.append))
     assert streamed == plain and streamed.text == TEXT
     assert len(pieces) > 5 and "".join(pieces) == TEXT  # as the server sent them, 4 characters a piece
     assert streamed.usage.prompt_tokens == 100 and streamed.usage.completion_tokens == 5  # reported
@@ -57,16 +58,16 @@ def test_a_streamed_reply_is_the_unstreamed_one_and_comes_in_pieces(chat: ChatSe
 def test_streamed_tool_calls_are_the_same_and_never_shown(chat: ChatServer) -> None:
     model = _model(chat.url)
     chat.call("read", path="docs/a very long file name.md")
-    plain = model.complete(ASK, [READ])
+    plain = model.complete(CompletionRequest(ASK, [READ]))
     chat.call("read", path="docs/a very long file name.md")
     pieces: list[str] = []
-    streamed = model.complete(ASK, [READ], on_text=pieces.append)
+    streamed = model.complete(CompletionRequest(ASK, [READ], on_text=pieces.append))
     assert streamed == plain and set(pieces) == {""}  # nothing shown; a heartbeat per chunk (ports.Model)
     assert [(c.name, c.arguments) for c in streamed.tool_calls] == [
         ("read", {"path": "docs/a very long file name.md"})
     ]
     chat.replies.append(_with_call("Reading it.", '{"path": "b"}'))
-    both = model.complete(ASK, [READ], on_text=pieces.append)
+    both = model.complete(CompletionRequest(ASK, [READ], on_text=pieces.append))
     assert "".join(pieces) == both.text == "Reading it." and both.tool_calls[0].arguments == {"path": "b"}
 
 
@@ -74,7 +75,7 @@ def test_a_structured_call_never_streams(chat: ChatServer) -> None:
     chat.say('{"answer": "yes"}')
     pieces: list[str] = []
     schema = {"type": "object", "properties": {"answer": {"type": "string"}}}
-    reply = _model(chat.url).complete(ASK, json_schema=schema, on_text=pieces.append)
+    reply = _model(chat.url).complete(CompletionRequest(ASK, json_schema=schema, on_text=pieces.append))
     assert reply.text == '{"answer": "yes"}' and pieces == [] and "stream" not in chat.requests[0]
 
 
@@ -83,7 +84,7 @@ def test_an_error_mid_stream_is_mapped(chat: ChatServer) -> None:
     chat.say(TEXT)
     pieces: list[str] = []
     with pytest.raises(ModelError) as caught:
-        _model(chat.url).complete(ASK, on_text=pieces.append)
+        _model(chat.url).complete(CompletionRequest(ASK, on_text=pieces.append))
     assert isinstance(caught.value, ModelUnavailable)
     assert "error while streaming" in caught.value.provider_text
     assert caught.value.__cause__ is not None  # the provider's exception is chained
@@ -93,7 +94,7 @@ def test_an_error_mid_stream_is_mapped(chat: ChatServer) -> None:
 def test_streamed_tool_arguments_that_are_not_json_are_a_bad_response(chat: ChatServer) -> None:
     chat.replies.append(_with_call("", '{"path": "b'))
     with pytest.raises(BadResponse, match="not JSON"):
-        _model(chat.url).complete(ASK, [READ], on_text=lambda _: None)
+        _model(chat.url).complete(CompletionRequest(ASK, [READ], on_text=lambda _: None))
 
 
 @pytest.mark.parametrize(
@@ -112,9 +113,9 @@ def test_errors_of_a_streamed_request_are_mapped_as_unstreamed(
     model = HostedModel(model_facts("openai/gpt-4o"), api_base=wire.url, api_key=DUMMY_KEY)
     wire.queue(name, name)
     with pytest.raises(error) as unstreamed:
-        model.complete(ASK, [READ])
+        model.complete(CompletionRequest(ASK, [READ]))
     with pytest.raises(error) as streamed:
-        model.complete(ASK, [READ], on_text=lambda _: None)
+        model.complete(CompletionRequest(ASK, [READ], on_text=lambda _: None))
     assert wire.requests[1]["body"]["stream"] is True
     assert str(streamed.value) == str(unstreamed.value)
 
@@ -125,7 +126,7 @@ def test_an_error_raised_by_on_text_is_not_the_providers(chat: ChatServer) -> No
 
     chat.say(TEXT)
     with pytest.raises(BrokenPipeError):
-        _model(chat.url).complete(ASK, on_text=refuse)
+        _model(chat.url).complete(CompletionRequest(ASK, on_text=refuse))
 
 
 def test_a_call_from_the_main_thread_leaves_no_event_loop_open(
@@ -151,7 +152,9 @@ def test_a_call_from_the_main_thread_leaves_no_event_loop_open(
     try:
         for on_text in (None, [].append):
             chat.say(TEXT)
-            assert _model(chat.url).complete(ASK, max_tokens=50, on_text=on_text).text == TEXT
+            assert (
+                _model(chat.url).complete(CompletionRequest(ASK, max_tokens=50, on_text=on_text)).text == TEXT
+            )
         assert threading.current_thread() is threading.main_thread()
         deadline = time.monotonic() + 10
         while any(not loop.is_closed() for loop in made) and time.monotonic() < deadline:

@@ -12,6 +12,7 @@ from provider_support import DUMMY_KEY, FIXTURES, WireServer
 
 from avibe.config import load_settings
 from avibe.errors import AuthError, BadResponse, ContextOverflow, ModelUnavailable, RateLimited
+from avibe.ports import CompletionRequest
 from avibe.providers import open_counter
 from avibe.providers.counting import CalibratedCounter
 from avibe.providers.facts import model_facts
@@ -30,7 +31,7 @@ def _model(wire: WireServer, provider: str) -> HostedModel:
 @pytest.mark.parametrize(("provider", "cached"), [("openai", 1152), ("anthropic", 2048)])
 def test_plain_answer_with_cached_tokens(wire: WireServer, provider: str, cached: int) -> None:
     wire.queue(f"{provider}/answer.json")
-    reply = _model(wire, provider).complete(ASK, max_tokens=50)
+    reply = _model(wire, provider).complete(CompletionRequest(ASK, max_tokens=50))
     assert reply.text == "Hello! The tests pass."
     assert reply.tool_calls == ()
     assert reply.usage.cached_tokens == cached
@@ -43,7 +44,7 @@ def test_plain_answer_with_cached_tokens(wire: WireServer, provider: str, cached
 @pytest.mark.parametrize("provider", ["openai", "anthropic"])
 def test_native_tool_call_is_mapped(wire: WireServer, provider: str) -> None:
     wire.queue(f"{provider}/tool_call.json")
-    reply = _model(wire, provider).complete(ASK, [READ])
+    reply = _model(wire, provider).complete(CompletionRequest(ASK, [READ]))
     assert [(c.name, c.arguments) for c in reply.tool_calls] == [("read", {"path": "setup.py"})]
     assert reply.tool_calls[0].id
     assert "read" in str(wire.requests[0]["body"]["tools"])
@@ -56,7 +57,7 @@ def test_tool_history_is_sent_in_openai_format(wire: WireServer) -> None:
         ChatMessage("assistant", "", tool_calls=(ToolCall("call_1", "read", {"path": "a.py"}),)),
         ChatMessage("tool", "print('a')", tool_call_id="call_1"),
     ]
-    _model(wire, "openai").complete(history, [READ])
+    _model(wire, "openai").complete(CompletionRequest(history, [READ]))
     sent = wire.requests[0]["body"]["messages"]
     assert sent[2]["tool_calls"][0]["function"] == {"name": "read", "arguments": '{"path": "a.py"}'}
     assert sent[3] == {"role": "tool", "content": "print('a')", "tool_call_id": "call_1"}
@@ -78,14 +79,14 @@ def test_provider_errors_are_mapped_keeping_their_text(
 ) -> None:
     wire.queue(name)
     with pytest.raises(error) as caught:
-        _model(wire, name.split("/")[0]).complete(ASK)
+        _model(wire, name.split("/")[0]).complete(CompletionRequest(ASK))
     assert provider_words in getattr(caught.value, "provider_text", "")
 
 
 def test_malformed_tool_arguments_are_a_bad_response(wire: WireServer) -> None:
     wire.queue("openai/bad_tool_args.json")
     with pytest.raises(BadResponse, match="not JSON"):
-        _model(wire, "openai").complete(ASK, [READ])
+        _model(wire, "openai").complete(CompletionRequest(ASK, [READ]))
 
 
 def test_unreachable_server_says_so() -> None:
@@ -94,7 +95,7 @@ def test_unreachable_server_says_so() -> None:
         port = sock.getsockname()[1]
     model = HostedModel(model_facts("openai/gpt-4o"), api_base=f"http://127.0.0.1:{port}", api_key=DUMMY_KEY)
     with pytest.raises(ModelUnavailable, match="unreachable"):
-        model.complete(ASK)
+        model.complete(CompletionRequest(ASK))
 
 
 @pytest.mark.parametrize(
@@ -111,7 +112,7 @@ def test_missing_key_names_what_to_set(
     for var in (variable, "GOOGLE_API_KEY", "ANTHROPIC_AUTH_TOKEN"):
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(AuthError, match="API key") as caught:
-        HostedModel(model_facts(name), api_base=wire.url).complete(ASK)
+        HostedModel(model_facts(name), api_base=wire.url).complete(CompletionRequest(ASK))
     assert variable.split("_")[0].lower() in caught.value.provider_text.lower()
     assert wire.requests == []  # refused before anything was sent
 
@@ -132,7 +133,7 @@ def test_open_counter_is_calibrated_by_each_reply(wire: WireServer, tmp_path: Pa
     counter = open_counter("openai/gpt-4o", settings, model)
     assert isinstance(counter, CalibratedCounter) and counter.observations == 0
     wire.queue("openai/answer.json")
-    model.complete(ASK, [READ])
+    model.complete(CompletionRequest(ASK, [READ]))
     assert counter.observations == 1
     assert counter.factor == 2.0  # 1290 reported for a ~40-token estimate: bounded, not trusted blindly
 
@@ -152,7 +153,7 @@ def test_retries_run_and_an_unreachable_server_still_says_so() -> None:
         num_retries=DEFAULT_NUM_RETRIES,
     )
     with pytest.raises(ModelUnavailable, match="unreachable") as caught:
-        model.complete(ASK)
+        model.complete(CompletionRequest(ASK))
     assert "tenacity" not in str(caught.value)
 
 
@@ -169,7 +170,7 @@ def test_the_views_reminder_goes_as_a_harness_input_and_the_system_prompt_stays(
     ]
     for messages in (view, view[:3]):
         wire.queue("anthropic/answer.json")
-        _model(wire, "anthropic").complete(messages, max_tokens=50)
+        _model(wire, "anthropic").complete(CompletionRequest(messages, max_tokens=50))
     with_note, without = (r["body"] for r in wire.requests)
     assert with_note["system"] == without["system"]
     assert "Never touch vendor/" not in str(with_note["system"])

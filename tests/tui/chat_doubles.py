@@ -9,9 +9,9 @@ import asyncio
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +23,9 @@ from avibe.agent.loop import RunConfig, Vibey
 from avibe.host import SessionHost
 from avibe.host.events import EventSink
 from avibe.host.sessions import HostedSession
+from avibe.ports import CompletionRequest
 from avibe.providers.scripted import ScriptedModel, Step, pieces
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.record.messages import ModelFacts, ModelReply
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
 from avibe.tools.approval import ApprovalPolicy, Approver, Rules
@@ -48,20 +49,10 @@ class GatedModel:
     def facts(self) -> ModelFacts:
         return self.inner.facts
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
-        reply = self.inner.complete(
-            messages, tools, json_schema=json_schema, max_tokens=max_tokens, temperature=temperature
-        )
-        if on_text is not None and json_schema is None:
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        reply = self.inner.complete(CompletionRequest(replace(request, on_text=None)))
+        on_text = request.stream
+        if on_text is not None:
             beats = [""] * (3 * len(reply.tool_calls))
             for number, piece in enumerate([*pieces(reply.text, 4), *beats]):
                 if number and not self.gate.is_set():
@@ -120,7 +111,7 @@ class Sessions:
             )
             host = SessionHost(store, info.id, vibey, clock, events)
             try:
-                yield HostedSession(host, vibey, store, vibey.config.user_name, stop)
+                yield HostedSession(host, vibey, store, vibey.config.user_name, stop, context=vibey)
             finally:
                 host.close()
 

@@ -39,7 +39,15 @@ from avibe.checkpoint.turn import (
     checkpoint_turn,
 )
 from avibe.errors import ModelError
-from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.ports import (
+    Clock,
+    CompletionRequest,
+    ModelClient,
+    RecordStore,
+    StoredCheckpoint,
+    TokenCounter,
+    ToolResult,
+)
 from avibe.record.checkpoint import Carry, Provenance
 from avibe.record.entries import Entry, EntryQuery
 from avibe.record.messages import ChatMessage, ToolCall
@@ -164,7 +172,12 @@ class CheckpointDriver:
         stats.calls += 1
         try:
             reply = self.model.complete(
-                effect.messages, effect.tools, json_schema=effect.json_schema, max_tokens=effect.max_tokens
+                CompletionRequest(
+                    effect.messages,
+                    effect.tools,
+                    json_schema=effect.json_schema,
+                    max_tokens=effect.max_tokens,
+                )
             )
         except ModelError as exc:
             return ModelFailure(f"{type(exc).__name__}: {exc}")

@@ -23,7 +23,7 @@ from typing import Final
 from avibe.agent import live
 from avibe.agent.compaction import Compactor, LiveRoom, make_compactor
 from avibe.agent.compaction.messages import EXTRA_KEY
-from avibe.agent.compaction.now import CompactNow, Host, compact_now
+from avibe.agent.compaction.now import Host, compact_now, take_in
 from avibe.agent.config import RunConfig
 from avibe.agent.driver import CheckpointDriver, reminds, store_lookup
 from avibe.agent.live import shell_skill_load
@@ -38,10 +38,20 @@ from avibe.checkpoint.trigger import should_checkpoint
 from avibe.context.assemble import system_prompt
 from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host import events as ev
-from avibe.host.agent import Inbox, TurnResult
-from avibe.ports import Clock, ModelClient, RecordStore, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.host.agent import Inbox, Meter, ToolHook, TurnResult, hooked
+from avibe.ports import (
+    Clock,
+    CompletionRequest,
+    ModelClient,
+    RecordStore,
+    StoredCheckpoint,
+    TokenCounter,
+    ToolResult,
+)
+from avibe.record.agents import VIBEY
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
+from avibe.tools.undo import UNDO_DIR, undo_last_turn
 
 __all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display", "shell_skill_load"]
 
@@ -71,8 +81,10 @@ class Vibey:
     # F4: AGENTS.md, its heading and the skill catalogue as they are now (cached by the edge); None: the
     # config's, fixed for the session
     instructions: Callable[[], tuple[str, str, str]] | None = None
+    # around each tool's execution (`ContextControls.add_tool_hook`): the chat's display and Ctrl-C
+    tool_hooks: list[ToolHook] = field(default_factory=list)
 
-    name: Final = "vibey"
+    name: Final[str] = VIBEY
 
     # ---- facts, limits and the parts that derive from them --------------------------------------------
 
@@ -128,7 +140,7 @@ class Vibey:
     def _driver(self) -> CheckpointDriver:
         return CheckpointDriver(store_lookup(self.store, self.session_id), self.model, self.counter,
                                 self.session_id, self.session_dir, self.clock, self.config.checkpoint_mode,
-                                self.run_tool)  # fmt: skip
+                                self.execute)  # fmt: skip
 
     # ---- state and checkpoints: the record (`avibe.agent.persist`) ------------------------------------
 
@@ -165,16 +177,39 @@ class Vibey:
         state, stop, _ = self.compactor.make_room(state, self.room)
         return state, stop
 
-    def compact_now(self, host: Host, focus: Callable[[], Entry] | None = None) -> CompactNow:
+    def compact_now(self, host: Host, focus: Callable[[], Entry] | None = None) -> str:
         """Make room now, between turns (the chat's /compact); `focus` posts the person's focus."""
-        return compact_now(self, host, focus)
+        return compact_now(self, host, focus).line
 
-    def use_compaction(self, name: str) -> None:
-        """Make room with another compactor from the next request on (the chat's /compaction); ValueError
-        for a name the registry does not have."""
-        compactor = make_compactor(name)
-        self.config = replace(self.config, compaction=name)
-        self.__dict__["compactor"] = compactor  # the cached property, replaced
+    def undo_last_turn(self, host: Host, note: Callable[[str], Entry]) -> str:
+        """The last turn's file changes reverted (the chat's /undo); `note` posts what was reverted, which
+        the agent takes in now, so it starts no turn and is read with the next message."""
+        undone = undo_last_turn(self.session_dir / UNDO_DIR)
+        if undone.found:
+            take_in(self, host, note(undone.line()))
+        return undone.line()
+
+    def use_compaction(self, name: str) -> str:
+        """Make room with another compactor from the next request on (the chat's /compaction; "" keeps
+        the one in force); the name in force, or ValueError for a name the registry does not have."""
+        if name:
+            compactor = make_compactor(name)
+            self.config = replace(self.config, compaction=name)
+            self.__dict__["compactor"] = compactor  # the cached property, replaced
+        return self.config.compaction
+
+    # ---- what the edges ask (`avibe.host.agent.ContextControls`) ---------------------------------------
+
+    def meter(self) -> Meter:
+        limits = self.limits
+        return Meter(limits.window, limits.threshold, self.tokens(self.load_state()), self.config.compaction)
+
+    def add_tool_hook(self, hook: ToolHook) -> None:
+        self.tool_hooks.append(hook)
+
+    def execute(self, call: ToolCall) -> ToolResult:
+        """One tool call, through the hooks around its execution."""
+        return hooked(self.run_tool, self.tool_hooks)(call)
 
     def _recorded_compaction(self, state: LiveState) -> LiveState:
         """The session's state names the compactor its turns run with (with what it hands on, if any)."""
@@ -272,8 +307,8 @@ class Vibey:
         self.events(ev.ModelStarted(step, view.tokens))
         started = time.monotonic()
         schema, stream = (ANSWER_ONLY, None) if answer_only else (None, self._stream)
-        reply = self.model.complete(view.messages, self.tool_specs, json_schema=schema,
-                                    max_tokens=self.config.reply_max_tokens, on_text=stream)  # fmt: skip
+        reply = self.model.complete(CompletionRequest(view.messages, self.tool_specs, json_schema=schema,
+                                    max_tokens=self.config.reply_max_tokens, on_text=stream))  # fmt: skip
         u, took, calls = reply.usage, round(time.monotonic() - started, 3), len(reply.tool_calls)
         tokens = (u.prompt_tokens, u.cached_tokens, u.completion_tokens)
         self.events(ev.ModelCalled(step, view.tokens, *tokens, took, calls))
@@ -289,7 +324,7 @@ class Vibey:
             self.events(ev.ToolCalled(call.id, call.name, dict(call.arguments)))
             started = time.monotonic()
             with self.watch_tool(call, step):
-                result = self.run_tool(call)
+                result = self.execute(call)
             took = round(time.monotonic() - started, 3)
             self.events(ev.ToolFinished(call.id, call.name, result.is_error, len(result.output), took,
                                         output=result.output))  # fmt: skip

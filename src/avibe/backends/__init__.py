@@ -22,18 +22,21 @@ from avibe.backends.base import (
 from avibe.backends.claude_code import ClaudeCode
 from avibe.backends.codex import Codex
 from avibe.backends.opencode import OpenCode
+from avibe.record.agents import VIBEY, external_names
 
+# one adapter for each external agent of the registry (`avibe.record.agents`), in its order
 BACKENDS: Final[tuple[Backend, ...]] = (ClaudeCode(), Codex(), OpenCode())
 
 
 def backend_named(name: str) -> Backend:
-    """The backend called `name` (claude-code, codex, opencode); BackendError lists the names otherwise."""
+    """The backend called `name` (an external agent of the registry); BackendError lists the names
+    otherwise."""
     for backend in BACKENDS:
         if backend.name == name:
             return backend
-    names = ", ".join(b.name for b in BACKENDS)
     raise BackendError(
-        f"no agent backend is called {name!r}; the backends are {names} (and vibey, Avibe's own)"
+        f"no agent backend is called {name!r}; the backends are {external_names('and')} (and {VIBEY}, "
+        "Avibe's own)"
     )
 
 

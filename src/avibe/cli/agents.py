@@ -15,6 +15,7 @@ from avibe.cli.terminal import EventPrinter, announce, die, settings_or_die
 from avibe.compose import check_backend, open_backend_session
 from avibe.config import Settings
 from avibe.host.events import Event, Replied
+from avibe.record.agents import external_titles
 
 
 class AgentPrinter(EventPrinter):
@@ -71,7 +72,7 @@ def run_backend(
 # ---- vibe agents ---------------------------------------------------------------------------------------
 
 agents_app = typer.Typer(
-    help="The agent backends Avibe runs as they are: Claude Code, Codex, OpenCode.",
+    help=f"The agent backends Avibe runs as they are: {external_titles('and')}.",
     invoke_without_command=True,
 )
 
@@ -89,12 +90,16 @@ def agents(ctx: typer.Context) -> None:
             typer.echo(f"{found.backend.name:<12} {found.version:<28} {found.path} ({found.where})")
 
 
-@agents_app.command("install")
+INSTALL_HELP = (
+    f"Install {external_titles('and')} from npm into Avibe's data dir, pinned by the lockfile that ships "
+    "with Avibe (exact versions, integrity hashes: the same bytes every time)."
+)
+
+
+@agents_app.command("install", help=INSTALL_HELP)
 def install_command(
     npm: Annotated[str, typer.Option("--npm", help="The npm to run.")] = "npm",
 ) -> None:
-    """Install Claude Code, Codex and OpenCode from npm into Avibe's data dir, pinned by the lockfile
-    that ships with Avibe (exact versions, integrity hashes: the same bytes every time)."""
     settings = settings_or_die()
     typer.echo(f"installing into {agents_dir(settings.home)} (npm install, pinned by the lockfile) ...")
     try:

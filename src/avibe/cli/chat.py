@@ -19,6 +19,7 @@ import typer
 
 from avibe.cli.models import model_choices
 from avibe.cli.options import (
+    AgentOpt,
     ApprovalOpt,
     BadArgument,
     ModelOpt,
@@ -32,14 +33,16 @@ from avibe.cli.options import (
     log_to_file,
     preflight_model,
 )
-from avibe.cli.run import session_to_resume
+from avibe.cli.run import chosen_agent, session_to_resume
 from avibe.cli.terminal import announce, settings_or_die
 from avibe.compose import check_backend, open_backend_session, open_session, session_agent
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
+from avibe.record.agents import VIBEY, is_external
 from avibe.tools.approval import Approver
-from avibe.tui.driver import VIBEY, Attached, Live, Opener
+from avibe.tui.driver import Attached, Opener
+from avibe.tui.hosted import Live
 
 _COMMAND_LOCK = threading.Lock()  # one in-process `vibe` command at a time (they redirect stdout)
 
@@ -68,7 +71,7 @@ class VibeCommands:
         return None
 
     def check_agent(self, name: str) -> str | None:
-        if name == VIBEY:
+        if not is_external(name):
             return None
         try:
             check_backend(name, self.settings)
@@ -95,7 +98,7 @@ def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps
                     yield attached
                     return
         chosen = agent or (session_agent(settings, session_id) if session_id else VIBEY)
-        if chosen != VIBEY:
+        if is_external(chosen):
             with open_backend_session(
                 settings, agent=chosen, workdir=workdir, session_id=session_id, events=events
             ) as backend:
@@ -170,14 +173,7 @@ def chat(
     demo: Annotated[
         bool, typer.Option("--demo", help="Chat in a fresh copy of the bundled example project.")
     ] = False,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="Who works in the session: vibey, claude-code, codex or opencode (see `vibe agents`). "
-            "Default: the one that last worked in a resumed session, else vibey.",
-        ),
-    ] = None,
+    agent: AgentOpt = None,
 ) -> None:
     """Chat with Vibey in the terminal: streamed replies, tool calls, inputs from other sources as they
     arrive, a context meter, and slash commands (/help). Ctrl-C cancels the running step; twice, when
@@ -188,14 +184,11 @@ def chat(
     if demo and (session is not None or resume_latest):
         raise BadArgument("--demo starts a new session in a fresh copy of the example; drop it to resume")
     resume = session_to_resume(settings, session, resume_latest, folder)
-    if agent is None and resume is not None:
-        agent = session_agent(settings, resume)  # who last worked in it works on
-    if agent is not None and agent != VIBEY:
+    agent = chosen_agent(settings, agent, resume, model=model, window=window)  # who last worked in it
+    if is_external(agent):
         problem = VibeCommands(settings).check_agent(agent)  # before the screen: one line
         if problem is not None:
             raise AvibeError(problem)
-        if model is not None or window is not None:
-            raise BadArgument(f"--model and --window are Vibey's; {agent} uses the model configured for it")
     else:
         # before the screen: a model that cannot run is one line; one not fetched yet is fetched now
         preflight_model(model_name, settings, fetch=sys.stdin.isatty() and sys.stderr.isatty())

@@ -28,6 +28,7 @@ from avibe.evals.importers import (
     record_import,
 )
 from avibe.evals.scenario import AssistantTurn, UserMessage, save_scenario
+from avibe.record.agents import import_files, listed
 
 log = logging.getLogger("avibe.cli.import")
 MAX_TITLE = 500
@@ -88,13 +89,9 @@ def _rehearse(imported: Imported, title: str) -> None:
 def import_command(
     path: Annotated[
         Path,
-        typer.Argument(
-            help="A Claude Code <session>.jsonl, a Codex rollout-*.jsonl, an OpenCode session "
-            "(`opencode export` JSON, or storage/session/<project>/<id>.json), a Craft Agents "
-            "session.jsonl or an Antigravity trajectory."
-        ),
+        typer.Argument(help=f"The session to import: {import_files(FORMATS)}."),
     ],
-    fmt: Annotated[str, typer.Option("--format", "-f", help=f"auto, {', '.join(FORMATS)}.")] = "auto",
+    fmt: Annotated[str, typer.Option("--format", "-f", help=f"auto, {listed(FORMATS)}.")] = "auto",
     user: Annotated[str | None, typer.Option("--user", help="The person's name; default AVIBE_USER.")] = None,
     title: Annotated[str, typer.Option("--title", help="Session title.")] = "",
     scenario_out: Annotated[
@@ -105,7 +102,7 @@ def import_command(
     """Import a session: the person's messages and the replies go into the record (tool output does not);
     the whole conversation is kept for replays."""
     if fmt != "auto" and fmt not in FORMATS:
-        raise BadArgument(f"--format must be auto or one of {', '.join(FORMATS)}, not {shown(fmt)}")
+        raise BadArgument(f"--format must be auto, {listed(FORMATS)}, not {shown(fmt)}")
     _check_text("--user", user, 128)
     _check_text("--title", title, MAX_TITLE)
     _check_out(scenario_out)

@@ -21,6 +21,7 @@ import typer
 
 from avibe.config import MAX_WINDOW, MIN_WINDOW
 from avibe.errors import AuthError, AvibeError, ConfigError
+from avibe.record.agents import VIBEY, external_names
 from avibe.record.display import shown as shown_text
 
 if TYPE_CHECKING:
@@ -244,6 +245,14 @@ SandboxOpt = Annotated[
         help="Where the agent's commands run: workspace-write (the default), read-only or full-access "
         "(the setting is sandbox / AVIBE_SANDBOX).",
         callback=check_sandbox,
+    ),
+]
+AgentOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--agent",
+        help=f"Who works in the session: {VIBEY}, or {external_names()} run as they are (their own model "
+        "settings; see `vibe agents`). Default: the one that last worked in a resumed session, else vibey.",
     ),
 ]
 DemoWorkdirOpt = Annotated[

@@ -8,7 +8,9 @@ from typing import Annotated
 
 import typer
 
+from avibe.agent.compaction import DEFAULT_COMPACTION, compaction_names
 from avibe.cli.options import (
+    AgentOpt,
     ApprovalOpt,
     BadArgument,
     ModelOpt,
@@ -28,6 +30,7 @@ from avibe.cli.terminal import EventPrinter, announce, settings_or_die, terminal
 from avibe.compose import SystemClock, open_record, open_session, session_agent
 from avibe.config import Settings
 from avibe.host.sessions import find_session
+from avibe.record.agents import VIBEY, is_external, listed
 
 TaskOpt = Annotated[
     str | None,
@@ -80,6 +83,19 @@ def session_to_resume(
         raise BadArgument(f"no session has run in {workdir} yet; start one without --continue") from None
 
 
+def chosen_agent(settings: Settings, agent: str | None, resume: str | None, **vibeys: object) -> str:
+    """Who works in the session (`--agent`): the one named, else the one that last worked in the session
+    resumed, else Vibey. Options only Vibey takes (`vibeys`, given when not None) are refused for an
+    external agent, which keeps its own model and context (L5) - before anything is written."""
+    if agent is None:
+        agent = session_agent(settings, resume) if resume is not None else VIBEY
+    given = tuple(f"--{name}" for name, value in vibeys.items() if value is not None)
+    if is_external(agent) and given:
+        verb = "is" if len(given) == 1 else "are"
+        raise BadArgument(f"{listed(given, 'and')} {verb} Vibey's; {agent} uses the model configured for it")
+    return agent
+
+
 def run(
     task: TaskOpt = None,
     file: FileOpt = None,
@@ -102,21 +118,13 @@ def run(
         bool,
         typer.Option("--no-wait", help="Stop when the turn ends, without waiting for background jobs."),
     ] = False,
-    agent: Annotated[
-        str | None,
-        typer.Option(
-            "--agent",
-            help="Who works in the session: vibey, or claude-code, codex, opencode run as they are "
-            "(their own model settings; see `vibe agents`). Default: the one that worked in the "
-            "session resumed, else vibey.",
-        ),
-    ] = None,
+    agent: AgentOpt = None,
     compaction: Annotated[
         str | None,
         typer.Option(
             "--compaction",
-            help="How Vibey makes room when its context fills: checkpoint (the default), handoff, rewrite, "
-            "anchored, mask, truncate or full (see `vibe eval`; default: the config's `compaction`).",
+            help=f"How Vibey makes room when its context fills: {listed(compaction_names())} (see `vibe "
+            f"eval`; default: the config's `compaction`, else {DEFAULT_COMPACTION}).",
         ),
     ] = None,
     agent_timeout: Annotated[
@@ -137,15 +145,10 @@ def run(
     text = _task_text(task, file)
     workdir = workdir.resolve()
     resume = session_to_resume(settings, session, resume_latest, workdir)
-    if agent is None and resume is not None:
-        agent = session_agent(settings, resume)
-    if agent is not None and agent != "vibey":
+    agent = chosen_agent(settings, agent, resume, model=model, window=window, compaction=compaction)
+    if is_external(agent):
         from avibe.cli.agents import run_backend
 
-        if model is not None or window is not None or compaction is not None:
-            raise BadArgument(
-                f"--model, --window and --compaction are Vibey's; {agent} keeps its own model and context"
-            )
         raise typer.Exit(
             run_backend(
                 agent,
@@ -192,8 +195,6 @@ def _check_compaction(name: str | None) -> None:
     """A name the compaction registry has, checked before anything is written."""
     if name is None:
         return
-    from avibe.agent.compaction import compaction_names
-
     if name not in compaction_names():
         raise BadArgument(f"unknown --compaction {shown(name)}; choose from {', '.join(compaction_names())}")
 

@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -36,9 +36,10 @@ from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import Event, Idle, InputArrived, ReplyDelta, TurnEnded, TurnStarted, event_to_dict
 from avibe.host.sessions import agent_of, session_workdir
-from avibe.ports import ModelClient, RecordStore
+from avibe.ports import CompletionRequest, ModelClient, RecordStore
+from avibe.record.agents import is_external
 from avibe.record.entries import EntryQuery
-from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.record.messages import ModelFacts, ModelReply
 from avibe.record.sources import FRAME
 from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
 from avibe.web.guard import Hosts, listen_socket
@@ -64,25 +65,9 @@ class SharedModel:
         with self._lock:
             return self._get().facts
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         with self._lock:
-            return self._get().complete(
-                messages,
-                tools,
-                json_schema=json_schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                on_text=on_text,
-            )
+            return self._get().complete(request)
 
 
 PREVIEW_CHARS: Final = 60  # of an input's or a reply's text on the terminal line that says it came
@@ -156,7 +141,7 @@ def _host_opener(
     def open_host(session_id: str) -> Iterator[SessionHandle]:
         agent = agent_of(store, session_id)
         lines = SessionLines(session_id, store, quiet=quiet)
-        if agent != "vibey":  # Claude Code, Codex or OpenCode works in it (L5): host that program
+        if is_external(agent):  # Claude Code, Codex or OpenCode works in it (L5): host that program
             with _backend_host(settings, store, session_id, agent, workdir, lines) as handle:
                 yield handle
             return
@@ -177,7 +162,7 @@ def _host_opener(
             def run_ready() -> None:
                 live.host.run_until_idle(wait_for_jobs=False)
 
-            yield SessionHandle(run_ready=run_ready, busy=lambda: bool(live.vibey.waiting_for()))
+            yield SessionHandle(run_ready=run_ready, busy=live.outstanding)
 
     return open_host
 
@@ -186,8 +171,6 @@ def _host_opener(
 def _backend_host(
     settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path, lines: SessionLines
 ) -> Iterator[SessionHandle]:
-    from avibe.sources.feeds import FeedRunner
-
     with open_backend_session(
         settings,
         agent=agent,
@@ -200,8 +183,7 @@ def _backend_host(
         def run_ready() -> None:
             live.host.run_until_idle(wait_for_jobs=False)
 
-        feeds = [source for source in live.host.sources if isinstance(source, FeedRunner)]
-        yield SessionHandle(run_ready=run_ready, busy=lambda: any(f.scene_lines() for f in feeds))
+        yield SessionHandle(run_ready=run_ready, busy=live.outstanding)
 
 
 def _address(settings: Settings, host: str | None, port: int | None) -> tuple[str, int]:

@@ -129,7 +129,8 @@ def open_backend_session(
         )
         feeds = feeds_for(store, ports, clock, settings, workdir)  # they reach the program tagged (T3)
         kept = ActivityLog(store, session.id, events)  # its tools and errors, for the person
-        return SessionParts(runner, None, (feeds,), kept, queued=feeds.queued)
+        standing = lambda: bool(feeds.scene_lines())  # noqa: E731 - its watches and timers post on their own
+        return SessionParts(runner, None, (feeds,), kept, queued=feeds.queued, outstanding=standing)
 
     with host_session(
         store,

@@ -4,7 +4,7 @@ AGENTS.md built from Settings; `avibe.host.sessions` hosts them."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,7 +37,7 @@ from avibe.host.sessions import (
     start_delegate,
     vibey_works_in,
 )
-from avibe.ports import ModelClient, RecordStore
+from avibe.ports import ModelClient, RecordStore, TokenCounter
 from avibe.prompts import fill
 from avibe.record.entries import Source
 
@@ -45,13 +45,15 @@ if TYPE_CHECKING:
     from avibe.mcp.servers import McpServers
     from avibe.sources.background import BackgroundJobs
     from avibe.sources.delegations import Delegations
-    from avibe.store.provenance import ProvenanceLedger
+    from avibe.sources.feeds import FeedRunner
+    from avibe.store.provenance import ProvenanceLedger, ToolWatch
     from avibe.tools import ToolBox
     from avibe.tools.approval import Approver
     from avibe.tools.sandbox import SandboxPolicy
     from avibe.tools.skills import SkillInfo
 
 VibeySession = HostedSession[Vibey]
+Waiting = Callable[[], Sequence[tuple[str, ...]]]  # S3: what the scene's Waiting for names
 Identities = Callable[[], Collection[tuple[int, int]]]  # Avibe's own files, (st_dev, st_ino)
 
 log = logging.getLogger(__name__)
@@ -121,80 +123,27 @@ class _VibeyBuilder:
 
     def __call__(self, ports: HostPorts) -> SessionParts[Vibey]:
         from avibe.mcp.servers import start_servers
-        from avibe.providers import is_local, open_counter
-        from avibe.sources.background import BackgroundJobs
-        from avibe.sources.delegations import Delegations
+        from avibe.providers import open_counter
         from avibe.store.provenance import ProvenanceLedger, ToolWatch
-        from avibe.tools import find_skill, skill_text
 
         settings, store, workdir, session_id = self.settings, self.store, self.workdir, ports.session_id
         vibey_works_in(store, session_id)
         counter = open_counter(self.model_name, settings, self.model)
         skill_dirs = [workdir / ".avibe" / "skills", settings.home / "skills"]
         sandbox = sandbox_for(settings, workdir, store, session_id)
-        jobs = BackgroundJobs(ports.post, store, session_id, sandbox)
-        delegations = Delegations(
-            store,
-            session_id,
-            ports.post_keyed,
-            post_to=post_to(store, self.clock),
-            start=start_delegate(store, workdir, self.start),
-            assign=assign_agent(store),
-        )
-        feeds = feeds_for(store, ports, self.clock, settings, workdir)  # T1: timers, watches, callbacks
+        jobs, delegations, feeds = self._sources(ports, sandbox)
         ledger = ProvenanceLedger(settings.home)  # what the agent leaves, marked
         # MCP servers (docs/mcp.md): started now, their tools offered for the session, stopped after it
         notice = lambda line: self.events(Notice(line))  # noqa: E731
         mcp = start_servers(settings.mcp_servers, sandbox, notice, session_id, counter.count)
         toolbox = self._toolbox(jobs, delegations, skill_dirs, sandbox, ports, ledger, mcp)
         # F4: AGENTS.md and the skill catalogue are read again at each turn where one of them changed
-        instructions = _instruction_files(
-            workdir, skill_dirs, ledger, sandbox.own.identities, lambda line: self.events(Notice(line))
-        )
-        agents_md, agents_md_heading, catalogue = instructions()
+        instructions = _instruction_files(workdir, skill_dirs, ledger, sandbox.own.identities, notice)
         watch = ToolWatch(ledger, workdir, session_id, busy=lambda: bool(jobs.running()))
-
-        def current_skill(name: str) -> str | None:
-            found = find_skill(skill_dirs, name)
-            return skill_text(found, _companion_mark(ledger)) if found else None
-
-        config = RunConfig(
-            window=self.window,
-            max_steps=self.max_steps,
-            checkpoint_mode=mode_for(self.model_name, is_local(self.model_name)),
-            agents_md=agents_md,
-            agents_md_heading=agents_md_heading,
-            skill_catalogue=catalogue,
-            user_name=settings.user_name,
-            record_where=f"Avibe's record, session {session_id} (the record_query tool reads it)",
-            recollection=as_rendering(settings.recollection),
-            compaction=self.compaction,
-        )
-
-        def limits() -> Limits:  # the inspector's plot: the window and trigger line the run used
-            return Limits(
-                self.model_name, vibey.limits.window, vibey.limits.threshold, vibey.limits.hard_limit
-            )
-
-        # one point per model request; each tool's output and each error, for the person (not the record, A3)
-        events = ContextLog(store, session_id, limits, ActivityLog(store, session_id, self.events))
-        vibey = Vibey(
-            store=store,
-            model=self.model,
-            counter=counter,
-            clock=self.clock,
-            session_id=session_id,
-            session_dir=settings.sessions_dir / session_id,
-            tool_specs=toolbox.specs,
-            run_tool=toolbox.dispatch,
-            config=config,
-            events=events,
-            skill_text=current_skill,
-            watch_tool=watch,
-            instructions=instructions,
-            # S3: the scene names every job still running, every delegated run and every standing feed
-            waiting_for=lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines()),
-        )
+        # S3: the scene names every job still running, every delegated run and every standing feed
+        waiting = lambda: (*jobs.waiting(), *delegations.scene_lines(), *feeds.scene_lines())  # noqa: E731
+        skill = _skill_reader(skill_dirs, ledger)
+        vibey = self._vibey(session_id, counter, toolbox, instructions, skill, watch, waiting)
         sources = (JobsSource(jobs), feeds, delegations)
 
         # what a background job of the agent's left before it was stopped: settled after the host stops
@@ -202,7 +151,79 @@ class _VibeyBuilder:
             watch.settle()
             mcp.close()
 
-        return SessionParts(vibey, vibey, sources, events, queued=feeds.queued, after_close=after_close)
+        return SessionParts(
+            vibey, vibey, sources, vibey.events, queued=feeds.queued, after_close=after_close,
+            context=vibey, outstanding=lambda: bool(vibey.waiting_for()),
+        )  # fmt: skip
+
+    def _sources(
+        self, ports: HostPorts, sandbox: SandboxPolicy
+    ) -> tuple[BackgroundJobs, Delegations, FeedRunner]:
+        """What posts into the session on its own: background jobs, delegated runs, watches and timers."""
+        from avibe.sources.background import BackgroundJobs
+        from avibe.sources.delegations import Delegations
+
+        store, session_id = self.store, ports.session_id
+        jobs = BackgroundJobs(ports.post, store, session_id, sandbox)
+        delegations = Delegations(
+            store,
+            session_id,
+            ports.post_keyed,
+            post_to=post_to(store, self.clock),
+            start=start_delegate(store, self.workdir, self.start),
+            assign=assign_agent(store),
+        )
+        feeds = feeds_for(store, ports, self.clock, self.settings, self.workdir)  # T1: timers, watches
+        return jobs, delegations, feeds
+
+    def _vibey(
+        self, session_id: str, counter: TokenCounter, toolbox: ToolBox, instructions: InstructionFiles,
+        skill: Callable[[str], str | None], watch: ToolWatch, waiting: Waiting,
+    ) -> Vibey:  # fmt: skip
+        """Vibey on the session's record, tools and instructions; its events logged per request."""
+
+        def limits() -> Limits:  # the inspector's plot: the window and trigger line the run used
+            return Limits(
+                self.model_name, vibey.limits.window, vibey.limits.threshold, vibey.limits.hard_limit
+            )
+
+        vibey = Vibey(
+            store=self.store,
+            model=self.model,
+            counter=counter,
+            clock=self.clock,
+            session_id=session_id,
+            session_dir=self.settings.sessions_dir / session_id,
+            tool_specs=toolbox.specs,
+            run_tool=toolbox.dispatch,
+            config=self._config(session_id, instructions),
+            # one point per model request; each tool's output and error, for the person (A3: not the record)
+            events=ContextLog(
+                self.store, session_id, limits, ActivityLog(self.store, session_id, self.events)
+            ),
+            skill_text=skill,
+            watch_tool=watch,
+            instructions=instructions,
+            waiting_for=waiting,
+        )
+        return vibey
+
+    def _config(self, session_id: str, instructions: InstructionFiles) -> RunConfig:
+        from avibe.providers import is_local
+
+        agents_md, agents_md_heading, catalogue = instructions()
+        return RunConfig(
+            window=self.window,
+            max_steps=self.max_steps,
+            checkpoint_mode=mode_for(self.model_name, is_local(self.model_name)),
+            agents_md=agents_md,
+            agents_md_heading=agents_md_heading,
+            skill_catalogue=catalogue,
+            user_name=self.settings.user_name,
+            record_where=f"Avibe's record, session {session_id} (the record_query tool reads it)",
+            recollection=as_rendering(self.settings.recollection),
+            compaction=self.compaction,
+        )
 
     def _toolbox(
         self, jobs: BackgroundJobs, delegations: Delegations, skill_dirs: list[Path], sandbox: SandboxPolicy,
@@ -240,6 +261,17 @@ class _VibeyBuilder:
             )
             + mcp.tools(approval, ports.stop)  # `NAME.tool`: asks in ask mode; Ctrl-C cancels a call
         )
+
+
+def _skill_reader(skill_dirs: list[Path], ledger: ProvenanceLedger) -> Callable[[str], str | None]:
+    """A skill's current text (A1), its companion files marked as the ledger knows them."""
+    from avibe.tools import find_skill, skill_text
+
+    def current_skill(name: str) -> str | None:
+        found = find_skill(skill_dirs, name)
+        return skill_text(found, _companion_mark(ledger)) if found else None
+
+    return current_skill
 
 
 def _instruction_files(

@@ -14,7 +14,7 @@ choice for local models, by name) or "tools" (edit and tick with tool calls; its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from itertools import dropwhile
@@ -41,10 +41,10 @@ from avibe.evals.slots import work_dir
 from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
 from avibe.evals.toolbox import ReplayToolBox
 from avibe.host.agent import render_input
-from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
+from avibe.ports import CompletionRequest, ModelClient, StoredCheckpoint, TokenCounter
 from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
-from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply, ToolSpec
+from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelFacts, ModelReply
 
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context
 NAME: Final = "avibe-checkpoint"
@@ -76,26 +76,11 @@ class _Metered:
     def facts(self) -> ModelFacts:
         return self.model.facts
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
         self.calls += 1
+        messages = request.messages
         try:
-            reply = self.model.complete(
-                messages,
-                tools,
-                json_schema=json_schema,
-                max_tokens=max_tokens,
-                temperature=temperature,
-                on_text=on_text,
-            )
+            reply = self.model.complete(request)
         except ModelError:
             self.tokens += self.counter.count_messages(messages)  # a failed call still cost its prompt
             raise

@@ -29,7 +29,7 @@ from avibe.context.assemble import reminder
 from avibe.evals.metrics import normalise
 from avibe.evals.scenario import Probe
 from avibe.evals.strategy import fit_request
-from avibe.ports import ModelClient, TokenCounter
+from avibe.ports import CompletionRequest, ModelClient, TokenCounter
 from avibe.prompts import render
 from avibe.record.checkpoint import MemoItem
 from avibe.record.messages import REMINDER_KIND, ChatMessage, ModelReply
@@ -236,7 +236,7 @@ def judge_rubric(judge: ModelClient, counter: TokenCounter, probe: Probe, answer
     items = "\n".join(f"{i}. {item}" for i, item in enumerate(probe.rubric, 1))
     prompt = JUDGE_PROMPT.format(question=probe.question, answer=answer, items=items)
     sent = [ChatMessage("user", prompt)]
-    reply = judge.complete(sent, json_schema=JUDGE_SCHEMA, max_tokens=128, temperature=0.0)
+    reply = judge.complete(CompletionRequest(sent, json_schema=JUDGE_SCHEMA, max_tokens=128, temperature=0.0))
     spent = _spent(reply, sent, counter)
     try:
         verdicts = parse_verdicts(reply.text, len(probe.rubric))
@@ -268,7 +268,7 @@ def ask(
     kept = [m for m in context if m.kind != REMINDER_KIND]
     sent, _ = fit_request(kept, question, counter, room)
     sent += [note] if note else []
-    reply = model.complete(sent, max_tokens=ANSWER_TOKENS, temperature=0.0)
+    reply = model.complete(CompletionRequest(sent, max_tokens=ANSWER_TOKENS, temperature=0.0))
     answer, spent = _reply_text(reply), _spent(reply, sent, counter)
     if probe.kind == "exact":
         ok = check_exact(probe.answer, answer)

@@ -3,11 +3,14 @@ every input for every backend (T3): Vibey today; Claude Code, Codex and OpenCode
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from avibe.host.events import EventSink
+from avibe.ports import ToolResult
 from avibe.record.entries import CallRecord, Entry, Kind
+from avibe.record.messages import ToolCall
 from avibe.record.sources import render_entry_text
 
 
@@ -62,3 +65,55 @@ class Agent(Protocol):
     def cursor(self) -> int: ...
 
     def run_turn(self, inbox: Inbox, emit: EventSink) -> TurnResult: ...
+
+
+# ---- what the edges may ask of an agent whose context Avibe manages (Vibey) -----------------------------
+
+ToolRunner = Callable[[ToolCall], ToolResult]
+# Around one tool's execution: given the call and the runner to go on with, returns the result. The chat
+# shows each tool's output with one, and answers the calls Ctrl-C kept from starting without running them.
+ToolHook = Callable[[ToolCall, ToolRunner], ToolResult]
+
+
+@dataclass(frozen=True, slots=True)
+class Meter:
+    """The context meter's figures (the chat shows them): the window, where making room starts, the
+    tokens the next request holds now, and the compactor in force (`avibe.agent.compaction`)."""
+
+    window: int
+    threshold: int
+    tokens: int
+    compaction: str
+
+
+class ContextControls(Protocol):
+    """The queries and hooks an edge uses on an agent whose context Avibe manages; an external agent
+    keeps its own context (L5) and has none. Edges go through these, never the agent's attributes."""
+
+    def meter(self) -> Meter: ...
+
+    def use_compaction(self, name: str) -> str: ...  # "" keeps the one in force; returns the name in force
+
+    def add_tool_hook(self, hook: ToolHook) -> None: ...
+
+    # Between turns only (the chat's /compact and /undo); each returns the one line the person sees.
+    def compact_now(self, host: WaitingInbox, focus: Callable[[], Entry] | None = None) -> str: ...
+
+    def undo_last_turn(self, host: WaitingInbox, note: Callable[[str], Entry]) -> str: ...
+
+
+class WaitingInbox(Inbox, Protocol):
+    """An inbox that also says whether an input waits for the agent (`SessionHost`)."""
+
+    def waiting_input(self) -> bool: ...
+
+
+def hooked(run: ToolRunner, hooks: Sequence[ToolHook]) -> ToolRunner:
+    """`run` with each hook around it, the first hook added outermost."""
+    for hook in reversed(hooks):
+        run = _around(hook, run)
+    return run
+
+
+def _around(hook: ToolHook, run: ToolRunner) -> ToolRunner:
+    return lambda call: hook(call, run)

@@ -12,14 +12,15 @@ from pathlib import Path
 from typing import Generic, Protocol, TypeVar
 
 from avibe.errors import AvibeError
-from avibe.host.agent import Agent, TurnResult
+from avibe.host.agent import Agent, ContextControls, TurnResult
 from avibe.host.events import EventSink
 from avibe.host.lease import hold_lease
 from avibe.host.session import InputSource, SessionHost
 from avibe.ingress import deliver
 from avibe.ports import Clock, LeaseOwner, RecordStore
+from avibe.record.agents import VIBEY
 from avibe.record.entries import Entry, Source
-from avibe.record.state import VIBEY, AgentState, WorkdirState
+from avibe.record.state import AgentState, WorkdirState
 
 V = TypeVar("V")
 
@@ -29,13 +30,19 @@ class HostedSession(Generic[V]):
     """A live session: the host, the agent's own object (`vibey`: Vibey, or None for an external agent,
     which keeps its own context, L5 - the chat then shows no meter marks), the record, the person, and
     its stop switch: set, the process the agent waits on now (a shell command, an external agent) is
-    killed at once (the chat's Ctrl-C); whoever sets it clears it before the next turn."""
+    killed at once (the chat's Ctrl-C); whoever sets it clears it before the next turn.
+    The edges (the chat, `vibe serve`) use `context` and `outstanding`, never the agent's attributes."""
 
     host: SessionHost
     vibey: V
     store: RecordStore
     user_name: str
     stop: threading.Event = field(default_factory=threading.Event)
+    # the meter, /compaction and the tool hook of an agent whose context Avibe manages; None: external (L5)
+    context: ContextControls | None = None
+    # work still out that posts into the session on its own: a background job, a delegated run, a
+    # standing watch or timer (`vibe serve` keeps such a session hosted)
+    outstanding: Callable[[], bool] = lambda: False
 
     @property
     def session_id(self) -> str:
@@ -61,6 +68,8 @@ class SessionParts(Generic[V]):
     events: EventSink
     queued: Callable[[Entry], bool] = lambda entry: False
     after_close: Callable[[], None] = lambda: None
+    context: ContextControls | None = None  # Vibey's meter, compaction and tool hook (None: external)
+    outstanding: Callable[[], bool] = lambda: False  # see `HostedSession.outstanding`
 
 
 class HostPorts:
@@ -111,7 +120,9 @@ def host_session(
         for source in parts.sources:
             host.add_source(source)
         try:
-            yield HostedSession(host, parts.vibey, store, user_name, ports.stop)
+            yield HostedSession(
+                host, parts.vibey, store, user_name, ports.stop, parts.context, parts.outstanding
+            )
         finally:
             host.close()
             parts.after_close()

@@ -51,6 +51,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from avibe.errors import BadResponse, ContextOverflow, ModelUnavailable
+from avibe.ports import CompletionRequest
 from avibe.providers.greedy_grammar import GreedyGrammar
 from avibe.providers.llama_output import (
     _TextFeed,
@@ -185,16 +186,9 @@ class EmbeddedModel:
         """The underlying `llama_cpp.Llama` (benchmarks and tests read its state)."""
         return self._llama
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        messages, tools, json_schema = request.messages, request.tools, request.json_schema
+        max_tokens, temperature, on_text = request.max_tokens, request.temperature, request.on_text
         shown, tokens = self._prompt(messages, tools, json_schema, max_tokens)
         limit = self._output_limit(tokens, max_tokens)
         grammar = self._grammar_for(tools, json_schema)

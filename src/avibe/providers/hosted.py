@@ -16,7 +16,7 @@ import json
 import os
 import re
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from avibe.errors import (
@@ -27,6 +27,7 @@ from avibe.errors import (
     ModelUnavailable,
     RateLimited,
 )
+from avibe.ports import CompletionRequest
 from avibe.record.messages import (
     REMINDER_KIND,
     ChatMessage,
@@ -168,35 +169,27 @@ class HostedModel:
         """Call `listener(messages, prompt_tokens, tools)` after each reply (feeds CalibratedCounter)."""
         self._usage_listeners.append(listener)
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        messages, tools, json_schema = request.messages, request.tools, request.json_schema
         litellm = import_litellm()
         _no_implicit_event_loop()
-        request: dict[str, Any] = {
+        body: dict[str, Any] = {
             "model": self._facts.name,
             "messages": to_openai_messages(messages),
-            "max_tokens": max_tokens or self._facts.max_output,
-            "temperature": temperature,
+            "max_tokens": request.max_tokens or self._facts.max_output,
+            "temperature": request.temperature,
             **self._options,
         }
         if tools:
-            request["tools"] = to_openai_tools(tools)
+            body["tools"] = to_openai_tools(tools)
         if json_schema is not None:
             schema = {"name": "reply", "schema": dict(json_schema)}
-            request["response_format"] = {"type": "json_schema", "json_schema": schema}
-        if on_text is not None and json_schema is None:
-            reply = self._streamed(litellm, request, on_text)
+            body["response_format"] = {"type": "json_schema", "json_schema": schema}
+        if request.stream is not None:
+            reply = self._streamed(litellm, body, request.stream)
         else:
             try:
-                response = litellm.completion(**request)
+                response = litellm.completion(**body)
             except Exception as exc:  # every LiteLLM/HTTP failure is mapped; the original is chained
                 raise map_error(exc, self._facts.name) from exc
             reply = parse_response(response, self._facts.name)

@@ -17,6 +17,7 @@ from types import TracebackType
 from typing import Any
 
 from avibe.errors import ScriptError
+from avibe.ports import CompletionRequest
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolSpec
 
 
@@ -73,30 +74,22 @@ class ScriptedModel:
     def remaining(self) -> int:
         return len(self.steps) - self._next
 
-    def complete(
-        self,
-        messages: Sequence[ChatMessage],
-        tools: Sequence[ToolSpec] = (),
-        *,
-        json_schema: Mapping[str, Any] | None = None,
-        max_tokens: int | None = None,
-        temperature: float = 0.0,
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
-        stream = on_text if json_schema is None else None  # structured calls never stream
-        request = ModelRequest(
-            tuple(messages), tuple(tools), json_schema, max_tokens, temperature, streamed=stream is not None
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        stream = request.stream  # structured calls never stream
+        r = request
+        seen = ModelRequest(
+            tuple(r.messages), tuple(r.tools), r.json_schema, r.max_tokens, r.temperature, stream is not None
         )
-        self.requests.append(request)
+        self.requests.append(seen)
         if self._next >= len(self.steps):
-            last = messages[-1].content[:200] if messages else ""
+            last = request.messages[-1].content[:200] if request.messages else ""
             raise ScriptError(
                 f"scripted model: unexpected call #{len(self.requests)} beyond the {len(self.steps)}-step "
                 f"script (last message: {last!r}); add a step for it"
             )
         step = self.steps[self._next]
         self._next += 1
-        played = self._play(step, request)
+        played = self._play(step, seen)
         if stream is not None:
             for piece in pieces(played.text):
                 stream(piece)

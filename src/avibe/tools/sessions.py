@@ -13,12 +13,12 @@ from typing import Any, Final
 
 from avibe.errors import AvibeError, ToolError, UnknownSession
 from avibe.ports import Tool, ToolResult
+from avibe.record.agents import VIBEY
 from avibe.record.entries import Entry
 from avibe.record.messages import ToolSpec
 from avibe.tools.base import BaseTool, schema
 
 MAX_MESSAGE_CHARS: Final = 20_000
-VIBEY: Final = "vibey"
 
 
 def _text(args: dict[str, Any], key: str, tool: str) -> str:

@@ -13,10 +13,10 @@ import time
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, ClassVar, Final
+from typing import ClassVar, Final
 
 from textual import events, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
@@ -35,11 +35,14 @@ from avibe.host.events import (
     ToolCalled,
     ToolFinished,
 )
+from avibe.record.agents import VIBEY
 from avibe.tui.between import JOBS
 from avibe.tui.commands import HELP, Cli, Command, CommandError, arguments, complete, parse, with_session
 from avibe.tui.cost import priced
-from avibe.tui.driver import VIBEY, ChatDriver, Opener, StepCancelled, Target
+from avibe.tui.driver import ChatDriver, Opener
+from avibe.tui.hosted import StepCancelled, Target
 from avibe.tui.meter import Meter
+from avibe.tui.screen import ChatScreen
 from avibe.tui.sessions import checked_title, rename, session_rows, sessions_text
 from avibe.tui.updates import (
     ApprovalAsked,
@@ -61,26 +64,8 @@ QUIT_AGAIN_S: Final = 3.0  # a second Ctrl-C within this many seconds quits
 PROMPTS: Final = {"user": "you› ", "assistant": "vibey› "}
 
 
-class ChatApp(App[None]):
+class ChatApp(ChatScreen):
     TITLE = "vibe"
-    CSS = """
-    Screen { layout: vertical; }
-    #log { height: 1fr; padding: 0 1; scrollbar-size-vertical: 1; }
-    Bubble, InputBubble { margin: 1 0 0 0; }
-    .user { background: $boost; padding: 0 1; }
-    .input { border-left: thick $warning; padding: 0 1; }
-    .error { color: $error; }
-    .notice { color: $text-muted; }
-    .output { padding: 0 1; }
-    ToolLine { border: none; padding: 0; margin: 0; background: transparent; }
-    ToolLine.failed CollapsibleTitle { color: $error; }
-    ToolLine Contents { padding: 0 0 0 3; }
-    #below { height: 1; width: 100%; content-align: center middle; background: $accent; display: none; }
-    #asks { height: auto; }
-    ApprovalBar { height: auto; border: heavy $warning; padding: 0 1; }
-    ChatInput { height: auto; min-height: 3; max-height: 10; border: round $accent; }
-    #status { height: 1; background: $panel; padding: 0 1; }
-    """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("ctrl+c", "interrupt", "cancel / quit", priority=True),
         Binding("ctrl+q", "quit", "quit", priority=True),
@@ -455,39 +440,7 @@ class ChatApp(App[None]):
     def _output(self, text: str, *, error: bool = False) -> None:
         self.call_from_thread(self._say, text.rstrip() or "(nothing)", "error" if error else "output")
 
-    # ---- drawing -------------------------------------------------------------------------------------
-
-    def _add(self, widget: Any) -> Any:
-        found = list(self.query("#log").results(ChatLog))
-        if not found:  # the app is shutting down: nothing more to draw
-            return widget
-        found[0].mount(widget)
-        self._grew()
-        return widget
-
-    def _grew(self) -> None:
-        """The conversation got longer: follow it, or (the person scrolled up) say there is more below."""
-        for log in self.query("#log").results(ChatLog):
-            log.follow()
-            if log.away:
-                self.query_one("#below", Static).display = True
-
-    def on_chat_log_away(self, message: ChatLog.Away) -> None:
-        if not message.away:  # back at the end: following again
-            self.query_one("#below", Static).display = False
-
-    def action_page(self, direction: int) -> None:
-        if self._ask is not None:  # a question is open: PageUp / PageDown read it
-            self._ask.action_scroll_body("page_down" if direction > 0 else "page_up")
-            return
-        log = self.query_one("#log", ChatLog)
-        if direction > 0:
-            log.scroll_page_down(animate=False)
-        else:
-            log.scroll_page_up(animate=False)
-
-    def _say(self, text: str, kind: str) -> None:
-        self._add(Bubble(text, kind))
+    # ---- drawing (the log's own in `avibe.tui.screen`) ------------------------------------------------
 
     def _asked(self, bar: ApprovalBar) -> None:
         self._close_ask()

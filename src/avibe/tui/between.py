@@ -8,11 +8,9 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
-from avibe.agent.compaction.now import take_in
 from avibe.host.session import STOPPED_BY_PERSON
 from avibe.record.entries import Entry, Source
-from avibe.tools.undo import UNDO_DIR, undo_last_turn
-from avibe.tui.driver import Live
+from avibe.tui.hosted import Live
 
 Job = Callable[[Live], str]
 NOT_VIBEY: Final = "{command} is Vibey's; {agent} keeps its own context and files"
@@ -23,14 +21,14 @@ def compact(args: tuple[str, ...]) -> Job:
     focus = " ".join(args).strip()
 
     def job(live: Live) -> str:
-        vibey = live.vibey
-        if vibey is None:
+        context = live.context
+        if context is None:
             return NOT_VIBEY.format(command="/compact", agent=live.host.agent.name)
 
         def posted() -> Entry:  # through ingress, as the person's own words (T1)
             return live.host.post(Source("user", name=live.user_name), focus)
 
-        return vibey.compact_now(live.host, posted if focus else None).line
+        return context.compact_now(live.host, posted if focus else None)
 
     return job
 
@@ -40,18 +38,16 @@ def undo(args: tuple[str, ...]) -> Job:
     the next message (taken in now, so it starts no turn)."""
 
     def job(live: Live) -> str:
-        vibey = live.vibey
-        if vibey is None:
+        context = live.context
+        if context is None:
             return NOT_VIBEY.format(command="/undo", agent=live.host.agent.name)
         if args:
             return "/undo takes no arguments; it reverts the last turn's file changes"
         if live.host.waiting_input():
             return "a message is waiting for an answer; /undo once the turn ends"
-        undone = undo_last_turn(vibey.session_dir / UNDO_DIR)
-        if undone.found:
-            note = live.host.post(UNDO_SOURCE, UNDO_NOTE.format(what=undone.line()))
-            take_in(vibey, live.host, note)
-        return undone.line()
+        return context.undo_last_turn(
+            live.host, lambda what: live.host.post(UNDO_SOURCE, UNDO_NOTE.format(what=what))
+        )
 
     return job
 

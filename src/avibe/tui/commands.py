@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol
 
-from avibe.agent.compaction.registry import compaction_names
+from avibe.agent.compaction import DEFAULT_COMPACTION, compaction_names
+from avibe.record.agents import agent_names, listed
 
 
 class Cli(Protocol):
@@ -32,20 +33,20 @@ class Cli(Protocol):
         ...
 
 
-HELP: Final = """Commands
+HELP: Final = f"""Commands
   /new                  start a new session (what Vibey asks for when its context is too full to go on)
   /sessions             the sessions: title, agent, when last active
   /rename TITLE         give this session a title (/sessions shows it)
   /resume [ID]          resume a session (ID or its start; default: the latest other one of this folder)
   /model [NAME]         show the model, or go on in this session with another one
   /agent [NAME]         who works in this session and the agents found, or go on with another:
-                        vibey, claude-code, codex, opencode (they keep their own context)
+                        {listed(agent_names(), "or")} (the others keep their own context)
   /log [FILTERS]        search this session's record - vibe log's filters: --user --kind K --grep TEXT
                         --from-seq A --to-seq B --since T --until T --limit N (--session S for another)
   /checkpoints [--show N | --diff N M]
                         this session's checkpoints: list, one whole (mind, memo, scene), diff two minds
-  /compaction [NAME]    how Vibey makes room when the context fills: checkpoint (the default), handoff,
-                        rewrite, anchored, mask, truncate, full
+  /compaction [NAME]    how Vibey makes room when the context fills (by default {DEFAULT_COMPACTION}):
+                        {listed(compaction_names(), "or")}
   /compact [FOCUS]      make room now (a checkpoint, or the compaction in use); FOCUS: what to keep,
                         as your own words
   /undo                 revert the file changes of the last turn (what the write and edit tools did)

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from avibe.agent.interrupted import NOT_STARTED, stopped_text
-from avibe.agent.loop import Vibey
-from avibe.errors import AvibeError, ModelError
+from avibe.errors import AvibeError
+from avibe.host.agent import ToolHook, ToolRunner
 from avibe.host.events import (
     Event,
     EventSink,
@@ -44,12 +44,13 @@ from avibe.host.events import (
     ToolCalled,
     TurnEnded,
 )
-from avibe.host.session import STOPPED_BY_PERSON, SessionHost, after_last_stop
+from avibe.host.session import STOPPED_BY_PERSON, after_last_stop
 from avibe.ports import RecordStore, ToolResult
+from avibe.record.agents import VIBEY
 from avibe.record.entries import CallRecord, Entry, EntryQuery, SessionInfo, Source
 from avibe.record.messages import ToolCall
-from avibe.record.sources import render_entry_text
 from avibe.tools.approval import ApprovalRequest, Approver, Decision
+from avibe.tui.hosted import Live, StepCancelled, Target, ends_turn, entry_line
 from avibe.tui.updates import (
     ApprovalAsked,
     ApprovalClosed,
@@ -77,33 +78,6 @@ CANCEL_NOTE: Final = (
 )
 
 
-class StepCancelled(ModelError):
-    """Raised into the loop at a clean stopping point; the loop ends the turn as a stop."""
-
-    MESSAGE: Final = "cancelled by the user (Ctrl-C)"
-
-    def __init__(self) -> None:
-        super().__init__(self.MESSAGE)
-
-
-class Live(Protocol):
-    """A hosted session as the chat needs it (`avibe.host.sessions.HostedSession`: with Vibey, or with
-    Claude Code, Codex or OpenCode in it and no Vibey)."""
-
-    @property
-    def host(self) -> SessionHost: ...
-    @property
-    def vibey(self) -> Vibey | None: ...
-    @property
-    def store(self) -> RecordStore: ...
-    @property
-    def session_id(self) -> str: ...
-    @property
-    def user_name(self) -> str: ...
-    @property
-    def stop(self) -> threading.Event: ...  # set: the process the agent waits on is killed
-
-
 @dataclass(frozen=True)
 class Attached:
     """A session another live process hosts (`vibe serve`): the chat follows its record
@@ -129,35 +103,6 @@ class Opener(Protocol):
 
 
 Notify = Callable[[Update], None]
-VIBEY: Final = Vibey.name
-
-
-@dataclass(frozen=True, slots=True)
-class Target:
-    """Which session to host next, on which model or agent (None: a new session; agent None: the one
-    that last worked in the session)."""
-
-    session_id: str | None
-    model: str
-    agent: str | None = None
-
-
-def _ends_turn(entry: Entry, agent: str) -> bool:
-    """An entry that ends an agent's turn: Vibey's reply without tool calls, an external agent's reply
-    (one a turn, its calls in it), or the notice of the agent's failure."""
-    if entry.kind == "assistant":
-        return not entry.calls or entry.source.name != VIBEY
-    return entry.kind == "harness" and entry.source.name == agent
-
-
-def entry_line(entry: Entry) -> Line:
-    """A record entry for the screen: the tag line apart from the text for any non-user input (T1)."""
-    calls = tuple(f"{c.name} {c.arguments}" for c in entry.calls)
-    if entry.kind in ("user", "assistant"):
-        agent = entry.source.name if entry.kind == "assistant" else ""
-        return Line(entry.seq, entry.kind, "", entry.text, calls, agent)
-    tag, _, body = render_entry_text(entry).partition("\n")
-    return Line(entry.seq, entry.kind, tag, body, calls)
 
 
 class ChatDriver:
@@ -216,12 +161,10 @@ class ChatDriver:
         """/compaction NAME: Vibey makes room that way from its next request on; the name in force, or
         ValueError (no Vibey hosted, or a name the registry lacks)."""
         live = self._live
-        vibey = live.vibey if live is not None else None
-        if vibey is None:
+        context = live.context if live is not None else None
+        if context is None:
             raise ValueError("/compaction is Vibey's; an external agent keeps its own context")
-        if name:
-            vibey.use_compaction(name)
-        return vibey.config.compaction
+        return context.use_compaction(name)
 
     def between_turns(self, job: Callable[[Live], str]) -> None:
         """Run `job` on the session thread once no turn runs (/compact, /undo: never beside a turn);
@@ -313,16 +256,16 @@ class ChatDriver:
 
     def _adopt(self, live: Live, *, resumed: bool) -> None:
         lines = self._history(live.store, live.session_id)
-        vibey = live.vibey
+        context = live.context
         self.agent = live.host.agent.name
-        if vibey is None:  # an external agent keeps its own context (L5): no meter marks of ours
+        if context is None:  # an external agent keeps its own context (L5): no meter marks of ours
             opened = Opened(live.session_id, self.model, 0, 0, 0, lines, resumed, agent=self.agent)
         else:
-            self._wrap_tools(vibey, live.stop)
-            limits, tokens = vibey.limits, vibey.tokens(vibey.load_state())
+            context.add_tool_hook(self._tool_hook(live.stop))
+            meter = context.meter()
             opened = Opened(
-                live.session_id, self.model, limits.window, limits.threshold, tokens, lines, resumed,
-                compaction=vibey.config.compaction,
+                live.session_id, self.model, meter.window, meter.threshold, meter.tokens, lines, resumed,
+                compaction=meter.compaction,
             )  # fmt: skip
         self._floor = 0  # what was waiting when a session resumes runs now (e.g. after a crash)
         with self._lock:
@@ -330,25 +273,24 @@ class ChatDriver:
         self._notify(opened)
         self._ready.set()
 
-    def _wrap_tools(self, vibey: Vibey, stop: threading.Event) -> None:
-        """Each tool's output goes to the screen too (a tool line expands to it); never to the record (A3).
-        After Ctrl-C the step's calls not started yet are answered without running, and the
-        one that was running when it came is noted."""
-        run_tool = vibey.run_tool
+    def _tool_hook(self, stop: threading.Event) -> ToolHook:
+        """Around each tool's execution: its output goes to the screen too (a tool line expands to it);
+        never to the record (A3). After Ctrl-C the step's calls not started yet are answered without
+        running, and the one that was running when it came is noted."""
 
-        def shown(call: ToolCall) -> ToolResult:
+        def shown(call: ToolCall, run: ToolRunner) -> ToolResult:
             record = CallRecord(call.name, json.dumps(dict(call.arguments), ensure_ascii=False))
             if call.id == self._announced and self._cancel.is_set():  # the loop's own call, not started
                 self._not_run.append(record)
                 result = ToolResult(output=f"[{NOT_STARTED}]", is_error=True)
             else:
-                result = run_tool(call)
+                result = run(call)
                 if call.id == self._announced and stop.is_set():
                     self._stopped = record
             self._notify(ToolOutput(call.id, result.output, result.is_error))
             return result
 
-        vibey.run_tool = shown
+        return shown
 
     def _attach(self, attached: Attached) -> Target | None:
         """Follow a session another process hosts until a switch, quit, or (a message of the person's
@@ -395,7 +337,7 @@ class ChatDriver:
             self._shown = max(self._shown, entry.seq)
             if entry.seq not in self._mine:
                 self._notify(InputShown(entry_line(entry)))
-            if entry.seq > self._asked > 0 and _ends_turn(entry, attached.agent):
+            if entry.seq > self._asked > 0 and ends_turn(entry, attached.agent):
                 self._asked = 0  # answered
                 self._notify(Busy(False))
 
@@ -464,7 +406,7 @@ class ChatDriver:
             if self._cancelled:
                 note = live.host.post(CANCEL_SOURCE, self._cancel_note(live))
                 self._notify(Cancelled(note.seq))
-            elif stop_asked and ended_stopped and live.vibey is None:  # its own notice says it was stopped
+            elif stop_asked and ended_stopped and live.context is None:  # its own notice says it was stopped
                 self._notify(Cancelled(live.store.get_session(live.session_id).entry_count))
             self._notify(Busy(False))
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Final
 from avibe.checkpoint.trigger import WINDOW_SHARE
 from avibe.errors import ModelError
 from avibe.host.events import Compacted as CompactedEvent
-from avibe.ports import ModelClient, TokenCounter
+from avibe.ports import CompletionRequest, ModelClient, TokenCounter
 from avibe.record.entries import Entry
 from avibe.record.messages import REMINDER_KIND, ChatMessage
 
@@ -140,7 +140,7 @@ def summarise(
     request = ChatMessage("user", instruction, kind=REQUEST_KIND)
     limit = summary_budget(window)
     sent, dropped = fit_request(messages, request, counter, window - limit - 64)
-    reply = model.complete(sent, max_tokens=limit, temperature=0.0)
+    reply = model.complete(CompletionRequest(sent, max_tokens=limit, temperature=0.0))
     spent = reply.usage.prompt_tokens + reply.usage.completion_tokens
     if spent == 0:  # the model reported no usage (scripted models): count it ourselves
         spent = counter.count_messages(sent) + counter.count(reply.text)

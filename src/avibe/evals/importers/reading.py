@@ -22,19 +22,14 @@ from avibe.evals.scenario import (
     ToolUse,
     UserMessage,
 )
+from avibe.record.agents import agent_of_format
 
 log = logging.getLogger(__name__)
 
 
 Format = Literal["claude", "codex", "opencode", "craft", "antigravity"]
 FORMATS: Final[tuple[Format, ...]] = ("claude", "codex", "opencode", "craft", "antigravity")
-AGENT_NAMES: Final[dict[Format, str]] = {
-    "claude": "claude-code",
-    "codex": "codex",
-    "opencode": "opencode",
-    "craft": "craft-agent",
-    "antigravity": "antigravity",
-}
+AGENT_NAMES: Final[dict[Format, str]] = {fmt: agent_of_format(fmt) for fmt in FORMATS}  # the agent registry's
 
 
 def as_flag(value: object) -> bool:
