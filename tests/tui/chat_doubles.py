@@ -50,7 +50,7 @@ class GatedModel:
         return self.inner.facts
 
     def complete(self, request: CompletionRequest) -> ModelReply:
-        reply = self.inner.complete(CompletionRequest(replace(request, on_text=None)))
+        reply = self.inner.complete(replace(request, on_text=None))
         on_text = request.stream
         if on_text is not None:
             beats = [""] * (3 * len(reply.tool_calls))
