@@ -34,6 +34,7 @@ from avibe.cli.options import (
 from avibe.cli.run import session_to_resume
 from avibe.cli.terminal import announce, settings_or_die
 from avibe.compose import check_backend, open_backend_session, open_session, session_agent
+from avibe.compose.session_settings import session_model
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
@@ -186,6 +187,8 @@ def chat(
     resume = session_to_resume(settings, session, resume_latest, folder)
     if agent is None and resume is not None:
         agent = session_agent(settings, resume)  # who last worked in it works on
+    if model is None and resume is not None:  # the session's recorded model (compose.session_settings)
+        model_name = session_model(settings, resume) or model_name
     if agent is not None and agent != VIBEY:
         problem = VibeCommands(settings).check_agent(agent)  # before the screen: one line
         if problem is not None:

@@ -26,6 +26,7 @@ from avibe.cli.options import (
 )
 from avibe.cli.terminal import EventPrinter, announce, settings_or_die, terminal_approver
 from avibe.compose import SystemClock, open_record, open_session, session_agent
+from avibe.compose.session_settings import session_model
 from avibe.config import Settings
 from avibe.host.sessions import find_session
 
@@ -139,6 +140,8 @@ def run(
     resume = session_to_resume(settings, session, resume_latest, workdir)
     if agent is None and resume is not None:
         agent = session_agent(settings, resume)
+    if model is None and resume is not None:  # the session's recorded model (compose.session_settings)
+        model_name = session_model(settings, resume) or model_name
     if agent is not None and agent != "vibey":
         from avibe.cli.agents import run_backend
 

@@ -32,6 +32,7 @@ from typing import Final, Protocol
 
 from avibe.agent.interrupted import NOT_STARTED, stopped_text
 from avibe.agent.loop import Vibey
+from avibe.compose.session_settings import record_change
 from avibe.errors import AvibeError, ModelError
 from avibe.host.events import (
     Event,
@@ -219,6 +220,7 @@ class ChatDriver:
             raise ValueError("/compaction is Vibey's; an external agent keeps its own context")
         if name:
             vibey.use_compaction(name)
+            record_change(live.store, live.session_id, compaction=name)  # any later host makes room so
         return vibey.config.compaction
 
     def answer(self, decision: Decision) -> None:
