@@ -118,7 +118,7 @@ def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps
 def attached_session(settings: Settings, session_id: str) -> Iterator[Attached | None]:
     """The session as the chat follows it when another live process hosts it (`vibe
     serve`, another chat, a `vibe run`), else None: then the chat hosts it."""
-    from avibe.cli.attach import live_lease
+    from avibe.cli.attach import ask_host_to_stop, host_in_turn, live_lease
     from avibe.compose import SystemClock
     from avibe.ingress import deliver
     from avibe.record.entries import Source
@@ -138,6 +138,8 @@ def attached_session(settings: Settings, session_id: str) -> Iterator[Attached |
             f"pid {lease.owner.pid} on {lease.owner.host}",
             post=lambda text: deliver(store, session_id, user, text, clock=clock),
             hosted=lambda: live_lease(store, session_id) is not None,
+            in_turn=lambda: host_in_turn(store, session_id),
+            stop=lambda: ask_host_to_stop(store, session_id, clock),
         )
 
 

@@ -116,6 +116,8 @@ class Attached:
     host: str  # which process hosts it ("pid 123 on box")
     post: Callable[[str], Entry]  # the person's message into the record (ingress, T1: source `user`)
     hosted: Callable[[], bool]  # whether a live process still holds the session's lease
+    in_turn: Callable[[], bool] = lambda: False  # whether its host runs a turn now (as it records)
+    stop: Callable[[], object] = lambda: None  # Ctrl-C: the stop note into the record; the host stops
 
 
 class Opener(Protocol):
@@ -201,9 +203,11 @@ class ChatDriver:
         external agent) is killed at once through the session's stop switch."""
         self._cancel.set()
         with self._lock:
-            live = self._live
+            live, attached = self._live, self._attached
         if live is not None and self.busy:
             live.stop.set()
+        if attached is not None and self.busy:  # its host stops the turn (avibe.host.turn_watch)
+            attached.stop()
 
     def switch(self, target: Target) -> None:
         """Host another session (or a new one, or the same one on another model) once the turn ends."""
@@ -216,7 +220,7 @@ class ChatDriver:
         ValueError (no Vibey hosted, or a name the registry lacks)."""
         live = self._live
         vibey = live.vibey if live is not None else None
-        if vibey is None:
+        if live is None or vibey is None:
             raise ValueError("/compaction is Vibey's; an external agent keeps its own context")
         if name:
             vibey.use_compaction(name)
@@ -357,7 +361,8 @@ class ChatDriver:
             self._ready.clear()
             with self._lock:
                 self._attached = None
-            if self._asked:
+            if self.busy:
+                self.busy = False
                 self._notify(Busy(False))
 
     def _follow(self, attached: Attached) -> Target | None:
@@ -369,6 +374,7 @@ class ChatDriver:
                 pass
             with self._lock:  # a message posted meanwhile is in the record and in `_mine`, or in neither
                 self._show_recorded(attached)
+            self._show_host_state(attached)
             if self._asked and not attached.hosted():
                 alone_since = alone_since or time.monotonic()
                 if time.monotonic() - alone_since >= TAKE_OVER_S:  # its host went away: host it here
@@ -383,11 +389,20 @@ class ChatDriver:
         own messages sent from here are on it already); an answer ends the wait for one."""
         for entry in attached.store.query(EntryQuery(attached.session_id, seq_from=self._shown + 1)):
             self._shown = max(self._shown, entry.seq)
-            if entry.seq not in self._mine:
+            if entry.source == CANCEL_SOURCE:  # the person's stop (from here or elsewhere): one short line
+                self._notify(Cancelled(entry.seq))
+            elif entry.seq not in self._mine:
                 self._notify(InputShown(entry_line(entry)))
             if entry.seq > self._asked > 0 and _ends_turn(entry, attached.agent):
-                self._asked = 0  # answered
-                self._notify(Busy(False))
+                self._asked = 0  # answered (the screen is told by `_show_host_state`)
+
+    def _show_host_state(self, attached: Attached) -> None:
+        """Working while the host runs a turn (a message from anywhere) or a message sent from here
+        waits; idle otherwise."""
+        busy = bool(self._asked) or (attached.in_turn() and attached.hosted())
+        if busy != self.busy:
+            self.busy = busy
+            self._notify(Busy(busy))
 
     def _serve(self, live: Live) -> Target | None:
         while True:
@@ -485,9 +500,7 @@ class ChatDriver:
         """Into the record of the session another process hosts: that host answers it."""
         entry = attached.post(text)
         self._mine.add(entry.seq)
-        if not self._asked:
-            self._notify(Busy(True))
-        self._asked = entry.seq
+        self._asked = entry.seq  # working from now (`_show_host_state`)
 
     # ---- the ingress thread ----------------------------------------------------------------------------
 
