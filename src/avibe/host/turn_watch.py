@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from dataclasses import replace
 from typing import Final
 
 from avibe.errors import ModelError, StoreError
@@ -24,6 +25,7 @@ from avibe.host.events import (
     ModelCalled,
     ModelStarted,
     ReplyDelta,
+    Stopped,
     ToolCalled,
     TurnEnded,
     TurnStarted,
@@ -110,7 +112,10 @@ class TurnWatch:
             raise TurnStopAsked(self._asked)
         elif isinstance(event, ToolCalled):
             self._activity(HostActivity(turn=True, doing=_doing(event)))
+        elif isinstance(event, Stopped) and self.stopped:
+            event = Stopped(self._asked)  # said as what it was, not as a model failure
         elif isinstance(event, TurnEnded):
+            event = replace(event, reply=self._asked) if self.stopped and event.stopped else event
             self.turn_over()
         self.sink(event)
 
