@@ -228,7 +228,11 @@ class _VibeyBuilder:
         settings, store, session_id = self.settings, self.store, ports.session_id
         rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
         # the person's stated bans hold for write_file and edit_file as their deny rules do
-        approval = ApprovalPolicy(settings.approval, rules, self.approver, stated_rules(store, session_id))
+        # a no with a reason: the person's words go in as their message (T1: source user, by ingress)
+        tell = lambda reason: ports.post(Source("user", name=settings.user_name), reason).seq  # noqa: E731
+        approval = ApprovalPolicy(
+            settings.approval, rules, self.approver, stated_rules(store, session_id), tell=tell
+        )
         send_to = post_to(store, self.clock)
         return ToolBox(
             default_tools(

@@ -49,7 +49,7 @@ from avibe.ports import RecordStore, ToolResult
 from avibe.record.entries import CallRecord, Entry, EntryQuery, SessionInfo, Source
 from avibe.record.messages import ToolCall
 from avibe.record.sources import render_entry_text
-from avibe.tools.approval import ApprovalRequest, Approver, Decision
+from avibe.tools.approval import Answer, ApprovalRequest, Approver
 from avibe.tui.updates import (
     ApprovalAsked,
     ApprovalClosed,
@@ -169,7 +169,7 @@ class ChatDriver:
         self._texts: queue.Queue[str | None] = queue.Queue()
         self._wake, self._cancel, self._quit = threading.Event(), threading.Event(), threading.Event()
         self._answered = threading.Event()
-        self._answer: Decision = "no"
+        self._answer: Answer = "no"
         self._lock = threading.Lock()
         self._live: Live | None = None
         self._attached: Attached | None = None  # a session another process hosts, followed here
@@ -227,7 +227,7 @@ class ChatDriver:
             record_change(live.store, live.session_id, compaction=name)  # any later host makes room so
         return vibey.config.compaction
 
-    def answer(self, decision: Decision) -> None:
+    def answer(self, decision: Answer) -> None:
         self._answer = decision
         self._answered.set()
 
@@ -485,7 +485,7 @@ class ChatDriver:
             self._show_new(live)  # inputs the step just took in, before its reply
         self._notify(EventArrived(event))
 
-    def _approve(self, request: ApprovalRequest) -> Decision:
+    def _approve(self, request: ApprovalRequest) -> Answer:
         """Ask mode: the screen asks yes / no / always; Ctrl-C or quitting is a no."""
         self._answered.clear()
         self._answer = "no"
