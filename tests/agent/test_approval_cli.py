@@ -79,23 +79,29 @@ def _read_until(fd: int, needle: bytes, seconds: float) -> bytes:
     return seen
 
 
-def test_on_a_terminal_the_person_approves_a_command(tmp_path: Path, work: Path, chat: ChatServer) -> None:
-    chat.call("shell", command="touch ran")
-    chat.say("Done.")
+def _answer_at_a_terminal(tmp_path: Path, work: Path, chat: ChatServer, typed: bytes) -> bytes:
+    """`vibe run` on a pty, `typed` at its first question once asked; the question as it was shown."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(COMMAND, env=_env(tmp_path, chat.url), cwd=work, stdin=slave,
                             stdout=subprocess.DEVNULL, stderr=slave)  # fmt: skip
     os.close(slave)
     try:
         prompt = _read_until(master, b"[a]lways", 90)
-        assert b"[approve] shell wants to run:" in prompt and b"touch ran" in prompt, prompt
-        os.write(master, b"y\n")
+        os.write(master, typed)
         assert proc.wait(60) == 0
+        return prompt
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_on_a_terminal_the_person_approves_a_command(tmp_path: Path, work: Path, chat: ChatServer) -> None:
+    chat.call("shell", command="touch ran")
+    chat.say("Done.")
+    prompt = _answer_at_a_terminal(tmp_path, work, chat, b"y\n")
+    assert b"[approve] shell wants to run:" in prompt and b"touch ran" in prompt, prompt
     assert (work / "ran").exists()
     assert chat.tool_outputs()[0].startswith("exit code: 0")
 
@@ -139,20 +145,8 @@ def test_at_a_terminal_a_no_with_a_reason_reaches_the_model_as_the_users_words(
     untagged, as the person's own words are (T1) - which the model sees after the refusal."""
     chat.call("shell", command="npm install")
     chat.say("Using pnpm, then.")
-    master, slave = pty.openpty()
-    proc = subprocess.Popen(COMMAND, env=_env(tmp_path, chat.url), cwd=work, stdin=slave,
-                            stdout=subprocess.DEVNULL, stderr=slave)  # fmt: skip
-    os.close(slave)
-    try:
-        prompt = _read_until(master, b"[a]lways", 90)
-        assert b"n - what to do instead" in prompt, prompt
-        os.write(master, b"n - use pnpm\n")
-        assert proc.wait(60) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        os.close(master)
+    prompt = _answer_at_a_terminal(tmp_path, work, chat, b"n - use pnpm\n")
+    assert b"n - what to do instead" in prompt, prompt
     messages = chat.requests[-1]["messages"]
     refused = next(m for m in messages if m.get("role") == "tool")["content"]
     assert "did not approve" in refused and "npm install" in refused and "message #" in refused
