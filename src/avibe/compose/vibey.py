@@ -86,12 +86,13 @@ def open_session(
     from avibe.providers import open_model
     from avibe.store.sql import lease_owner
 
-    store = open_record(settings)
-    if session_id:  # what the session recorded, before anything is checked or written
+    store = open_record(settings) if session_id else None  # a session resumed: its record exists
+    if store is not None and session_id:  # what the session recorded, before anything is checked
         recorded = kept.recorded_settings(store, session_id)
         settings = kept.in_force(settings, recorded, kept.person_chose() if chosen is None else chosen)
         compaction = compaction or kept.recorded_compaction(recorded, settings.compaction)
     check_sandbox(settings, workdir)  # before anything is written
+    store = store or open_record(settings)
     if model is None:  # `vibe serve` shares one model between the sessions it hosts
         model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
