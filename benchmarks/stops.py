@@ -28,7 +28,7 @@ import tempfile
 import termios
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -292,8 +292,21 @@ def _stop_attached() -> float | None:
 
 
 def measure_stops() -> dict[str, float | None]:
-    return {"prompt": _stop_embedded(LONG_PROMPT, "working"), "stream": _stop_embedded(STORY, "vibey›"),
-            "shell": _stop_shell(), "agent": _stop_agent(), "attached": _stop_attached()}  # fmt: skip
+    """Each stop in turn, each said on stderr as it is measured (a long run shows where it is)."""
+    measures: dict[str, Callable[[], float | None]] = {
+        "prompt": lambda: _stop_embedded(LONG_PROMPT, "working"),
+        "stream": lambda: _stop_embedded(STORY, "vibey›"),
+        "shell": _stop_shell, "agent": _stop_agent, "attached": _stop_attached,
+    }  # fmt: skip
+    found: dict[str, float | None] = {}
+    for name, measure in measures.items():
+        found[name] = measure()
+        print(
+            f"[{os.environ.get('PYTHONPATH', 'this tree')}] {name}: {found[name]}",
+            file=sys.stderr,
+            flush=True,
+        )
+    return found
 
 
 def stops_at(revision: str) -> dict[str, float | None]:
@@ -306,7 +319,7 @@ def stops_at(revision: str) -> dict[str, float | None]:
         env = {**os.environ, "PYTHONPATH": str(folder / "src")}
         script = ROOT / "benchmarks" / "chat_latency.py"  # this tree's benchmark, that revision's Avibe
         out = subprocess.run([sys.executable, str(script), "--json"], env=env, check=True,
-                             capture_output=True, text=True).stdout  # fmt: skip
+                             stdout=subprocess.PIPE, text=True).stdout  # fmt: skip
         found: dict[str, float | None] = json.loads(out.splitlines()[-1])
         return found
     finally:
