@@ -254,12 +254,12 @@ STORY = "Write a 400-word story about a lighthouse keeper who counts ships. Plai
 
 def _stop_attached() -> float | None:
     """`vibe serve` runs a real `sleep` for the session; Ctrl-C in a chat attached from elsewhere; the
-    seconds until the host's `sleep` is gone (a revision whose attached chat cannot stop the host: when
-    the `sleep` ends by itself, SLEEP_S)."""
+    seconds until the host's `sleep` is gone (None: a revision whose attached chat cannot stop the host,
+    the `sleep` still running after STOP_WAIT_S)."""
     from openai_chat import serve_chat
     from serve_support import free_port, post_message, start_serve, stop
 
-    marker = f"{SLEEP_S}.{os.getpid() % 1000}7"
+    marker = f"{STOP_WAIT_S * 10:.0f}.{os.getpid() % 1000}7"  # outlasts the chat's start and the wait
     root = Path(tempfile.mkdtemp(prefix="vibe-stop-bench-"))
     (root / "work").mkdir()
     with serve_chat() as model:
@@ -283,6 +283,8 @@ def _stop_attached() -> float | None:
                 if term is None:
                     return None
                 time.sleep(SETTLE_S)  # the chat has looked at the host's state
+                if not _running(marker):
+                    return None  # not the stop measured
                 term.write("\x03")
                 pressed = time.monotonic()
                 gone = _until(lambda: not _running(marker), STOP_WAIT_S)
@@ -342,7 +344,4 @@ def print_stops(
     for key, label in rows:
         there = (other or {}).get(key)  # a revision without this measure printed none
         print(f"  {label:44} {shown(here.get(key)):>12}" + (f" {shown(there):>14}" if other else ""))
-    print(
-        "  (attached: until the host's `sleep` is gone; one the chat cannot stop ends by itself at "
-        f"{SLEEP_S} s)"
-    )
+    print("  (attached: until the host's `sleep` is gone)")
