@@ -5,12 +5,11 @@ idle, and while the embedded model generates a reply - then how long Ctrl-C take
 Each keystroke is a character typed once only (Greek and Cyrillic letters), so its first appearance in
 the terminal's output after the key was written is when it reached the screen.
 
-Then how long Ctrl-C takes to stop work already running: the status bar back to idle after a
-Ctrl-C while a real `sleep` runs in the shell tool (bubblewrap; the tests' scripted OpenAI-compatible model
-asks for it) and while Claude Code works (the real program, from `vibe agents install` or the tests'
-cache, waiting on the tests' scripted provider, which answers after HOLD_S). `--compare-with REV` measures
-those on another git revision too (a temporary worktree, run in a subprocess), side by side; `--stops-only`
-measures only them (no embedded model needed).
+Then how long Ctrl-C takes to stop work already running (benchmarks/stops.py): while the embedded model
+reads a long prompt, while it streams a reply, while a real `sleep` runs in the shell tool, while Claude
+Code works, and from a chat attached to a session `vibe serve` runs a `sleep` for. `--compare-with REV`
+measures those on another git revision too (a temporary worktree, run in a subprocess: this benchmark
+over that revision's Avibe), side by side in one run; `--stops-only` measures only them.
 
 Run: `.venv/bin/python benchmarks/chat_latency.py [--model embedded] [--keys 20] [--compare-with REV]
 [--stops-only]` (the embedded part needs `vibe models install`). A temporary AVIBE_HOME and working
@@ -20,85 +19,18 @@ folder; prints; asserts nothing.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
-import hashlib
 import json
 import os
-import pty
-import shutil
 import statistics
-import struct
-import subprocess
 import sys
 import tempfile
-import termios
-import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT / "tests" / "backends"))
+from stops import Pty, measure_stops, print_stops, stops_at  # beside this file
 
 KEYS = "αβγδεζηθικλμνξοπρστυφχψωбгджзилпфцчшщэюя"
 PROMPT = "Write a 250-word story about a lighthouse keeper who counts ships. Plain text, no tools."
-
-
-class Pty:
-    """`vibe chat` on a pseudo-terminal of 110x32; everything it writes, with the time it arrived."""
-
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 32, 110, 0, 0))
-        self.started = time.monotonic()
-        self.proc = subprocess.Popen(
-            args, stdin=slave, stdout=slave, stderr=slave, env=env, cwd=cwd, start_new_session=True
-        )
-        os.close(slave)
-        self.data = bytearray()
-        self.arrivals: list[tuple[int, float]] = []  # (end offset of a chunk, when it arrived)
-        self.changed = threading.Condition()
-        threading.Thread(target=self._read, daemon=True).start()
-
-    def _read(self) -> None:
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            with self.changed:
-                self.data += chunk
-                self.arrivals.append((len(self.data), time.monotonic()))
-                self.changed.notify_all()
-
-    def write(self, text: str) -> int:
-        """Type `text`; the output offset at that moment."""
-        with self.changed:
-            offset = len(self.data)
-        os.write(self.master, text.encode())
-        return offset
-
-    def wait_for(self, text: str, after: int = 0, timeout: float = 600.0) -> float | None:
-        """When `text` first appeared in the output past offset `after` (monotonic time), or None."""
-        needle, deadline = text.encode(), time.monotonic() + timeout
-        with self.changed:
-            while True:
-                found = self.data.find(needle, after)
-                if found >= 0:
-                    end = found + len(needle)
-                    return next(at for offset, at in self.arrivals if offset >= end)
-                left = deadline - time.monotonic()
-                if left <= 0 or self.proc.poll() is not None:
-                    return None
-                self.changed.wait(min(left, 0.5))
-
-    def seen(self, text: str, after: int = 0) -> bool:
-        with self.changed:
-            return self.data.find(text.encode(), after) >= 0
 
 
 def _stats(name: str, samples: list[float]) -> None:
@@ -137,8 +69,8 @@ def main() -> None:
     if not options.stops_only:
         _typing(options)
     here = measure_stops()
-    other = _stops_at(options.compare_with) if options.compare_with else None
-    _print_stops(here, other, options.compare_with)
+    other = stops_at(options.compare_with) if options.compare_with else None
+    print_stops(here, other, options.compare_with)
 
 
 def _typing(options: argparse.Namespace) -> None:
@@ -202,169 +134,6 @@ def _run(term: Pty, idle_keys: str, busy_keys: str, gap: float, model: str) -> N
     time.sleep(0.3)
     term.write("\x03")
     term.proc.wait(30)
-
-
-# ---- Ctrl-C on work already running ---------------------------------------------------------
-
-SLEEP_S = 30  # the shell command: a `sleep` this long
-HOLD_S = 30  # the provider answers Claude Code after this long (a revision that cannot stop it waits)
-SETTLE_S = 1.0  # the work runs this long before Ctrl-C
-STOP_WAIT_S = 90.0  # the longest a stop is waited for
-
-
-def _running(argument: str) -> bool:
-    """A process (in any PID namespace) whose command line holds `argument`."""
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        with contextlib.suppress(OSError):
-            if argument.encode() in cmdline.read_bytes().split(b"\0"):
-                return True
-    return False
-
-
-def _until(check: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if callable(check) and check():
-            return True
-        time.sleep(0.05)
-    return False
-
-
-def _ctrl_c_to_idle(term: Pty) -> float | None:
-    """Ctrl-C, then the seconds until the status bar says idle again (the work stopped), or None."""
-    offset = term.write("\x03")
-    pressed = time.monotonic()
-    idle = term.wait_for("idle", after=offset, timeout=STOP_WAIT_S)
-    return None if idle is None else idle - pressed
-
-
-def _quit(term: Pty) -> None:
-    time.sleep(3.2)  # a second Ctrl-C within 3 s of the first quits; these are new ones
-    term.write("\x03")
-    time.sleep(0.3)
-    term.write("\x03")
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        term.proc.wait(30)
-    if term.proc.poll() is None:
-        term.proc.kill()
-
-
-def _chat_env(root: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_", "ANTHROPIC_"))}
-    env.pop("COLUMNS", None), env.pop("LINES", None)
-    return env | {"AVIBE_HOME": str(root / "home"), "TERM": "xterm-256color",
-                  "AVIBE_SANDBOX": "workspace-write", "PYTHONPATH": os.pathsep.join(sys.path)}  # fmt: skip
-
-
-@contextlib.contextmanager
-def _chat(root: Path, env: dict[str, str], *args: str) -> Iterator[Pty | None]:
-    (root / "work").mkdir(parents=True, exist_ok=True)
-    term = Pty(
-        [sys.executable, "-c", "from avibe.cli import main; main()", "chat", *args], env, root / "work"
-    )
-    try:
-        opened = term.wait_for("new session", timeout=120) and term.wait_for("idle", timeout=60)
-        yield term if opened else None
-    finally:
-        _quit(term)
-
-
-def _stop_shell() -> float | None:
-    """Ctrl-C while the shell tool runs a real `sleep` in bubblewrap."""
-    from openai_chat import serve_chat
-
-    marker = f"{SLEEP_S}.{os.getpid() % 1000}"
-    root = Path(tempfile.mkdtemp(prefix="vibe-stop-bench-"))
-    with serve_chat() as model:
-        model.call("shell", command=f"sleep {marker}", timeout_s=600)
-        model.say("Stopped.")
-        env = _chat_env(root) | {"AVIBE_MODEL": "openai/gpt-4o", "OPENAI_API_KEY": "sk-bench",
-                                 "OPENAI_BASE_URL": model.url}  # fmt: skip
-        with _chat(root, env) as term:
-            if term is None:
-                return None
-            term.write("Run the long job\r")
-            if not _until(lambda: _running(marker), 60):
-                return None
-            time.sleep(SETTLE_S)
-            return _ctrl_c_to_idle(term)
-
-
-def _claude_bin() -> Path | None:
-    """Claude Code as the tests install it (their cache, keyed by the shipped lockfile), else on PATH."""
-    import avibe.backends
-    from avibe.backends.install import installed_bin
-
-    lockfile = Path(avibe.backends.__file__).parent / "npm" / "package-lock.json"
-    cache = Path(os.environ.get("AVIBE_TEST_AGENTS_CACHE", Path.home() / ".cache" / "avibe-test-agents"))
-    folder = installed_bin(cache / hashlib.sha256(lockfile.read_bytes()).hexdigest()[:16] / "home")
-    if (folder / "claude").exists():
-        return folder
-    found = shutil.which("claude")
-    return Path(found).parent if found else None
-
-
-def _stop_agent() -> float | None:
-    """Ctrl-C while Claude Code works (its request to the scripted provider held for HOLD_S)."""
-    from agent_provider import serve_provider
-
-    folder = _claude_bin()
-    if folder is None:
-        return None
-    root = Path(tempfile.mkdtemp(prefix="vibe-stop-bench-"))
-    with serve_provider() as provider:
-        provider.hold = threading.Event()
-        release = threading.Timer(HOLD_S, provider.hold.set)
-        env = _chat_env(root) | {"ANTHROPIC_BASE_URL": provider.url, "ANTHROPIC_API_KEY": "sk-ant-bench",
-                                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "HOME": str(root / "user"),
-                                 "PATH": f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"}  # fmt: skip
-        try:
-            with _chat(root, env, "--agent", "claude-code") as term:
-                if term is None:
-                    return None
-                term.write("Say hello\r")
-                if not provider.arrived.wait(60):
-                    return None
-                release.start()
-                time.sleep(SETTLE_S)
-                return _ctrl_c_to_idle(term)
-        finally:
-            release.cancel()
-            provider.hold.set()
-
-
-def measure_stops() -> dict[str, float | None]:
-    return {"shell": _stop_shell(), "agent": _stop_agent()}
-
-
-def _stops_at(revision: str) -> dict[str, float | None]:
-    """The stops measured on another revision of Avibe (a git worktree), in a subprocess."""
-    folder = Path(tempfile.mkdtemp(prefix="avibe-bench-rev-")) / "tree"
-    subprocess.run(
-        ["git", "-C", str(ROOT), "worktree", "add", "-q", "--detach", str(folder), revision], check=True
-    )
-    try:
-        env = {**os.environ, "PYTHONPATH": str(folder / "src")}
-        out = subprocess.run([sys.executable, __file__, "--json"], env=env, check=True, capture_output=True,
-                             text=True).stdout  # fmt: skip
-        found: dict[str, float | None] = json.loads(out.splitlines()[-1])
-        return found
-    finally:
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(folder)], check=False)
-
-
-def _print_stops(
-    here: dict[str, float | None], other: dict[str, float | None] | None, rev: str | None
-) -> None:
-    def shown(value: float | None) -> str:
-        return "not stopped" if value is None else f"{value:.2f} s"
-
-    print(f"Ctrl-C -> stopped (status bar back to idle), goal under 1 s; cores: {os.cpu_count()}")
-    print(f"  {'':44} {'this tree':>12}" + (f" {'at ' + str(rev):>14}" if other else ""))
-    rows = (("shell", f"while `sleep {SLEEP_S}` runs in the shell tool"),
-            ("agent", f"while Claude Code works (answers after {HOLD_S} s)"))  # fmt: skip
-    for key, label in rows:
-        print(f"  {label:44} {shown(here[key]):>12}" + (f" {shown(other[key]):>14}" if other else ""))
 
 
 if __name__ == "__main__":

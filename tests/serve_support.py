@@ -114,3 +114,18 @@ def stop(process: subprocess.Popen[Any]) -> None:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def pids_running(argument: str) -> list[int]:
+    """The processes (any PID namespace: /proc sees the sandbox's too) whose command line holds it."""
+    from avibe.sources.process import process_alive
+
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argument.encode() in words and process_alive(int(cmdline.parent.name)):
+            found.append(int(cmdline.parent.name))
+    return found

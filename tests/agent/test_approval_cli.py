@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from avibe.cli.terminal import TerminalApprover, terminal_approver
-from avibe.tools.approval import ApprovalRequest
+from avibe.tools.approval import ApprovalRequest, Refusal, typed_answer
 from openai_chat import ChatServer, serve_chat
 
 CONFIG = 'approval = "ask"\n[rules]\ndeny = ["vendor/**"]\nallow_commands = ["ls"]\n'
@@ -79,23 +79,29 @@ def _read_until(fd: int, needle: bytes, seconds: float) -> bytes:
     return seen
 
 
-def test_on_a_terminal_the_person_approves_a_command(tmp_path: Path, work: Path, chat: ChatServer) -> None:
-    chat.call("shell", command="touch ran")
-    chat.say("Done.")
+def _answer_at_a_terminal(tmp_path: Path, work: Path, chat: ChatServer, typed: bytes) -> bytes:
+    """`vibe run` on a pty, `typed` at its first question once asked; the question as it was shown."""
     master, slave = pty.openpty()
     proc = subprocess.Popen(COMMAND, env=_env(tmp_path, chat.url), cwd=work, stdin=slave,
                             stdout=subprocess.DEVNULL, stderr=slave)  # fmt: skip
     os.close(slave)
     try:
         prompt = _read_until(master, b"[a]lways", 90)
-        assert b"[approve] shell wants to run:" in prompt and b"touch ran" in prompt, prompt
-        os.write(master, b"y\n")
+        os.write(master, typed)
         assert proc.wait(60) == 0
+        return prompt
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
         os.close(master)
+
+
+def test_on_a_terminal_the_person_approves_a_command(tmp_path: Path, work: Path, chat: ChatServer) -> None:
+    chat.call("shell", command="touch ran")
+    chat.say("Done.")
+    prompt = _answer_at_a_terminal(tmp_path, work, chat, b"y\n")
+    assert b"[approve] shell wants to run:" in prompt and b"touch ran" in prompt, prompt
     assert (work / "ran").exists()
     assert chat.tool_outputs()[0].startswith("exit code: 0")
 
@@ -130,3 +136,28 @@ def test_the_terminal_approver_shows_the_writes_diff_before_asking(
     assert shown.index("  -VERBOSE = 1\n  +LOUD = 1\\x1b[2J\n") < shown.index("allow?")
     assert "\x1b" not in shown  # not a terminal here: no colour, and the model's escape is shown, not obeyed
     assert "  ... 25 more lines\n" in shown  # 65 lines, 40 shown
+
+
+def test_at_a_terminal_a_no_with_a_reason_reaches_the_model_as_the_users_words(
+    tmp_path: Path, work: Path, chat: ChatServer
+) -> None:
+    """`n - use pnpm`: the command does not run, and "use pnpm" is the user's message in the record -
+    untagged, as the person's own words are (T1) - which the model sees after the refusal."""
+    chat.call("shell", command="npm install")
+    chat.say("Using pnpm, then.")
+    prompt = _answer_at_a_terminal(tmp_path, work, chat, b"n - use pnpm\n")
+    assert b"n - what to do instead" in prompt, prompt
+    messages = chat.requests[-1]["messages"]
+    refused = next(m for m in messages if m.get("role") == "tool")["content"]
+    assert "did not approve" in refused and "npm install" in refused and "message #" in refused
+    assert messages[-1] == {"role": "user", "content": "use pnpm"}  # after the refusal, as the user's
+
+
+@pytest.mark.parametrize(
+    ("typed", "answer"),
+    [("n - use pnpm", Refusal("use pnpm")), ("No: run it in ./web", Refusal("run it in ./web")),
+     ("n, not now", Refusal("not now")), ("no use yarn", Refusal("use yarn")), ("N", "no"),
+     ("always", "always"), ("nothing", None), ("never mind", None), ("n -  ", None)],
+)  # fmt: skip
+def test_a_typed_answer_is_a_decision_or_a_no_with_its_reason(typed: str, answer: object) -> None:
+    assert typed_answer(typed) == answer

@@ -25,6 +25,7 @@ from avibe.host.events import EventSink
 from avibe.host.sessions import HostedSession
 from avibe.ports import CompletionRequest
 from avibe.providers.scripted import ScriptedModel, Step, pieces
+from avibe.record.entries import Source
 from avibe.record.messages import ModelFacts, ModelReply
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
@@ -90,7 +91,9 @@ class Sessions:
                 info = store.create_session(str(self.workdir), session_id=self.new_id)
             else:
                 info = store.get_session(session_id)
-            policy = ApprovalPolicy(self.approval, Rules(), approver)  # type: ignore[arg-type]
+            user = Source("user", name=RunConfig().user_name)  # a no's reason: the person's message
+            tell = lambda reason: host.post(user, reason).seq  # noqa: E731 - as compose/vibey.py tells
+            policy = ApprovalPolicy(self.approval, Rules(), approver, tell=tell)  # type: ignore[arg-type]
             stop = threading.Event()  # the session's stop switch, as `host_session` makes it
             undo = self.home / "sessions" / info.id / UNDO_DIR  # as `vibe chat` keeps them (Avibe's home)
             tools = default_tools(self.workdir, store=store, session_id=info.id, approval=policy, stop=stop,

@@ -23,22 +23,13 @@ from avibe.sources.process import process_alive
 from avibe.store import open_store
 from avibe.tools.sandbox import bwrap_problem
 from avibe.tui.app import ChatApp
+from serve_support import pids_running
 
 MODEL = "openai/gpt-4o"
 LONG_S = 120  # far longer than any test waits: only a kill ends it in time
 
 
-def _pids_running(argument: str) -> list[int]:
-    """The processes (any PID namespace: /proc sees the sandbox's too) whose command line holds it."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            words = cmdline.read_bytes().split(b"\0")
-        except OSError:
-            continue
-        if argument.encode() in words and process_alive(int(cmdline.parent.name)):
-            found.append(int(cmdline.parent.name))
-    return found
+_pids_running = pids_running
 
 
 def _ctrl_c_seen(app: ChatApp) -> bool:

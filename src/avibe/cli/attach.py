@@ -7,19 +7,24 @@ is stale by then), so the message is never left unanswered."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Final
 
+from avibe.errors import StateError
 from avibe.host.agent import render_input
 from avibe.host.events import EventSink, Idle, InputArrived, Replied, ToolCalled
+from avibe.host.session import STOPPED_BY_PERSON
 from avibe.ingress import deliver
 from avibe.ports import Clock, Lease, RecordStore
 from avibe.record.entries import Entry, EntryQuery, Source
+from avibe.record.state import HostActivity
 
 FOLLOW_POLL_S: Final = 0.2
+log = logging.getLogger("avibe.cli")
 
 
 def live_lease(store: RecordStore, session_id: str, now: datetime | None = None) -> Lease | None:
@@ -96,3 +101,22 @@ def send_attached(
     return follow(
         store, session_id, entry.seq, emit, still_hosted=lambda: live_lease(store, session_id) is not None
     )
+
+
+def host_in_turn(store: RecordStore, session_id: str) -> bool:
+    """Whether the session's host records that it runs a turn now (avibe.host.turn_watch); a damaged
+    document reads as idle (logged)."""
+    try:
+        return HostActivity.from_stored(store.load_state(session_id, HostActivity.KEY)).turn
+    except StateError as exc:
+        log.warning("session %s: %s", session_id, exc)
+        return False
+
+
+def ask_host_to_stop(store: RecordStore, session_id: str, clock: Clock) -> Entry:
+    """The person's Ctrl-C in a chat attached to the session: the stop note into the record, which its
+    host reads while a turn runs and stops the turn for (avibe.host.turn_watch); no host runs the stopped
+    turn again (avibe.host.session)."""
+    from avibe.tui.driver import CANCEL_NOTE
+
+    return deliver(store, session_id, STOPPED_BY_PERSON, CANCEL_NOTE, clock=clock)

@@ -36,6 +36,7 @@ from avibe.cli.options import (
 from avibe.cli.run import chosen_agent, session_to_resume
 from avibe.cli.terminal import announce, settings_or_die
 from avibe.compose import check_backend, open_backend_session, open_session, session_agent
+from avibe.compose.session_settings import session_model
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import EventSink
@@ -124,7 +125,7 @@ def chat_opener(settings: Settings, workdir: Path, window: int | None, max_steps
 def attached_session(settings: Settings, session_id: str) -> Iterator[Attached | None]:
     """The session as the chat follows it when another live process hosts it (`vibe
     serve`, another chat, a `vibe run`), else None: then the chat hosts it."""
-    from avibe.cli.attach import live_lease
+    from avibe.cli.attach import ask_host_to_stop, host_in_turn, live_lease
     from avibe.compose import SystemClock
     from avibe.ingress import deliver
     from avibe.record.entries import Source
@@ -144,6 +145,8 @@ def attached_session(settings: Settings, session_id: str) -> Iterator[Attached |
             f"pid {lease.owner.pid} on {lease.owner.host}",
             post=lambda text: deliver(store, session_id, user, text, clock=clock),
             hosted=lambda: live_lease(store, session_id) is not None,
+            in_turn=lambda: host_in_turn(store, session_id),
+            stop=lambda: ask_host_to_stop(store, session_id, clock),
         )
 
 
@@ -185,6 +188,8 @@ def chat(
         raise BadArgument("--demo starts a new session in a fresh copy of the example; drop it to resume")
     resume = session_to_resume(settings, session, resume_latest, folder)
     agent = chosen_agent(settings, agent, resume, model=model, window=window)  # who last worked in it
+    if model is None and resume is not None:  # the session's recorded model (compose.session_settings)
+        model_name = session_model(settings, resume) or model_name
     if is_external(agent):
         problem = VibeCommands(settings).check_agent(agent)  # before the screen: one line
         if problem is not None:

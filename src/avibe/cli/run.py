@@ -28,6 +28,7 @@ from avibe.cli.options import (
 )
 from avibe.cli.terminal import EventPrinter, announce, settings_or_die, terminal_approver
 from avibe.compose import SystemClock, open_record, open_session, session_agent
+from avibe.compose.session_settings import session_model
 from avibe.config import Settings
 from avibe.host.sessions import find_session
 from avibe.record.agents import VIBEY, is_external, listed
@@ -146,6 +147,8 @@ def run(
     workdir = workdir.resolve()
     resume = session_to_resume(settings, session, resume_latest, workdir)
     agent = chosen_agent(settings, agent, resume, model=model, window=window, compaction=compaction)
+    if model is None and resume is not None:  # the session's recorded model (compose.session_settings)
+        model_name = session_model(settings, resume) or model_name
     if is_external(agent):
         from avibe.cli.agents import run_backend
 

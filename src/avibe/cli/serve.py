@@ -10,7 +10,7 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -18,6 +18,7 @@ from urllib.parse import quote, urlsplit
 
 import typer
 
+from avibe.agent.interrupted import NOTE_SOURCE
 from avibe.cli.options import (
     BadArgument,
     ModelOpt,
@@ -35,13 +36,14 @@ from avibe.compose import SystemClock, open_backend_session, open_record, open_s
 from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import Event, Idle, InputArrived, ReplyDelta, TurnEnded, TurnStarted, event_to_dict
-from avibe.host.sessions import agent_of, session_workdir
+from avibe.host.sessions import HostedSession, agent_of, session_workdir
+from avibe.host.turn_watch import TurnWatch
 from avibe.ports import CompletionRequest, ModelClient, RecordStore
 from avibe.record.agents import is_external
 from avibe.record.entries import EntryQuery
 from avibe.record.messages import ModelFacts, ModelReply
 from avibe.record.sources import FRAME
-from avibe.web.fleet import Fleet, SessionHandle, listen_for_inputs
+from avibe.web.fleet import Fleet, Left, SessionHandle, listen_for_inputs
 from avibe.web.guard import Hosts, listen_socket
 from avibe.web.local import LocalSocket, listen_local, run_servers
 
@@ -70,6 +72,29 @@ class SharedModel:
             return self._get().complete(request)
 
 
+class SharedModels:
+    """The models of the sessions this host runs, each opened once (checked before its first session
+    runs on it: one that cannot run here fails that session's hosting, with the reason in /health)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self._settings, self._models, self._lock = settings, dict[str, SharedModel](), threading.Lock()
+
+    def get(self, name: str) -> SharedModel:
+        from avibe.providers import open_model
+
+        with self._lock:
+            if name not in self._models:
+                preflight_model(name, self._settings)
+                self._models[name] = SharedModel(lambda: open_model(name, self._settings))
+            return self._models[name]
+
+
+# The note for the model when this process stopped during a turn (Ctrl-C): recorded, never on the screen.
+EXIT_NOTE: Final = (
+    "The process hosting this session (vibe serve) stopped during your turn. A tool call that was "
+    "running then was killed with everything it started and may have run in part: check before running "
+    "it again. Go on with the task."
+)
 PREVIEW_CHARS: Final = 60  # of an input's or a reply's text on the terminal line that says it came
 _printing = threading.Lock()  # sessions run in threads of their own: one line at a time
 
@@ -132,58 +157,79 @@ class SessionLines:
 def _host_opener(
     settings: Settings, model_name: str, workdir: Path, window: int | None, max_steps: int, *, quiet: bool
 ) -> Callable[[str], Any]:
-    from avibe.providers import open_model
+    from avibe.compose.session_settings import recorded_settings
 
-    model = SharedModel(lambda: open_model(model_name, settings))
+    models = SharedModels(settings)
     store = open_record(settings)
 
     @contextmanager
     def open_host(session_id: str) -> Iterator[SessionHandle]:
         agent = agent_of(store, session_id)
-        lines = SessionLines(session_id, store, quiet=quiet)
+        lines = TurnWatch(store, session_id, SessionLines(session_id, store, quiet=quiet))
         if is_external(agent):  # Claude Code, Codex or OpenCode works in it (L5): host that program
             with _backend_host(settings, store, session_id, agent, workdir, lines) as handle:
                 yield handle
             return
-        with open_session(
+        # The session runs on the model it recorded (docs/serve.md), this host's only for one without.
+        session_model = recorded_settings(store, session_id).model or model_name
+        opened = open_session(
             settings,
-            model_name=model_name,
+            model_name=session_model,
             workdir=session_workdir(store, session_id, workdir),
             session_id=session_id,
             window=window,
             max_steps=max_steps,
             events=lines,
             start_delegate=lambda child: None,  # this host's fleet (or another's) picks it up
-            model=model,
+            model=models.get(session_model),
             approver=terminal_approver(),
-        ) as live:
-            lines.start(live.host.agent.cursor())
-
-            def run_ready() -> None:
-                live.host.run_until_idle(wait_for_jobs=False)
-
-            yield SessionHandle(run_ready=run_ready, busy=live.outstanding)
+            chosen=frozenset(),  # serve's own settings change no session's; stricter ones still hold
+        )
+        with opened as live, watched(lines, live) as run_ready:
+            yield SessionHandle(run_ready, live.outstanding, lines)
 
     return open_host
 
 
 @contextmanager
 def _backend_host(
-    settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path, lines: SessionLines
+    settings: Settings, store: RecordStore, session_id: str, agent: str, workdir: Path, lines: TurnWatch
 ) -> Iterator[SessionHandle]:
-    with open_backend_session(
-        settings,
-        agent=agent,
-        workdir=session_workdir(store, session_id, workdir),
-        session_id=session_id,
-        events=lines,
-    ) as live:
+    with (
+        open_backend_session(
+            settings,
+            agent=agent,
+            workdir=session_workdir(store, session_id, workdir),
+            session_id=session_id,
+            events=lines,
+        ) as live,
+        watched(lines, live) as run_ready,
+    ):
+        yield SessionHandle(run_ready, live.outstanding, lines)
+
+
+@contextmanager
+def watched(watch: TurnWatch, live: HostedSession[Any]) -> Iterator[Callable[[], None]]:
+    """The session's turns under its watch (avibe.host.turn_watch): the stop switch bound, the record
+    polled for a stop while a turn runs; yields what runs its waiting input."""
+    watch.switch = live.stop
+    lines = watch.sink
+    if isinstance(lines, SessionLines):
         lines.start(live.host.agent.cursor())
 
-        def run_ready() -> None:
+    def run_ready() -> None:
+        try:
             live.host.run_until_idle(wait_for_jobs=False)
+        finally:
+            watch.turn_over()  # a turn that raised is over too
+        if watch.stopped and watch.for_good:  # the model is told; the note wakes the session's next host
+            live.host.post(NOTE_SOURCE, EXIT_NOTE)
 
-        yield SessionHandle(run_ready=run_ready, busy=live.outstanding)
+    watch.start_polling()
+    try:
+        yield run_ready
+    finally:
+        watch.close()
 
 
 def _address(settings: Settings, host: str | None, port: int | None) -> tuple[str, int]:
@@ -267,7 +313,7 @@ def _serve(
             fleet.run()
         finally:
             stopping.set()
-            fleet.stop()
+            _say_left(fleet.stop())
         return
     _serve_http(settings, fleet, store, bind, sockets, log_path, stopping)
 
@@ -300,7 +346,13 @@ def _serve_http(
         run_servers(tcp_app, listening, build_local_app(api), local)
     finally:
         stopping.set()
-        fleet.stop()
+        _say_left(fleet.stop())
+
+
+def _say_left(left: Sequence[Left]) -> None:
+    """One line per session this process still hosted as it stopped."""
+    for session in left:
+        typer.echo(f"[serve] {session.line()}")
 
 
 def _host_in_url(bind: str) -> str:

@@ -39,9 +39,10 @@ from avibe.host.events import (
 from avibe.record.display import json_shown
 from avibe.record.display import shown as shown_text
 from avibe.record.sources import FRAME, frame_lines
+from avibe.tools.approval import typed_answer
 
 if TYPE_CHECKING:
-    from avibe.tools.approval import ApprovalRequest, Approver, Decision
+    from avibe.tools.approval import Answer, ApprovalRequest, Approver
 
 REASON_SHOWN: Final = 160  # a failed tool's reason on its `[tool] ... failed` line (`--json` has it whole)
 
@@ -237,12 +238,13 @@ class _Ticker:
 
 class TerminalApprover:
     """Asks the person on the terminal: the request on stderr, the answer from stdin
-    - y(es), n(o) or a(lways); end of input is no. What the model wrote is shown terminal-safe: an
+    - y(es), n(o) - with a reason after it, "n - use pnpm", which reaches the model as their message -
+    or a(lways); end of input is no. What the model wrote is shown terminal-safe: an
     escape sequence in a command cannot hide part of it from the person."""
 
-    ANSWERS: Final = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
+    ALLOW: Final = "  allow? [y]es / [n]o (n - what to do instead) / [a]lways (this session): "
 
-    def __call__(self, request: ApprovalRequest) -> Decision:
+    def __call__(self, request: ApprovalRequest) -> Answer:
         verb = {"command": "run", "call": "call"}.get(request.action, "change")
         detail = f" ({request.detail})" if request.detail else ""
         lines = terminal_safe(request.subject).splitlines() or [""]
@@ -252,18 +254,14 @@ class TerminalApprover:
         if request.diff:
             sys.stderr.write(diff_shown(request.diff, colour=sys.stderr.isatty()))
         while True:
-            sys.stderr.write("  allow? [y]es / [n]o / [a]lways (this session): ")
+            sys.stderr.write(self.ALLOW)
             sys.stderr.flush()
             line = sys.stdin.readline()
             if not line:
                 return "no"
-            answer = self.ANSWERS.get(line.strip().lower())
-            if answer == "yes":
-                return "yes"
-            if answer == "no":
-                return "no"
-            if answer == "always":
-                return "always"
+            answer = typed_answer(line)
+            if answer is not None:
+                return answer
 
 
 DIFF_LINES: Final = 40  # the question must stay on the screen

@@ -21,6 +21,7 @@ from avibe.compose.common import (
     stated_rules,
 )
 from avibe.compose.instructions import InstructionFiles, skill_files
+from avibe.compose.session_settings import record as record_settings
 from avibe.config import Settings
 from avibe.context.assemble import as_rendering
 from avibe.host.activity_log import ActivityLog
@@ -40,6 +41,7 @@ from avibe.host.sessions import (
 from avibe.ports import ModelClient, RecordStore, TokenCounter
 from avibe.prompts import fill
 from avibe.record.entries import Source
+from avibe.record.state import SessionSettings
 
 if TYPE_CHECKING:
     from avibe.mcp.servers import McpServers
@@ -74,17 +76,26 @@ def open_session(
     model: ModelClient | None = None,
     on_hosted: Callable[[], None] = lambda: None,
     compaction: str | None = None,
+    chosen: frozenset[str] | None = None,
 ) -> Iterator[VibeySession]:
     """A session host with Vibey over a new or existing session; its sources stop on the way out.
     This process holds the session's lease while it hosts it. `approver` answers
     ask-mode approvals (None: nobody, they are refused). `on_hosted` runs once the
     lease is held, before anything is written (the CLI says the loosened settings in force then).
-    `compaction`: how Vibey makes room (`vibe run --compaction`; None: the config's)."""
+    `compaction`: how Vibey makes room (`vibe run --compaction`; None: the session's, else the config's).
+    A resumed session runs with its recorded settings but those the person `chosen` (None: the flags
+    of this process) - compose.session_settings."""
+    from avibe.compose import session_settings as kept
     from avibe.providers import open_model
     from avibe.store.sql import lease_owner
 
+    store = open_record(settings) if session_id else None  # a session resumed: its record exists
+    if store is not None and session_id:  # what the session recorded, before anything is checked
+        recorded = kept.recorded_settings(store, session_id)
+        settings = kept.in_force(settings, recorded, kept.person_chose() if chosen is None else chosen)
+        compaction = compaction or kept.recorded_compaction(recorded, settings.compaction)
     check_sandbox(settings, workdir)  # before anything is written
-    store = open_record(settings)
+    store = store or open_record(settings)
     if model is None:  # `vibe serve` shares one model between the sessions it hosts
         model = open_model(model_name, settings)  # before a session exists: a bad model creates nothing
     session = store.get_session(session_id) if session_id else store.create_session(title=str(workdir))
@@ -128,6 +139,9 @@ class _VibeyBuilder:
 
         settings, store, workdir, session_id = self.settings, self.store, self.workdir, ports.session_id
         vibey_works_in(store, session_id)
+        record_settings(store, session_id, SessionSettings(
+            self.model_name, settings.approval, settings.sandbox, self.compaction
+        ))  # fmt: skip
         counter = open_counter(self.model_name, settings, self.model)
         skill_dirs = [workdir / ".avibe" / "skills", settings.home / "skills"]
         sandbox = sandbox_for(settings, workdir, store, session_id)
@@ -239,7 +253,11 @@ class _VibeyBuilder:
         settings, store, session_id = self.settings, self.store, ports.session_id
         rules = Rules(settings.deny, settings.allow_commands, settings.allow_writes)
         # the person's stated bans hold for write_file and edit_file as their deny rules do
-        approval = ApprovalPolicy(settings.approval, rules, self.approver, stated_rules(store, session_id))
+        # a no with a reason: the person's words go in as their message (T1: source user, by ingress)
+        tell = lambda reason: ports.post(Source("user", name=settings.user_name), reason).seq  # noqa: E731
+        approval = ApprovalPolicy(
+            settings.approval, rules, self.approver, stated_rules(store, session_id), tell=tell
+        )
         send_to = post_to(store, self.clock)
         return ToolBox(
             default_tools(

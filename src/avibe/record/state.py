@@ -8,6 +8,8 @@ dataclasses themselves (`_read`: strict JSON types - a count is no bool and no s
     "workdir"           WorkdirState        the folder the session works in (any host runs it there)
     "agent"             AgentState          which agent works in the session (absent: Vibey)
     "title"             TitleState          the title the person gave the session (the chat's /rename)
+    "settings"          SessionSettings     the person's settings for the session: any host runs it so
+    "activity"          HostActivity        whether its host is in a turn now (an attached chat shows it)
     "backend.<name>"    BackendState        an external agent's own session id and how far it has read
     "delegations"       DelegationsState    the runs this session delegated, and which were reported
     "background_jobs"   JobsState           the job counter, and the jobs running when it was saved
@@ -134,6 +136,48 @@ class TitleState:
 
     def to_dict(self) -> dict[str, Any]:
         return {"title": self.title}
+
+    @classmethod
+    def from_stored(cls, data: object | None) -> Self:
+        if data is None:
+            return cls()
+        return _read(cls, cls.KEY, data)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionSettings:
+    """The settings a session runs with (docs/serve.md): its model, approval mode, sandbox mode and
+    way of making room, recorded when a host starts it and when the person changes one; whichever host
+    takes the session over - `vibe serve` included - runs it with them. An empty field: not recorded."""
+
+    KEY = "settings"
+    model: str = ""
+    approval: str = ""
+    sandbox: str = ""
+    compaction: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "approval": self.approval, "sandbox": self.sandbox,
+                "compaction": self.compaction}  # fmt: skip
+
+    @classmethod
+    def from_stored(cls, data: object | None) -> Self:
+        if data is None:
+            return cls()
+        return _read(cls, cls.KEY, data)
+
+
+@dataclass(frozen=True, slots=True)
+class HostActivity:
+    """What the session's host does now, for a chat attached from elsewhere (`host/turn_watch.py`): in a
+    turn or not, and the tool call it waits on. Only as true as its host is live (the lease says)."""
+
+    KEY = "activity"
+    turn: bool = False
+    doing: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"turn": self.turn, "doing": self.doing}
 
     @classmethod
     def from_stored(cls, data: object | None) -> Self:

@@ -40,7 +40,7 @@ import functools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Final, Literal, Protocol, cast
 
 from avibe.errors import ToolError
 from avibe.tools.pathrule import MAX_RULE_CHARS, PathRule, compile_path_rule
@@ -55,6 +55,10 @@ RULE_KEYS: Final = ("deny", "allow_commands", "allow_writes")
 MAX_RULES: Final = 1000  # patterns per list: more is refused with one line
 ApprovalMode = Literal["auto", "ask"]
 Decision = Literal["yes", "no", "always"]
+# "no - use pnpm": a no with the person's words, at the terminal (the reason after n / no and a mark)
+_NO_BECAUSE: Final = re.compile(
+    r"^\s*(?:n|no)\s*(?:[-:,;]|\s)\s*(?P<reason>[^\s:,;-].*?)\s*$", re.IGNORECASE | re.DOTALL
+)
 Action = Literal["command", "write", "call"]  # call: an MCP server's tool (avibe/mcp)
 # Characters that chain, redirect or substitute: a command holding one is never covered by an allow rule.
 _SHELL_CONTROL: Final = re.compile(r"[;&|`<>\n\r]|\$\(")
@@ -73,11 +77,33 @@ class ApprovalRequest:
     diff: str = ""
 
 
-class Approver(Protocol):
-    """The edge's way to ask the person: yes (this once), no, or always (this command / file, for the
-    rest of the session). It may block until the person answers."""
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """A no with the person's words ("no - use pnpm"): they reach the model as the user's message,
+    recorded through ingress like any message of theirs (T1), never inside the tool's result."""
 
-    def __call__(self, request: ApprovalRequest) -> Decision: ...
+    reason: str
+
+
+Answer = Decision | Refusal
+
+
+class Approver(Protocol):
+    """The edge's way to ask the person: yes (this once), no - with a reason, or not - or always (this
+    command / file, for the rest of the session). It may block until the person answers."""
+
+    def __call__(self, request: ApprovalRequest) -> Answer: ...
+
+
+def typed_answer(line: str) -> Answer | None:
+    """An answer typed at a terminal: y(es), n(o), a(lways), or a no with a reason ("n - use pnpm",
+    "no: run it in ./web"); None for anything else (asked again)."""
+    word = line.strip().lower()
+    plain = {"y": "yes", "yes": "yes", "n": "no", "no": "no", "a": "always", "always": "always"}
+    if word in plain:
+        return cast(Decision, plain[word])
+    because = _NO_BECAUSE.match(line)
+    return Refusal(because["reason"]) if because else None
 
 
 def command_allowed(patterns: Iterable[str], command: str) -> str | None:
@@ -167,11 +193,13 @@ class ApprovalPolicy:
         rules: Rules | None = None,
         approver: Approver | None = None,
         stated: Callable[[], Sequence[StatedBan]] = tuple,
+        tell: Callable[[str], int] | None = None,
     ) -> None:
         if mode not in APPROVAL_MODES:
             raise ValueError(f"approval mode {mode!r} is not one of {', '.join(APPROVAL_MODES)}")
         self.mode, self.rules, self.approver = mode, rules or Rules(), approver
         self.stated = stated  # the paths the person's own messages forbid changing, read at each write
+        self.tell = tell  # the person's reason into the record as their message (its seq); None: nobody
         self._always: set[tuple[Action, str]] = set()
 
     def check_write(self, tool: str, path: str, detail: str = "", diff: str = "") -> None:
@@ -221,6 +249,8 @@ class ApprovalPolicy:
                 f"{covered}. Do what you can within them, or stop and say what you need."
             )
         decision = self.approver(request)
+        if isinstance(decision, Refusal):
+            raise ToolError(self._refused(request.tool, what, subject, decision.reason))
         if decision == "no":
             raise ToolError(
                 f"{request.tool}: the person did not approve: it will not {what} '{subject}'. "
@@ -228,3 +258,13 @@ class ApprovalPolicy:
             )
         if decision == "always":
             self._always.add(key)
+
+    def _refused(self, tool: str, what: str, subject: str, reason: str) -> str:
+        """The tool's error for a no with a reason; the reason itself goes in as the user's message."""
+        seq = self.tell(reason) if self.tell is not None else None
+        said = (
+            f"They said why in their message #{seq}, which follows: do what it says instead."
+            if seq is not None
+            else "Go on without it or ask the person."
+        )
+        return f"{tool}: the person did not approve: it will not {what} '{subject}'. {said}"

@@ -36,6 +36,7 @@ from avibe.host.events import (
     ToolFinished,
 )
 from avibe.record.agents import VIBEY
+from avibe.tools.approval import Refusal
 from avibe.tui.between import JOBS
 from avibe.tui.commands import HELP, Cli, Command, CommandError, arguments, complete, parse, with_session
 from avibe.tui.cost import priced
@@ -235,6 +236,10 @@ class ChatApp(ChatScreen):
 
     def on_chat_input_submitted(self, message: ChatInput.Submitted) -> None:
         text = message.text
+        if self._ask is not None and self._ask.reasoning:  # a no with the person's words (r)
+            self._add(Bubble(text, "user", prefix=PROMPTS["user"]))
+            self.on_approval_bar_answered(ApprovalBar.Answered(Refusal(text)))
+            return
         if text.startswith("/") and not text.startswith("//"):
             self._command(text)
             return
@@ -245,8 +250,15 @@ class ChatApp(ChatScreen):
 
     def on_approval_bar_answered(self, message: ApprovalBar.Answered) -> None:
         self._close_ask()
-        self._say(f"approval: {message.decision}", "notice")
+        said = "no, saying why" if isinstance(message.decision, Refusal) else message.decision
+        self._say(f"approval: {said}", "notice")
         self.driver.answer(message.decision)
+
+    def on_approval_bar_reasoning(self, message: ApprovalBar.Reasoning) -> None:
+        if self._ask is not None:
+            self._ask.reasoning = True
+            self.query_one(ChatInput).focus()
+            self._say("type what the agent should do instead, then Enter (Ctrl-C: a plain no)", "notice")
 
     async def action_interrupt(self) -> None:
         """Ctrl-C: answer no to a question, else stop the running step; while a step runs or is being

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from avibe.agent.interrupted import NOT_STARTED, stopped_text
+from avibe.compose.session_settings import record_change
 from avibe.errors import AvibeError
 from avibe.host.agent import ToolHook, ToolRunner
 from avibe.host.events import (
@@ -49,7 +50,7 @@ from avibe.ports import RecordStore, ToolResult
 from avibe.record.agents import VIBEY
 from avibe.record.entries import CallRecord, Entry, EntryQuery, SessionInfo, Source
 from avibe.record.messages import ToolCall
-from avibe.tools.approval import ApprovalRequest, Approver, Decision
+from avibe.tools.approval import Answer, ApprovalRequest, Approver
 from avibe.tui.hosted import Live, StepCancelled, Target, ends_turn, entry_line
 from avibe.tui.updates import (
     ApprovalAsked,
@@ -90,6 +91,8 @@ class Attached:
     host: str  # which process hosts it ("pid 123 on box")
     post: Callable[[str], Entry]  # the person's message into the record (ingress, T1: source `user`)
     hosted: Callable[[], bool]  # whether a live process still holds the session's lease
+    in_turn: Callable[[], bool] = lambda: False  # whether its host runs a turn now (as it records)
+    stop: Callable[[], object] = lambda: None  # Ctrl-C: the stop note into the record; the host stops
 
 
 class Opener(Protocol):
@@ -113,7 +116,7 @@ class ChatDriver:
         self._jobs: queue.Queue[Callable[[Live], str]] = queue.Queue()  # run between turns
         self._wake, self._cancel, self._quit = threading.Event(), threading.Event(), threading.Event()
         self._answered = threading.Event()
-        self._answer: Decision = "no"
+        self._answer: Answer = "no"
         self._lock = threading.Lock()
         self._live: Live | None = None
         self._attached: Attached | None = None  # a session another process hosts, followed here
@@ -147,9 +150,11 @@ class ChatDriver:
         external agent) is killed at once through the session's stop switch."""
         self._cancel.set()
         with self._lock:
-            live = self._live
+            live, attached = self._live, self._attached
         if live is not None and self.busy:
             live.stop.set()
+        if attached is not None and self.busy:  # its host stops the turn (avibe.host.turn_watch)
+            attached.stop()
 
     def switch(self, target: Target) -> None:
         """Host another session (or a new one, or the same one on another model) once the turn ends."""
@@ -162,9 +167,12 @@ class ChatDriver:
         ValueError (no Vibey hosted, or a name the registry lacks)."""
         live = self._live
         context = live.context if live is not None else None
-        if context is None:
+        if live is None or context is None:
             raise ValueError("/compaction is Vibey's; an external agent keeps its own context")
-        return context.use_compaction(name)
+        if name:
+            context.use_compaction(name)
+            record_change(live.store, live.session_id, compaction=name)  # any later host makes room so
+        return context.use_compaction("")
 
     def between_turns(self, job: Callable[[Live], str]) -> None:
         """Run `job` on the session thread once no turn runs (/compact, /undo: never beside a turn);
@@ -176,7 +184,7 @@ class ChatDriver:
         self._jobs.put(job)
         self._wake.set()
 
-    def answer(self, decision: Decision) -> None:
+    def answer(self, decision: Answer) -> None:
         self._answer = decision
         self._answered.set()
 
@@ -309,7 +317,8 @@ class ChatDriver:
             self._ready.clear()
             with self._lock:
                 self._attached = None
-            if self._asked:
+            if self.busy:
+                self.busy = False
                 self._notify(Busy(False))
 
     def _follow(self, attached: Attached) -> Target | None:
@@ -321,6 +330,7 @@ class ChatDriver:
                 pass
             with self._lock:  # a message posted meanwhile is in the record and in `_mine`, or in neither
                 self._show_recorded(attached)
+            self._show_host_state(attached)
             if self._asked and not attached.hosted():
                 alone_since = alone_since or time.monotonic()
                 if time.monotonic() - alone_since >= TAKE_OVER_S:  # its host went away: host it here
@@ -335,11 +345,20 @@ class ChatDriver:
         own messages sent from here are on it already); an answer ends the wait for one."""
         for entry in attached.store.query(EntryQuery(attached.session_id, seq_from=self._shown + 1)):
             self._shown = max(self._shown, entry.seq)
-            if entry.seq not in self._mine:
+            if entry.source == CANCEL_SOURCE:  # the person's stop (from here or elsewhere): one short line
+                self._notify(Cancelled(entry.seq))
+            elif entry.seq not in self._mine:
                 self._notify(InputShown(entry_line(entry)))
             if entry.seq > self._asked > 0 and ends_turn(entry, attached.agent):
-                self._asked = 0  # answered
-                self._notify(Busy(False))
+                self._asked = 0  # answered (the screen is told by `_show_host_state`)
+
+    def _show_host_state(self, attached: Attached) -> None:
+        """Working while the host runs a turn (a message from anywhere) or a message sent from here
+        waits; idle otherwise."""
+        busy = bool(self._asked) or (attached.in_turn() and attached.hosted())
+        if busy != self.busy:
+            self.busy = busy
+            self._notify(Busy(busy))
 
     def _serve(self, live: Live) -> Target | None:
         while True:
@@ -438,7 +457,7 @@ class ChatDriver:
             self._show_new(live)  # inputs the step just took in, before its reply
         self._notify(EventArrived(event))
 
-    def _approve(self, request: ApprovalRequest) -> Decision:
+    def _approve(self, request: ApprovalRequest) -> Answer:
         """Ask mode: the screen asks yes / no / always; Ctrl-C or quitting is a no."""
         self._answered.clear()
         self._answer = "no"
@@ -453,9 +472,7 @@ class ChatDriver:
         """Into the record of the session another process hosts: that host answers it."""
         entry = attached.post(text)
         self._mine.add(entry.seq)
-        if not self._asked:
-            self._notify(Busy(True))
-        self._asked = entry.seq
+        self._asked = entry.seq  # working from now (`_show_host_state`)
 
     # ---- the ingress thread ----------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from textual.widgets import Collapsible, Static, TextArea
 
 from avibe.record.display import shown
 from avibe.record.sources import frame_tag_lines
-from avibe.tools.approval import ApprovalRequest, Decision
+from avibe.tools.approval import Answer, ApprovalRequest, Decision
 
 NEWLINE_KEYS: Final = frozenset({"ctrl+j", "shift+enter", "alt+enter", "ctrl+enter"})
 OUTPUT_SHOWN: Final = 4_000  # characters of a tool's output a tool line expands to
@@ -292,6 +292,7 @@ class ApprovalBar(Vertical, can_focus=True):
         Binding("y", "answer('yes')", "yes"),
         Binding("n", "answer('no')", "no"),
         Binding("a", "answer('always')", "always"),
+        Binding("r", "reason", "no, saying why"),  # the person's words go to the model as their message
         Binding("escape", "answer('no')", "no", show=False),
         Binding("down", "scroll_body('down')", "scroll", show=False),
         Binding("up", "scroll_body('up')", "scroll", show=False),
@@ -308,14 +309,17 @@ class ApprovalBar(Vertical, can_focus=True):
     """
 
     class Answered(Message):
-        def __init__(self, decision: Decision) -> None:
+        def __init__(self, decision: Answer) -> None:
             super().__init__()
             self.decision = decision
+
+    class Reasoning(Message):
+        """r: a no with the person's words; the app takes them from its input (avibe.tools.approval)."""
 
     SETTLE_S: ClassVar[float] = (
         0.5  # keys typed this soon after the question appears were meant for the input
     )
-    ALLOW: ClassVar[str] = "allow? [y]es / [n]o / [a]lways (this session)"
+    ALLOW: ClassVar[str] = "allow? [y]es / [n]o / [r] no, saying what to do instead / [a]lways (this session)"
 
     def __init__(self, request: ApprovalRequest) -> None:
         super().__init__(classes="approval")
@@ -326,6 +330,7 @@ class ApprovalBar(Vertical, can_focus=True):
         self.body = VerticalScroll(Static(self.question), classes="approval-body", can_focus=False)
         self.ask = Static(Text(""), classes="approval-ask")
         self.seen_end = False  # every line has been on the screen
+        self.reasoning = False  # r was pressed: the input's next message is the no's reason
         verb = {"command": "run", "call": "call"}.get(request.action, "change")
         detail = f" ({request.detail})" if request.detail else ""
         count = f" - {self.lines} lines" if self.lines != 1 else " - 1 line"
@@ -369,6 +374,10 @@ class ApprovalBar(Vertical, can_focus=True):
         """Scroll the question: down, up, page_down, page_up, end or home."""
         getattr(self.body, f"scroll_{how}")(animate=False)
         self.call_after_refresh(self._update_ask)
+
+    def action_reason(self) -> None:
+        if time.monotonic() - self.asked_at >= self.SETTLE_S:
+            self.post_message(self.Reasoning())
 
     def action_answer(self, decision: Decision) -> None:
         if time.monotonic() - self.asked_at < self.SETTLE_S:

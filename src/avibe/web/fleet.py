@@ -27,6 +27,7 @@ from typing import Final
 from avibe.errors import AvibeError, SessionHosted, StateError
 from avibe.host.events import Event
 from avibe.host.session import STOPPED_BY_PERSON
+from avibe.host.turn_watch import TurnWatch
 from avibe.ports import FeedStore, RecordStore
 from avibe.record.entries import EntryQuery
 from avibe.record.state import DelegationsState
@@ -40,6 +41,8 @@ LINGER_S: Final = 5.0  # how long an idle session with nothing to wait for stays
 RESCAN_S: Final = 30.0  # a full look at every session (delegations out, missed notifications)
 RETRY_AFTER_S: Final = 15.0  # a session whose host failed to start is tried again after this
 ELSEWHERE_RETRY_S: Final = 2.0  # a session another host holds is looked at again after this (takeover)
+STOP_WAIT_S: Final = 1.2  # how long stopping waits for the workers in all (`vibe serve` exits in 2 s)
+HOST_EXIT: Final = "the process hosting this session (vibe serve) stopped"
 
 
 OpenHost = Callable[[str], AbstractContextManager["SessionHandle"]]
@@ -51,6 +54,21 @@ class SessionHandle:
 
     run_ready: Callable[[], None]  # run turns while input waits (polls the sources first)
     busy: Callable[[], bool]  # jobs or delegated runs out, or feeds that post on their own
+    watch: TurnWatch | None = None  # its turns' watch: says whether one runs, stops it
+
+
+@dataclass(frozen=True, slots=True)
+class Left:
+    """A session this host still hosted when it stopped, and whether a turn of it was running then."""
+
+    session: str
+    mid_turn: bool
+
+    def line(self) -> str:
+        """What the person is told (docs/serve.md)."""
+        if self.mid_turn:
+            return f"left session {self.session} mid-turn; `vibe --session {self.session}` resumes it"
+        return f"left session {self.session} idle"
 
 
 @dataclass
@@ -59,6 +77,7 @@ class _Worker:
     thread: threading.Thread
     wake: threading.Event = field(default_factory=threading.Event)
     stop: threading.Event = field(default_factory=threading.Event)
+    handle: SessionHandle | None = None  # once its session is hosted
 
 
 class Fleet:
@@ -103,16 +122,27 @@ class Fleet:
             worker.wake.set()
         self._wake.set()
 
-    def stop(self) -> None:
+    def stop(self, wait_s: float = STOP_WAIT_S) -> list[Left]:
+        """Stop hosting: each running turn is stopped (its command killed, its step ended at the next
+        clean point) and the workers given `wait_s` in all to let their sessions go; a worker still in
+        a model call then dies with the process (its lease is stale at once on this machine). Returns
+        the sessions left, and which were mid-turn."""
         self._stopping.set()
         self._wake.set()
         with self._lock:
             workers = list(self._workers.values())
+        left = []
         for worker in workers:
+            watch = worker.handle.watch if worker.handle is not None else None
+            left.append(Left(worker.session, watch is not None and watch.in_turn))
             worker.stop.set()
             worker.wake.set()
+            if watch is not None:
+                watch.ask(HOST_EXIT, for_good=True)
+        deadline = time.monotonic() + wait_s
         for worker in workers:
-            worker.thread.join(timeout=30)
+            worker.thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        return left
 
     def run(self) -> None:
         """Look for sessions to host until stopped (or, with exit_when_idle, until none is left)."""
@@ -194,6 +224,7 @@ class Fleet:
         session_id = worker.session
         try:
             with self._open_host(session_id) as handle:
+                worker.handle = handle
                 log.info("serve: hosting session %s", session_id)
                 self.failures.pop(session_id, None)
                 self._retry_at.pop(session_id, None)
