@@ -30,7 +30,7 @@ from avibe.record.messages import ModelFacts, ModelReply
 from avibe.store import open_store
 from avibe.tools import ToolBox, default_tools
 from avibe.tools.approval import ApprovalPolicy, Approver, Rules
-from avibe.tools.undo import UNDO_DIR
+from avibe.tools.undo import UNDO_DIR, undo_last_turn
 from avibe.tui.app import ChatApp
 from avibe.tui.widgets import Bubble, InputBubble
 
@@ -111,12 +111,19 @@ class Sessions:
                 run_tool=toolbox.dispatch,
                 config=RunConfig(checkpoint_mode="structured", window=self.window),
                 events=events,
+                undo=lambda: _undone(undo),
             )
             host = SessionHost(store, info.id, vibey, clock, events)
             try:
                 yield HostedSession(host, vibey, store, vibey.config.user_name, stop, context=vibey)
             finally:
                 host.close()
+
+
+def _undone(folder: Path) -> tuple[bool, str]:
+    """/undo as `compose.vibey` wires it: the session's snapshots reverted; anything?, the line shown."""
+    undone = undo_last_turn(folder)
+    return undone.found, undone.line()
 
 
 async def until(pilot: Any, check: Callable[[], object], timeout: float = 15.0, what: str = "") -> None:

@@ -51,7 +51,6 @@ from avibe.ports import (
 from avibe.record.agents import VIBEY
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall, ToolSpec
-from avibe.tools.undo import UNDO_DIR, undo_last_turn
 
 __all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display", "shell_skill_load"]
 
@@ -83,6 +82,8 @@ class Vibey:
     instructions: Callable[[], tuple[str, str, str]] | None = None
     # around each tool's execution (`ContextControls.add_tool_hook`): the chat's display and Ctrl-C
     tool_hooks: list[ToolHook] = field(default_factory=list)
+    # /undo: reverts the last turn's file changes from the tools' snapshots; (any reverted?, the line shown)
+    undo: Callable[[], tuple[bool, str]] = lambda: (False, "nothing to undo: no file changes are kept")
 
     name: Final[str] = VIBEY
 
@@ -184,10 +185,10 @@ class Vibey:
     def undo_last_turn(self, host: Host, note: Callable[[str], Entry]) -> str:
         """The last turn's file changes reverted (the chat's /undo); `note` posts what was reverted, which
         the agent takes in now, so it starts no turn and is read with the next message."""
-        undone = undo_last_turn(self.session_dir / UNDO_DIR)
-        if undone.found:
-            take_in(self, host, note(undone.line()))
-        return undone.line()
+        found, line = self.undo()
+        if found:
+            take_in(self, host, note(line))
+        return line
 
     def use_compaction(self, name: str) -> str:
         """Make room with another compactor from the next request on (the chat's /compaction; "" keeps

@@ -216,6 +216,7 @@ class _VibeyBuilder:
                 self.store, session_id, limits, ActivityLog(self.store, session_id, self.events)
             ),
             skill_text=skill,
+            undo=lambda: _undo(self.settings.sessions_dir / session_id),
             watch_tool=watch,
             instructions=instructions,
             waiting_for=waiting,
@@ -378,3 +379,11 @@ def delegate_workers(settings: Settings, model_name: str) -> tuple[str, ...]:
 
     vibey = () if is_local(model_name) else ("vibey",)
     return (*vibey, *(b.name for b in BACKENDS if locate(b, settings.home) is not None))
+
+
+def _undo(session_dir: Path) -> tuple[bool, str]:
+    """/undo on the session's snapshots (Avibe's home, never the workdir): reverted anything?, its line."""
+    from avibe.tools.undo import UNDO_DIR, undo_last_turn
+
+    undone = undo_last_turn(session_dir / UNDO_DIR)
+    return undone.found, undone.line()
