@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -48,8 +49,29 @@ def stdio_parameters(server: McpServer, sandbox: SandboxPolicy) -> StdioServerPa
     policy = dataclasses.replace(sandbox, network=server.network)
     options = policy.bwrap_args()  # they end with `--chdir WORKDIR`: the server's own cwd instead
     options = options[:-2] if options[-2:-1] == ["--chdir"] else options
-    argv = [*options, "--chdir", str(cwd), "--", server.command, *server.args]
+    own = [arg for path in _program_files(server, policy) for arg in ("--ro-bind", str(path), str(path))]
+    argv = [*options, *own, "--chdir", str(cwd), "--", server.command, *server.args]
     return StdioServerParameters(command=argv[0], args=argv[1:], env=env, cwd=cwd)
+
+
+def _program_files(server: McpServer, policy: SandboxPolicy) -> list[Path]:
+    """The server's own program and script files that sit in /tmp (private in the sandbox, so they would
+    be out of its sight): the user configured them, so they are shown read-only - a Python virtualenv as a
+    whole. Never a path the sandbox hides (Avibe's home, record, sockets) nor one in the workdir (bound)."""
+    found = shutil.which(server.command) or server.command
+    named = [Path(found), *(Path(arg) for arg in server.args if arg.startswith("/"))]
+    shown = []
+    for path in named:
+        if not path.is_absolute() or not path.exists() or not path.is_relative_to("/tmp"):
+            continue
+        venv = path.parent.parent
+        path = venv if path.parent.name == "bin" and (venv / "pyvenv.cfg").is_file() else path
+        if path.is_relative_to(policy.workdir) or any(
+            path.is_relative_to(h) or h.is_relative_to(path) for h in policy.hidden
+        ):
+            continue
+        shown.append(path)
+    return list(dict.fromkeys(shown))
 
 
 def transport_for(server: McpServer, sandbox: SandboxPolicy) -> Transport:
