@@ -80,6 +80,18 @@ class _Cluster:
         return f"postgresql+psycopg://postgres@127.0.0.1:{self.port}/postgres"
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Each test leaves os.environ as it found it: code under test may set variables on purpose (the
+    `--approval` flag becomes AVIBE_APPROVAL for the process), and one left behind changes every later
+    test in the run (a chat that asks before each command waits forever)."""
+    before = dict(os.environ)
+    yield
+    if dict(os.environ) != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def pg_server_url() -> Iterator[str]:
     """URL of a PostgreSQL server's maintenance database, where tests may CREATE DATABASE (so a given

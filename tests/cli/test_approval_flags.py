@@ -15,8 +15,9 @@ from avibe.cli.options import check_approval, check_sandbox
 
 
 def test_the_flags_are_the_persons_settings_for_this_run(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("AVIBE_APPROVAL", raising=False)
-    monkeypatch.delenv("AVIBE_SANDBOX", raising=False)
+    for name in ("AVIBE_APPROVAL", "AVIBE_SANDBOX"):  # set first, so the teardown puts back what was there
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
     assert check_approval("ASK") == "ask" and os.environ["AVIBE_APPROVAL"] == "ask"
     assert check_sandbox("read-only") == "read-only" and os.environ["AVIBE_SANDBOX"] == "read-only"
     with pytest.raises(typer.BadParameter, match="not one of ask, auto"):

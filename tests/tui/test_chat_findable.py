@@ -7,6 +7,7 @@ inspector shows them escaped, under the session's title (its first message)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -68,6 +69,9 @@ def chatted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, dic
     (work / "print.sh").write_text("cat out.txt\n")
     with serve_chat() as chat, pytest.MonkeyPatch.context() as monkeypatch:
         env = vibe_env(home, chat)
+        for name in list(os.environ):
+            if name.startswith(("AVIBE_", "OPENAI_")) and name not in env:
+                monkeypatch.delenv(name)  # the chat reads exactly what `vibe` would be given
         for name, value in env.items():
             if name.startswith(("AVIBE_", "OPENAI_")):
                 monkeypatch.setenv(name, value)
