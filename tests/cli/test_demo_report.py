@@ -97,13 +97,18 @@ def test_no_checkpoint_no_comparison_and_fewer_than_two_checkpoints_is_said() ->
     assert comparison_lines(None, [], [RULE], 100) == [
         "=== Side by side: no checkpoint, nothing to compare ==="
     ]
-    timeline = Timeline(first_request=0.0, checkpoints=[(1, 150.0, "valid")])
+    timeline = Timeline(first_request=0.0)
+    timeline.began(120.0)
+    timeline.ended(150.0)
+    timeline.checkpoints.append((1, 150.0, "valid"))
+    timeline.ended(170.0)  # an end with no start in progress counts nothing
     lines = timeline_lines(timeline, 6144, 600.0)
     assert lines == [
         "=== 1 checkpoints on a 6,144-token window ===",
         "checkpoint 1: 2.5 min after the first model request (valid)",
         "(fewer than two checkpoints: the context stayed below the trigger)",
         "the work, up to the probes: 10.0 min",
+        "of which making checkpoints: 0.5 min (5%)",
     ]
 
 

@@ -77,9 +77,19 @@ class Timeline:
 
     first_request: float | None = None
     checkpoints: list[tuple[int, float, str]] = field(default_factory=list)  # number, seconds, how
+    started: float | None = None  # when the checkpoint in progress began (monotonic seconds)
+    in_checkpoints: float = 0.0  # seconds spent making checkpoints, model calls and fallbacks included
 
     def minutes(self) -> list[float]:
         return [seconds / 60 for _, seconds, _ in self.checkpoints]
+
+    def began(self, now: float) -> None:
+        self.started = now
+
+    def ended(self, now: float) -> None:
+        if self.started is not None:
+            self.in_checkpoints += now - self.started
+            self.started = None
 
 
 class DemoPrinter(EventPrinter):
@@ -100,9 +110,12 @@ class DemoPrinter(EventPrinter):
             self.timeline.first_request = now
         if self.store is None:
             return
-        if isinstance(event, CheckpointStarted) and self.transcript is None:
-            self.transcript = transcript_now(self.store, self.session)
+        if isinstance(event, CheckpointStarted):
+            self.timeline.began(now)
+            if self.transcript is None:
+                self.transcript = transcript_now(self.store, self.session)
         if isinstance(event, CheckpointAccepted | CheckpointFallback):
+            self.timeline.ended(now)
             how = (
                 "fell back: moved out without the model" if isinstance(event, CheckpointFallback) else "valid"
             )
@@ -189,6 +202,9 @@ def timeline_lines(timeline: Timeline, window: int, worked_s: float) -> list[str
     if len(timeline.checkpoints) < 2:
         lines.append("(fewer than two checkpoints: the context stayed below the trigger)")
     lines.append(f"the work, up to the probes: {worked_s / 60:.1f} min")
+    if worked_s > 0 and timeline.checkpoints:
+        spent = timeline.in_checkpoints
+        lines.append(f"of which making checkpoints: {spent / 60:.1f} min ({spent / worked_s:.0%})")
     return lines
 
 
