@@ -13,7 +13,8 @@ import pytest
 
 from avibe.tools import PathPolicy
 from avibe.tools.base import open_nofollow
-from avibe.tools.files import MAX_DIFF_LINES, EditFile, ReadFile, ReadLedger, WriteFile
+from avibe.tools.files import EditFile, ReadFile, ReadLedger, WriteFile
+from avibe.tools.files.text import MAX_DIFF_LINES
 
 
 class Tools:
