@@ -11,7 +11,7 @@ string; absent fields get their defaults, unknown ones are ignored).
     "agent"             AgentState          which agent works in the session (absent: Vibey)
     "title"             TitleState          the title the person gave the session (the chat's /rename)
     "settings"          SessionSettings     the person's settings for the session: any host runs it so
-    "activity"          HostActivity        whether its host is in a turn now (an attached chat shows it)
+    "host_activity"     HostActivity        whether its host is in a turn now (an attached chat shows it)
     "backend.<name>"    BackendState        an external agent's own session id and how far it has read
     "delegations"       DelegationsState    the runs this session delegated, and which were reported
     "background_jobs"   JobsState           the job counter, and the jobs running when it was saved
@@ -168,7 +168,7 @@ class HostActivity(StateDocument):
     """What the session's host does now, for a chat attached from elsewhere (`host/turn_watch.py`): in a
     turn or not, and the tool call it waits on. Only as true as its host is live (the lease says)."""
 
-    KEY = "activity"
+    KEY = "host_activity"  # it once shared "activity" with ActivityHeader, and wrote over the timeline's
     turn: bool = False
     doing: str = ""
 
