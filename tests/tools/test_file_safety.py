@@ -188,7 +188,8 @@ def test_a_symlink_out_is_refused_for_every_file_tool(tmp_path: Path, workdir: P
 
 class SwappingPolicy(PathPolicy):
     """A path policy that, right after its check passes, swaps `victim` for a symlink to `target`: the
-    race of issue 11 (the check sees a plain file or folder, the open meets a link), made certain."""
+    check-then-open race (docs/security.md: the check sees a plain file or folder, the open meets a link),
+    made certain."""
 
     victim: Path
     target: Path
