@@ -8,9 +8,10 @@ holds the conversation before each compaction of either, as in a session. Every 
 its usage kept, and the calls are grouped by compaction. Printed per compaction (means): tokens spent as
 the eval counts them (every prompt token, cached or not, plus the output), the prompt tokens the model had
 to evaluate (not served from llama.cpp's cache), output tokens, calls and seconds, and the checkpoint's
-ratios to the baseline (against the handoff, with issue 31's goals: seconds <= 1.5x, tokens spent <= 3x,
-calls <= 3); per call, which structured question it answered; and the eval's deterministic metrics on the
-final context, so a cheaper checkpoint that keeps less shows up in the same run.
+ratios to the baseline (against the handoff, with the cost goals of docs/benchmarks.md: seconds <= 1.5x,
+tokens spent <= 3x, calls <= 3); per call, which structured question it answered; and the eval's
+deterministic metrics on the final context, so a cheaper checkpoint that keeps less shows up in the same
+run.
 
     .venv/bin/python benchmarks/checkpoint_cost.py [--type constraint_fidelity ...] [--seed 1] [--k 2]
         [--window 4096] [--threshold 0.5] [--against handoff] [--model embedded-1.5b]
@@ -242,7 +243,7 @@ def _run_at(revision: str, argv: list[str]) -> list[dict[str, Any]]:
 
 
 def _goals(name: str, s: Mapping[str, float], base: Mapping[str, float]) -> str:
-    """Issue 31's three goals against the handoff, each met or not."""
+    """The three cost goals against the handoff (docs/benchmarks.md), each met or not."""
     met = [f"{m} {s[m] / base[m]:.2f}x {'<=' if s[m] / base[m] <= g else '>'} {g}x" for m, g in GOALS.items()]
     met.append(f"calls {s['calls']:.1f} {'<=' if s['calls'] <= GOAL_CALLS else '>'} {GOAL_CALLS:.0f}")
     return f"  {name:28} " + "; ".join(met)
@@ -273,7 +274,7 @@ def _print(runs: Sequence[dict[str, Any]], args: argparse.Namespace) -> None:
                 ratios = "  ".join(f"{s[m] / base[m]:6.2f}" for m in METRICS)
                 print(f"  {name:28} {ratios}")
         if args.against == "handoff":
-            print("issue 31's goals (seconds <= 1.5x, tokens spent <= 3x the handoff's; calls <= 3):")
+            print("the cost goals (seconds <= 1.5x, tokens spent <= 3x the handoff's; calls <= 3):")
             for name, s in sums.items():
                 if name != args.against:
                     print(_goals(name, s, base))

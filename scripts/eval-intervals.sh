@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 31 item 2: the checkpoint against the handoff, the rewrite and the full context, with paired
+# Claims with intervals (docs/eval.md): the checkpoint against the handoff, the rewrite and the full context, with paired
 # intervals, on the five types where the strategies differ and on the real-session set, per tier. Every
 # stage is resumable (rerun it: `vibe eval --out` skips finished runs) and ends with a report over all
 # that its folder holds, so a sweep cut short is still a readable one; each row keeps the commit it ran at.

@@ -1,7 +1,7 @@
 """Check an eval folder's stored probe replies and item fates again with the current checks, without the
 model.
 
-When a probe check is mended (issue 17: "ask" was found inside "asks", "$40" inside "$400"), the stored
+When a probe check is mended (as once: "ask" was found inside "asks", "$40" inside "$400"), the stored
 replies are enough to score the runs again; hours of model time need not be spent twice. Rubric verdicts
 are the judge model's and stay as they were. A constraint the strategy's own stored text quotes exactly
 (a rule wrapped over two lines, quoted line by line) is made exact. Real-session rows are rescored

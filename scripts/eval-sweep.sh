@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The full sweep of issue 17 item 3, in stages, each resumable (rerun the script: finished runs are kept,
+# The full sweep of the memory eval (docs/eval.md: all types, K = 1-8, both tiers), in stages, each resumable (rerun the script: finished runs are kept,
 # `vibe eval --out` skips them). On 2 cores the whole of it takes well over a day; every stage ends with
 # a report over everything in its folder, so a partial sweep is still a readable one.
 #

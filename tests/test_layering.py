@@ -50,7 +50,7 @@ ALLOWED_INSIDE = {
     "avibe.prompts": ("avibe.prompts", "avibe.record"),
 }
 # Package import cycles known and accepted for now, as (importer, imported) edges left out of the cycle
-# check; each needs a comment saying why and which issue removes it. None today: the one cycle there was
+# check; each needs a comment saying why and what removes it. None today: the one cycle there was
 # (checkpoint <-> context, through context/prompts) went when the texts moved to avibe.prompts.
 KNOWN_CYCLE_EDGES: frozenset[tuple[str, str]] = frozenset()
 # third-party modules the pure core may use (DESIGN: "small pure libs")
@@ -330,13 +330,14 @@ def _module_graph(root: Path = SRC) -> dict[str, dict[str, bool]]:
 
 
 def test_no_import_cycles_between_modules() -> None:
-    """No module imports one that imports it back, round any loop (issue 28: cli/agents.py imported
+    """No module imports one that imports it back, round any loop (there was one: cli/agents.py imported
     cli/wiring.py, which imported cli/agents.py from inside its functions)."""
     assert _cycles(_module_graph()) == []
 
 
 def test_the_module_cycle_checker_finds_a_circle_through_a_function_import(tmp_path: Path) -> None:
-    """Guard against a checker that cannot fail: the circle issue 28 removed, rebuilt in a scratch tree."""
+    """Guard against a checker that cannot fail: the circle once in cli/ (agents <-> wiring), rebuilt in a
+    scratch tree."""
     cli = tmp_path / "avibe" / "cli"
     cli.mkdir(parents=True)
     (tmp_path / "avibe" / "__init__.py").write_text("")

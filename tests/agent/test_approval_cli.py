@@ -124,8 +124,8 @@ def test_the_terminal_approver_reads_answers_and_shows_escapes(
 def test_the_terminal_approver_shows_the_writes_diff_before_asking(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Issue 29 item 8 in `vibe run`: the person sees what a write changes (the diff, terminal-safe and
-    cut to the screen) before y / n / a, as in the chat."""
+    """Approvals in `vibe run` (docs/chat.md): the person sees what a write changes (the diff,
+    terminal-safe and cut to the screen) before y / n / a, as in the chat."""
     import io
 
     diff = "--- a/cli.py\n+++ b/cli.py\n@@ -1 +1 @@\n-VERBOSE = 1\n+LOUD = 1\x1b[2J\n" + "+x\n" * 60

@@ -1,4 +1,4 @@
-"""A loop stop still answers the person (issue 32 item 1: the demo's two probes, "May you edit
+"""A loop stop still answers the person (found in the demo, docs/demo.md: its two probes, "May you edit
 vendor/parser.txt?" and "Which ticket is next?", each ended in `update_plan` four times and no answer).
 The repeated call is not run, its result says why, and the model is asked once more - the same tools
 listed (the prompt, and a local model's cache, unchanged) but an output that can only be an answer; its

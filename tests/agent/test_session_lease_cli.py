@@ -1,4 +1,4 @@
-"""One writer per session, through the real CLI (issue 11 item 2): two `vibe run`
+"""One writer per session, through the real CLI (docs/serve.md, session leases): two `vibe run`
 processes on one SQLite file. While the first hosts the session (stuck in a model call on a loopback
 server), a second `vibe run --session S` does not write as a second host: it attaches - posts its message
 through ingress and follows the record - and the lease stays the first's. When the first is killed with

@@ -181,7 +181,7 @@ def test_V6_too_large_for_one_checkpoint_turn_checkpoints_the_older_part_in_two_
 def test_V8_two_failures_then_only_a_move_out_frees_room_then_checkpoints_resume(
     make_harness: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """V8 within one attempt, and issue 32 item 3: after two failed checkpoints only a model-free move-out
+    """V8 within one attempt, and V8's way back: after two failed checkpoints only a model-free move-out
     (V7) frees room; once it has, the next trigger tries a checkpoint again - a session that lives for
     days never loses its checkpoints for good."""
     bad = failing_checkpoint()

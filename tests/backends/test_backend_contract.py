@@ -236,7 +236,7 @@ def test_backend_keeps_the_contract(rig: Rig) -> None:  # L5, T1, T2, T3
     assert notice.kind == "harness" and f"did not finish within the {HANG_S} seconds" in notice.text
 
 
-def test_a_refused_key_is_a_harness_input_that_says_what_to_set(rig: Rig) -> None:  # issue 14 item 4
+def test_a_refused_key_is_a_harness_input_that_says_what_to_set(rig: Rig) -> None:  # docs/backends.md
     rig.provider.status = 401
     with open_store(rig.db) as store:
         rig.session = store.create_session(title="refused").id

@@ -1,4 +1,4 @@
-"""The chat with an external agent in it (issue 14 item 1: the chat's `--agent` and `/agent`; SPEC L5, T3):
+"""The chat with an external agent in it (the chat's `--agent` and `/agent`, docs/backends.md; SPEC L5, T3):
 the real Claude Code from npm, on the scripted provider, through Textual's headless pilot. The reply is
 shown under the agent's name and recorded as its; a watch input reaches it under the watch's tag; the
 meter says the agent keeps its own context; `/model` is refused (Vibey's); a resumed session goes on with

@@ -87,7 +87,7 @@ def test_A2_file_list_newest_first_deduplicated_with_a_note_when_pushed_out() ->
 
 
 def test_A2_files_edited_in_order_through_the_live_state_list_newest_first() -> None:
-    """The bug of issue 16: after editing m0..m13 in order the list showed m0-m9 as newest first and
+    """A bug found on a small model: after editing m0..m13 in order the list showed m0-m9 as newest first and
     said the 4 newest were pushed out. Goes through `remember_file`, as the loop does."""
     modified: tuple[str, ...] = ()
     for i in range(14):

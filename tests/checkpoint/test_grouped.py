@@ -246,7 +246,8 @@ def test_M6_grouped_sizes_the_workstreams_after_the_mission_it_is_asked_with() -
 
 
 def test_three_asks_the_memo_the_mind_and_the_scene_and_keeps_the_same_checkpoint() -> None:
-    """Mode "three" (issue 31 item 4: calls <= 3): the mind's questions in one call, the scene alone."""
+    """Mode "three" (at most three calls a checkpoint, docs/benchmarks.md): the mind's questions in one
+    call, the scene alone."""
     alone, one_by_one = _turn("structured")
     three, requests = _turn("three")
     assert len(one_by_one) == 5 and len(requests) == 3

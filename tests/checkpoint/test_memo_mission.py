@@ -1,4 +1,4 @@
-"""The mission's source stays in the user's own words (M4, N1; issue 17's 1.5B tier).
+"""The mission's source stays in the user's own words (M4, N1; the eval's 1.5B tier, docs/eval.md).
 
 The mission entry in the mind is the model's words (M4). On the embedded 1.5B the eval's late_rule and
 talkative_user lost "mission byte-identical": the model wrote the mission well, in its own words, and ticked

@@ -1,4 +1,5 @@
-"""The harness keeps the user's rules whatever the model ticks (N2 as a guarantee; issue 17, late_rule).
+"""The harness keeps the user's rules whatever the model ticks (N2 as a guarantee; the eval's late_rule,
+docs/eval.md).
 
 On the embedded 0.5B the eval's late_rule lost all three rules: offered every sentence of three long
 messages, the model ticked other sentences than the rules at their ends. Now every sentence of a message

@@ -1,8 +1,8 @@
-"""M4, "the mission changes only when the user explicitly changes it", checked by the harness (issue 32
-item 4): once a mission exists, a new entry names the user's message since the last checkpoint that changed
-it - the structured question's grammar offers only those numbers, and the harness checks the number in
-either mode - or it is dropped with a note; the entries before are never fewer. On a real session the 0.5B
-added two fragments of a tool's output as missions, which M4 then kept for ever."""
+"""M4, "the mission changes only when the user explicitly changes it", checked by the harness
+(docs/eval/real-set.md): once a mission exists, a new entry names the user's message since the last
+checkpoint that changed it - the structured question's grammar offers only those numbers, and the harness
+checks the number in either mode - or it is dropped with a note; the entries before are never fewer. On a
+real session the 0.5B added two fragments of a tool's output as missions, which M4 then kept for ever."""
 
 from __future__ import annotations
 

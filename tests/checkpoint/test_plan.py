@@ -306,9 +306,9 @@ def test_U3_stops_only_when_nothing_is_left_to_move_out() -> None:
 # ---- U3: pinned messages never make the cut empty ----------------------------------------
 
 
-def _issue_turn() -> list[ChatMessage]:
-    """Issue 11's turn: the user's message, a 4,800-token file read, a 2,500-token read (CharCounter: four
-    characters a token, four tokens a message)."""
+def _two_reads_turn() -> list[ChatMessage]:
+    """One turn with two big reads: the user's message, a 4,800-token file read, a 2,500-token read
+    (CharCounter: four characters a token, four tokens a message)."""
     return [
         user(1, "Summarise both files."),
         *tool_group(2, "r1", ["x" * (4 * 4_792)]),
@@ -317,7 +317,7 @@ def _issue_turn() -> list[ChatMessage]:
 
 
 def test_U3_F5_a_pinned_user_message_does_not_make_the_cut_empty() -> None:
-    messages = _issue_turn()
+    messages = _two_reads_turn()
     big_read = messages[1:3]
     total = COUNTER.count_messages(messages)
     assert 7_300 < total < 7_400
@@ -357,7 +357,7 @@ def test_U3_F5_units_move_out_around_pinned_messages_anywhere_in_the_turn() -> N
 
 
 def test_U3_request_parts_name_every_part_of_the_request() -> None:
-    messages = _issue_turn()
+    messages = _two_reads_turn()
     parts = request_parts(messages, COUNTER, 0, system_prompt=900, tool_list=974, checkpoint=300)
     assert parts["tool list"] == 974 and parts["checkpoint"] == 300 and parts["system prompt"] == 900
     assert parts["current request"] == COUNTER.count_messages(messages[:1])

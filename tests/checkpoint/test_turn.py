@@ -563,8 +563,8 @@ def test_S4_S6_a_model_part_never_carries_the_harness_origin_marks_or_another_pa
 def test_M4_M6_structured_over_cap_answers_are_cut_to_fit_never_failing_the_checkpoint() -> None:
     """A new mission entry is never left out and an edited workstream line is an edit, so these push
     Goals over its cap; the harness cuts the lines this checkpoint wrote (with a marker), keeps every
-    mission entry, and the checkpoint passes on its first answers (issue 16 item 2: a cap must never
-    make a checkpoint impossible)."""
+    mission entry, and the checkpoint passes on its first answers (M6: a cap must never make a
+    checkpoint impossible)."""
     mission = {
         "user_changed_mission": True,
         "new": ["Also " + " ".join(f"m{i}" for i in range(60))],

@@ -5,6 +5,7 @@ fallback."""
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -14,14 +15,20 @@ import pytest
 from avibe.errors import AvibeError, StateError
 from avibe.host.sessions import agent_of, session_workdir
 from avibe.record.state import (
+    ActivityChunk,
+    ActivityHeader,
+    ActivityItem,
     AgentState,
     BackendState,
     ContextChunk,
     ContextHeader,
     DelegatedRun,
     DelegationsState,
+    HostActivity,
     JobsState,
     LostJob,
+    SessionSettings,
+    TitleState,
     WorkdirState,
 )
 from avibe.store import SqlStore
@@ -70,6 +77,61 @@ def test_the_shapes_earlier_versions_stored_read_as_before() -> None:
         {"next_number": 3, "running": {"bg-2": {"command": "sleep 9", "pid": 41, "sandboxed": False}}}
     )
     assert jobs == JobsState(3, {"bg-2": LostJob("sleep 9", 41, False)})
+
+
+def _stored_rows() -> list[Any]:
+    """Each kind beside the exact JSON text its hand-written `to_dict` stored before the kinds shared one
+    base: rows already in records must read back, and new rows must be written the same way."""
+    item = ActivityItem(3, "tool", "2026-12-06T20:00:00Z", "shell", "c1", True, "out", 9, 1, 1.5, "m")
+    item_row = (
+        '{"after": 3, "kind": "tool", "at": "2026-12-06T20:00:00Z", "name": "shell", "call_id": "c1", '
+        '"error": true, "output": "out", "chars": 9, "lines": 1, "seconds": 1.5, "message": "m"}'
+    )
+    return [
+        (WorkdirState("/w"), '{"path": "/w"}', WorkdirState.from_stored),
+        (AgentState("codex"), '{"name": "codex"}', AgentState.from_stored),
+        (TitleState("Triage"), '{"title": "Triage"}', TitleState.from_stored),
+        (
+            SessionSettings("m", "ask", "read-only", "handoff"),
+            '{"model": "m", "approval": "ask", "sandbox": "read-only", "compaction": "handoff"}',
+            SessionSettings.from_stored,
+        ),
+        (HostActivity(True, "shell ls"), '{"turn": true, "doing": "shell ls"}', HostActivity.from_stored),
+        (
+            BackendState("t-1", 7, 5),
+            '{"session": "t-1", "cursor": 7, "answered": 5}',
+            lambda d: BackendState.from_stored(d, "codex"),
+        ),
+        (
+            DelegationsState((DelegatedRun("s-1", "port it", 2, True, "codex"),)),
+            '{"runs": [{"child": "s-1", "task": "port it", "from_seq": 2, "reported": true, '
+            '"worker": "codex"}]}',
+            DelegationsState.from_stored,
+        ),
+        (
+            JobsState(4, {"bg-3": LostJob("make", None, True)}),
+            '{"next_number": 4, "running": {"bg-3": {"command": "make", "pid": null, "sandboxed": true}}}',
+            JobsState.from_stored,
+        ),
+        (
+            ContextHeader("m", 8, 6, 7, 1),
+            '{"model": "m", "window": 8, "threshold": 6, "hard_limit": 7, "chunks": 1}',
+            ContextHeader.from_stored,
+        ),
+        (
+            ContextChunk(({"n": 1, "view": [1, 2.5]},), ({"kind": "checkpoint"},)),
+            '{"points": [{"n": 1, "view": [1, 2.5]}], "marks": [{"kind": "checkpoint"}]}',
+            lambda d: ContextChunk.from_stored(d, 0),
+        ),
+        (ActivityHeader((0, 5)), '{"starts": [0, 5]}', ActivityHeader.from_stored),
+        (ActivityChunk((item,)), f'{{"items": [{item_row}]}}', lambda d: ActivityChunk.from_stored(d, 0)),
+    ]
+
+
+@pytest.mark.parametrize(("document", "row", "read"), _stored_rows())
+def test_every_kind_is_stored_as_it_always_was(document: Any, row: str, read: Any) -> None:
+    assert json.dumps(document.to_dict()) == row
+    assert read(json.loads(row)) == document
 
 
 DAMAGED: list[Any] = [

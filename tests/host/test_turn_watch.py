@@ -73,3 +73,20 @@ def test_a_stop_note_appended_during_the_turn_stops_it_and_an_older_one_does_not
     watch(TurnEnded("", True, 2, 0))
     watch(TurnStarted(session, "vibey"))  # the person's stop was for that turn only
     watch(ModelStarted(1, 100))
+
+
+def test_the_hosts_activity_leaves_the_sessions_tool_outputs_readable(store: RecordStore) -> None:
+    """vibe serve runs both sinks on one session: the watch's own document must not take the key of the
+    activity log's header, or the tool outputs kept for the person vanish from its timeline."""
+    from avibe.host.activity_log import ActivityLog, load_activity
+    from avibe.host.events import ToolFinished
+
+    session = store.create_session(title="t").id
+    watch = TurnWatch(store, session, ActivityLog(store, session, lambda event: None))
+    watch(TurnStarted(session, "vibey"))
+    watch(ToolCalled("c1", "shell", {"command": "ls"}))
+    watch(ToolFinished("c1", "shell", False, 6, 0.1, output="a.txt\n"))
+    watch(TurnEnded("done", False, 1, 0))
+    kept = load_activity(store, session)
+    assert [item.output for items in kept.values() for item in items] == ["a.txt\n"]
+    assert _activity(store, session) == HostActivity()

@@ -1,6 +1,6 @@
 """Chat-template control sequences inside message contents reach a local model as inert text (T1, T2;
-issue 11 item 5): a tool output or a record text cannot close its turn or open a forged one, and the
-template's own markers are left alone."""
+docs/security.md, "Text that cannot pass for yours"): a tool output or a record text cannot close its turn
+or open a forged one, and the template's own markers are left alone."""
 
 from __future__ import annotations
 

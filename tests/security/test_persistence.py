@@ -1,8 +1,9 @@
-"""Issue 48, "the next start runs nothing the agent wrote" (findings 3, 11, 16): what runs or is trusted at
-the person's next start - Avibe's interpreter (a project's own .venv holding Avibe), the shell's startup
-files in the real home, ~/.local/bin, ~/.config/environment.d, the model cache and its verification, a
-trusted project's `.avibe/` - cannot be changed by the agent's shell or file tools in `read-only` and
-`workspace-write`, and a hard link to Avibe's record or token made earlier is not open to the shell.
+"""The next start runs nothing the agent wrote (docs/security.md, the section of that name): what runs or
+is trusted at the person's next start - Avibe's interpreter (a project's own .venv holding Avibe), the
+shell's startup files in the real home, ~/.local/bin, ~/.config/environment.d, the model cache and its
+verification, a trusted project's `.avibe/` - cannot be changed by the agent's shell or file tools in
+`read-only` and `workspace-write`, and a hard link to Avibe's record or token made earlier is not open to
+the shell.
 
 Real components: the real tools (`default_tools`) under the sandbox a session gets (`sandbox_for` over
 `load_settings`), real bubblewrap, real files, a real venv made with `python -m venv`. Each attack fails

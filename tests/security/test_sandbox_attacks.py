@@ -1,7 +1,9 @@
-"""Issue 27 ("the agent can never become the user"), items 2, 3, 4 and 8: attacks on Avibe's own files and
-on the person's deny rules, done as the agent would do them - through the real tools (`default_tools`,
-the shell under a real `SandboxPolicy`), on real files, with a real SQLite record - and each shown to
-fail in the sandboxed modes and, as a control, to succeed in full-access (so these tests can fail).
+"""The agent can never become the user (docs/security.md): attacks on Avibe's own files and on the
+person's deny rules, done as the agent would do them - through the real tools (`default_tools`, the shell
+under a real `SandboxPolicy`), on real files, with a real SQLite record - and each shown to fail in the
+sandboxed modes and, as a control, to succeed in full-access (so these tests can fail). The tests and
+sections are labelled by attack: item 2 Avibe's home in the working directory, item 3 the user's config
+folder, item 4 read-only binding the file tools, item 8 nested deny rules.
 
 The layout is the one of `vibe` run in `~` with the default home: the working directory stands for `~`,
 Avibe's home is `.local/share/avibe` in it (its database, `serve-token`, skills), the user's config folder
@@ -181,7 +183,7 @@ def test_item2_a_database_in_a_workdir_subfolder_gets_no_companion(sandboxed: No
 
 
 def test_item2_control_full_access_the_rename_plants_a_database(user: User) -> None:
-    """Issue 27 item 2, control: without the sandbox the same rename carries the home away."""
+    """Item 2, control: without the sandbox the same rename carries the home away."""
     box = user.tools("full-access")
     plant = "mkdir -p .local/share/avibe && echo forged > .local/share/avibe/avibe.db"
     shell(box, f"mv .local .local.bak && {plant}")
@@ -242,7 +244,7 @@ def test_item2_the_file_tools_cannot_write_a_skill_into_avibes_home(user: User) 
 
 
 def test_item2_control_full_access_the_file_tools_read_and_write_the_home(user: User) -> None:
-    """Issue 27 item 2, control: in full-access the file tools are not bound, as the shell is not."""
+    """Item 2, control: in full-access the file tools are not bound, as the shell is not."""
     box = user.tools("full-access")
     assert TOKEN in call(box, "read_file", path=".local/share/avibe/serve-token").output
     call(box, "write_file", path=".local/share/avibe/skills/evil/SKILL.md", content="evil\n")
@@ -293,7 +295,7 @@ def test_item3_no_config_can_be_planted_where_none_exists_yet(sandboxed: None, u
 
 
 def test_item3_control_full_access_the_shell_reads_the_config(user: User) -> None:
-    """Issue 27 item 3, control: without the sandbox the password is read."""
+    """Item 3, control: without the sandbox the password is read."""
     box = user.tools("full-access")
     assert PASSWORD in shell(box, "cat .config/avibe/config.toml")
 
@@ -319,7 +321,7 @@ def test_item4_read_only_binds_write_file_and_edit_file(user: User) -> None:
 
 
 def test_item4_control_full_access_the_file_tools_write(user: User) -> None:
-    """Issue 27 item 4, control: in full-access (and workspace-write) the same calls write."""
+    """Item 4, control: in full-access (and workspace-write) the same calls write."""
     for mode in ("full-access", "workspace-write"):
         box = user.tools(mode)
         assert not call(box, "edit_file", path="notes.md", old="my notes", new=f"by {mode}").is_error
@@ -373,7 +375,7 @@ def test_item8_the_file_tools_know_a_denied_folder_by_identity(mode: str, user: 
 
 
 def test_item8_control_full_access_the_rename_changes_the_denied_file(user: User, vendored: Path) -> None:
-    """Issue 27 item 8, control: without the sandbox the shell's rename gets around the rule."""
+    """Item 8, control: without the sandbox the shell's rename gets around the rule."""
     box = user.tools("full-access", deny=DENY)
     shell(box, "mv lib lib2 && echo hacked > lib2/vendor/x.py && mv lib2 lib")
     assert (vendored / "x.py").read_text() == "hacked\n"

@@ -1,5 +1,6 @@
-"""Issue 48, "no road from the sandbox": a sandboxed command has no network (loopback included) unless the
-person's own settings open it, and no host Unix socket unless the person opts in.
+"""No road from the sandbox (docs/security.md, "No road from the sandbox to the person's authority"): a
+sandboxed command has no network (loopback included) unless the person's own settings open it, and no
+host Unix socket unless the person opts in.
 
 Real components only: a TCP server on 127.0.0.1 and Unix socket servers started by the test, the real
 shell tool under a real bubblewrap `SandboxPolicy` built the way a session builds it (`sandbox_for` over

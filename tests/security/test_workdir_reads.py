@@ -71,7 +71,7 @@ def _environ_lines() -> list[str]:
 def test_a_linked_agents_md_never_reaches_the_system_prompt(
     layout: Layout, target: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """The chain's first link (issue finding 1): the next session's system prompt holds no secret and
+    """The chain's first link: the next session's system prompt holds no secret and
     tells the model the file was not read; the person's log has one line saying so."""
     path = {
         "token": str(layout.token),

@@ -1,5 +1,5 @@
-"""Two real processes writing one record at once (SPEC C1; issue 2: "a test that really runs two
-processes"): seq stays dense, unique and gap-free on SQLite and on PostgreSQL."""
+"""Two real processes writing one record at once (SPEC C1, really two
+processes, not threads): seq stays dense, unique and gap-free on SQLite and on PostgreSQL."""
 
 from __future__ import annotations
 

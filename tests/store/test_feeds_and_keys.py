@@ -1,6 +1,6 @@
-"""Issue 12 in the store: delivery keys make a delivery exactly once into the record (also under
-concurrent deliveries), feeds are kept with the record, and PostgreSQL tells listeners which session got
-input (LISTEN/NOTIFY) only when the append commits."""
+"""Inputs from the world in the store (T1, docs/serve.md): delivery keys make a delivery exactly once into
+the record (also under concurrent deliveries), feeds are kept with the record, and PostgreSQL tells
+listeners which session got input (LISTEN/NOTIFY) only when the append commits."""
 
 from __future__ import annotations
 

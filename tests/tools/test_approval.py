@@ -150,7 +150,7 @@ def test_ask_mode_writes_wait_for_the_person(workdir: Path) -> None:
         ("write_file", "write", "a.py"),
         ("edit_file", "write", "a.py"),
     ]
-    assert approver.asked[0].detail == "new file, 1 line" and "+a = 1" in approver.asked[0].diff  # issue 29
+    assert approver.asked[0].detail == "new file, 1 line" and "+a = 1" in approver.asked[0].diff  # shown
     assert "-a = 1" in approver.asked[2].diff and "+a = 2" in approver.asked[2].diff
     assert (workdir / "a.py").read_text() == "a = 3\n"
 

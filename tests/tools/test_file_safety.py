@@ -13,7 +13,8 @@ import pytest
 
 from avibe.tools import PathPolicy
 from avibe.tools.base import open_nofollow
-from avibe.tools.files import MAX_DIFF_LINES, EditFile, ReadFile, ReadLedger, WriteFile
+from avibe.tools.files import EditFile, ReadFile, ReadLedger, WriteFile
+from avibe.tools.files.text import MAX_DIFF_LINES
 
 
 class Tools:
@@ -187,7 +188,8 @@ def test_a_symlink_out_is_refused_for_every_file_tool(tmp_path: Path, workdir: P
 
 class SwappingPolicy(PathPolicy):
     """A path policy that, right after its check passes, swaps `victim` for a symlink to `target`: the
-    race of issue 11 (the check sees a plain file or folder, the open meets a link), made certain."""
+    check-then-open race (docs/security.md: the check sees a plain file or folder, the open meets a link),
+    made certain."""
 
     victim: Path
     target: Path

@@ -1,7 +1,8 @@
-"""Issue 11, "Done when": a model that tries to forge a user entry through the shell - `sqlite3` on the
-record, `python -c` opening it, writing the database file, reading the environment - leaves the real
-SQLite record with no `kind='user'` entry the person did not send, and no secret reaches anything the
-tool returned (SPEC N1, N7, T1; DESIGN "the agent's tools never reach Avibe's own home or database").
+"""Nobody but the user writes the user's words (docs/security.md): a model that tries to forge a user
+entry through the shell - `sqlite3` on the record, `python -c` opening it, writing the database file,
+reading the environment - leaves the real SQLite record with no `kind='user'` entry the person did not
+send, and no secret reaches anything the tool returned (SPEC N1, N7, T1; DESIGN "the agent's tools never
+reach Avibe's own home or database").
 
 The same attacks are run in full-access as a control: there they do forge a user entry and read the
 secrets, so the sandboxed runs show the sandbox at work, not attacks that fail anyway. Driven at the tool

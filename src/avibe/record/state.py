@@ -1,15 +1,17 @@
 """The session state documents other than Vibey's live state (`agent/state.py`): one frozen dataclass
-per kind, stored with `RecordStore.save_state` under its key. Every reader and writer goes through
-`to_dict` / `from_stored`, so a document has one shape; a stored document of the wrong shape (written by
-hand, by another version, or cut short) is a StateError that names the key and the field - never a
-KeyError from deep inside a host. `from_stored` validates what the store returned with pydantic over the
-dataclasses themselves (`_read`: strict JSON types - a count is no bool and no string), not by hand.
+per kind, only its fields, stored with `RecordStore.save_state` under its key. Every reader and writer
+goes through `to_dict` / `from_stored`, which all documents share (`Document`, `StateDocument`), so a
+document has one shape; a stored document of the wrong shape (written by hand, by another version, or
+cut short) is a StateError that names the key and the field - never a KeyError from deep inside a host.
+Both directions are pydantic over the dataclasses themselves: `to_dict` dumps the fields in order,
+`from_stored` validates what the store returned (`_read`: strict JSON types - a count is no bool and no
+string; absent fields get their defaults, unknown ones are ignored).
 
     "workdir"           WorkdirState        the folder the session works in (any host runs it there)
     "agent"             AgentState          which agent works in the session (absent: Vibey)
     "title"             TitleState          the title the person gave the session (the chat's /rename)
     "settings"          SessionSettings     the person's settings for the session: any host runs it so
-    "activity"          HostActivity        whether its host is in a turn now (an attached chat shows it)
+    "host_activity"     HostActivity        whether its host is in a turn now (an attached chat shows it)
     "backend.<name>"    BackendState        an external agent's own session id and how far it has read
     "delegations"       DelegationsState    the runs this session delegated, and which were reported
     "background_jobs"   JobsState           the job counter, and the jobs running when it was saved
@@ -27,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Final, Literal, Self, TypeVar, cast
+from typing import Any, ClassVar, Final, Literal, Self, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import ErrorDetails
@@ -95,57 +97,61 @@ def _problem(key: str, error: ErrorDetails) -> str:
     )
 
 
+class Document:
+    """A stored document, or a part of one: a frozen dataclass of JSON-typed fields, and nothing else.
+    Its stored form is what pydantic dumps of it (the fields in order, tuples as lists); `read` is the
+    store boundary, where what the store returned is validated (`_read`)."""
+
+    __slots__ = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return cast(dict[str, Any], _adapter(type(self)).dump_python(self, mode="json"))
+
+    @classmethod
+    def read(cls, key: str, data: object | None) -> Self:
+        """The document stored under `key` (`data`; None: none stored, so every field's default)."""
+        return cls() if data is None else _read(cls, key, data)
+
+
+class StateDocument(Document):
+    """A document stored under one fixed key."""
+
+    __slots__ = ()
+    KEY: ClassVar[str]
+
+    @classmethod
+    def from_stored(cls, data: object | None) -> Self:
+        return cls.read(cls.KEY, data)
+
+
 @dataclass(frozen=True, slots=True)
-class WorkdirState:
+class WorkdirState(StateDocument):
     KEY = "workdir"
     path: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"path": self.path}
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class AgentState:
+class AgentState(StateDocument):
     KEY = "agent"
     name: str = VIBEY
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name}
-
     @classmethod
     def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        read = _read(cls, cls.KEY, data)
+        read = cls.read(cls.KEY, data)
         return read if read.name else replace(read, name=VIBEY)  # an empty name was stored once: Vibey
 
 
 @dataclass(frozen=True, slots=True)
-class TitleState:
+class TitleState(StateDocument):
     """The session's title as the person named it (the session row's own `title` is the folder it was
     started in, which `--continue` looks sessions up by, so a title of words lives here)."""
 
     KEY = "title"
     title: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"title": self.title}
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class SessionSettings:
+class SessionSettings(StateDocument):
     """The settings a session runs with (docs/serve.md): its model, approval mode, sandbox mode and
     way of making room, recorded when a host starts it and when the person changes one; whichever host
     takes the session over - `vibe serve` included - runs it with them. An empty field: not recorded."""
@@ -156,38 +162,19 @@ class SessionSettings:
     sandbox: str = ""
     compaction: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "approval": self.approval, "sandbox": self.sandbox,
-                "compaction": self.compaction}  # fmt: skip
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class HostActivity:
+class HostActivity(StateDocument):
     """What the session's host does now, for a chat attached from elsewhere (`host/turn_watch.py`): in a
     turn or not, and the tool call it waits on. Only as true as its host is live (the lease says)."""
 
-    KEY = "activity"
+    KEY = "host_activity"  # it once shared "activity" with ActivityHeader, and wrote over the timeline's
     turn: bool = False
     doing: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"turn": self.turn, "doing": self.doing}
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class BackendState:
+class BackendState(Document):
     """What survives a restart of Avibe for an external agent: its own session id, the newest seq it has
     taken in (`cursor`), and the newest seq it answered (`answered`): inputs after `answered` - those of
     a turn that crashed, and the crash notice - go with the next turn."""
@@ -201,18 +188,13 @@ class BackendState:
     def key(cls, backend: str) -> str:
         return cls.PREFIX + backend
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"session": self.session, "cursor": self.cursor, "answered": self.answered}
-
     @classmethod
     def from_stored(cls, data: object | None, backend: str) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.key(backend), data)
+        return cls.read(cls.key(backend), data)
 
 
 @dataclass(frozen=True, slots=True)
-class DelegatedRun:
+class DelegatedRun(Document):
     """A session this one delegated a task to: the child, the task as shown, the seq of the task in the
     child, whether its final reply was reported back, and who works in it."""
 
@@ -222,13 +204,9 @@ class DelegatedRun:
     reported: bool = False
     worker: str = VIBEY
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"child": self.child, "task": self.task, "from_seq": self.from_seq,
-                "reported": self.reported, "worker": self.worker}  # fmt: skip
-
 
 @dataclass(frozen=True, slots=True)
-class DelegationsState:
+class DelegationsState(StateDocument):
     KEY = "delegations"
     runs: tuple[DelegatedRun, ...] = ()
 
@@ -237,47 +215,25 @@ class DelegationsState:
         """The runs whose final reply has not been reported yet."""
         return tuple(run for run in self.runs if not run.reported)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"runs": [run.to_dict() for run in self.runs]}
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class LostJob:
+class LostJob(Document):
     """A background job as saved while it ran: a later process reports it lost if it is still listed."""
 
     command: str = "?"
     pid: int | None = None
     sandboxed: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"command": self.command, "pid": self.pid, "sandboxed": self.sandboxed}
-
 
 @dataclass(frozen=True, slots=True)
-class JobsState:
+class JobsState(StateDocument):
     KEY = "background_jobs"
     next_number: int = 1
     running: Mapping[str, LostJob] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        running = {job_id: job.to_dict() for job_id, job in self.running.items()}
-        return {"next_number": self.next_number, "running": running}
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class ContextHeader:
+class ContextHeader(StateDocument):
     """The context series' header: the limits the run used, and how many chunks of points there are."""
 
     KEY = "context"
@@ -287,19 +243,9 @@ class ContextHeader:
     hard_limit: int = 0
     chunks: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"model": self.model, "window": self.window, "threshold": self.threshold,
-                "hard_limit": self.hard_limit, "chunks": self.chunks}  # fmt: skip
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class ContextChunk:
+class ContextChunk(Document):
     """Up to a chunk's worth of the context series: one point per model request, the marks (checkpoints,
     move-outs) placed among them. Points and marks are the plot's JSON objects, kept as they are."""
 
@@ -310,21 +256,16 @@ class ContextChunk:
     def key(index: int) -> str:
         return f"{ContextHeader.KEY}/{index}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"points": [dict(p) for p in self.points], "marks": [dict(m) for m in self.marks]}
-
     @classmethod
     def from_stored(cls, data: object | None, index: int) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.key(index), data)
+        return cls.read(cls.key(index), data)
 
 
 ActivityKind = Literal["tool", "stopped", "checkpoint_failed"]
 
 
 @dataclass(frozen=True, slots=True)
-class ActivityItem:
+class ActivityItem(Document):
     """One thing that happened after entry `after`. `kind`:
     tool               a tool call: `name`, `call_id`, `output` (its first OUTPUT_KEPT characters),
                        `chars` and `lines` (the whole output's), `seconds`; `error` when it failed
@@ -350,43 +291,24 @@ class ActivityItem:
         """Characters of the output not kept."""
         return max(0, self.chars - len(self.output))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"after": self.after, "kind": self.kind, "at": self.at, "name": self.name,
-                "call_id": self.call_id, "error": self.error, "output": self.output, "chars": self.chars,
-                "lines": self.lines, "seconds": self.seconds, "message": self.message}  # fmt: skip
-
 
 @dataclass(frozen=True, slots=True)
-class ActivityHeader:
+class ActivityHeader(StateDocument):
     """Where each chunk starts: the `after` of its first item, so a page of the timeline reads only the
     chunks that can hold its entries' items."""
 
     KEY = "activity"
     starts: tuple[int, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"starts": list(self.starts)}
-
-    @classmethod
-    def from_stored(cls, data: object | None) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.KEY, data)
-
 
 @dataclass(frozen=True, slots=True)
-class ActivityChunk:
+class ActivityChunk(Document):
     items: tuple[ActivityItem, ...] = ()
 
     @staticmethod
     def key(index: int) -> str:
         return f"{ActivityHeader.KEY}/{index}"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"items": [item.to_dict() for item in self.items]}
-
     @classmethod
     def from_stored(cls, data: object | None, index: int) -> Self:
-        if data is None:
-            return cls()
-        return _read(cls, cls.key(index), data)
+        return cls.read(cls.key(index), data)
