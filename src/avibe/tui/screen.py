@@ -3,9 +3,11 @@ up, says there is more below), and paging through it. `avibe.tui.app.ChatApp` bu
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 from textual.app import App
+from textual.driver import Driver
 from textual.widgets import Static
 
 from avibe.tui.widgets import ApprovalBar, Bubble, ChatLog
@@ -31,6 +33,14 @@ class ChatScreen(App[None]):
     #status { height: 1; background: $panel; padding: 0 1; }
     """
     _ask: ApprovalBar | None = None  # the approval asked now (PageUp / PageDown read it)
+
+    def get_driver_class(self) -> type[Driver]:
+        """On a POSIX terminal, Textual's driver that also says when the terminal goes away (HungUp)."""
+        if sys.platform == "win32":
+            return super().get_driver_class()
+        from avibe.tui.terminal import TerminalDriver
+
+        return TerminalDriver
 
     def _add(self, widget: Any) -> Any:
         found = list(self.query("#log").results(ChatLog))
