@@ -3,13 +3,13 @@ up, says there is more below), and paging through it. `avibe.tui.app.ChatApp` bu
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from textual.app import App
 from textual.driver import Driver
 from textual.widgets import Static
 
+from avibe.tui.terminal import TerminalDriver
 from avibe.tui.widgets import ApprovalBar, Bubble, ChatLog
 
 
@@ -35,11 +35,8 @@ class ChatScreen(App[None]):
     _ask: ApprovalBar | None = None  # the approval asked now (PageUp / PageDown read it)
 
     def get_driver_class(self) -> type[Driver]:
-        """On a POSIX terminal, Textual's driver that also says when the terminal goes away (HungUp)."""
-        if sys.platform == "win32":
-            return super().get_driver_class()
-        from avibe.tui.terminal import TerminalDriver
-
+        """Textual's terminal driver, which also says when the terminal goes away (`HungUp`); tests run
+        the app headless, on Textual's own driver."""
         return TerminalDriver
 
     def _add(self, widget: Any) -> Any:
