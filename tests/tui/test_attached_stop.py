@@ -1,7 +1,8 @@
 """The chat attached to a session another process hosts (avibe.tui.driver, docs/chat.md): it shows that
 host's real state - working while the host records a turn, idle after - and its Ctrl-C puts the stop
 note into the record, for the host to stop its step (avibe.host.turn_watch); the note is one short line
-on the screen. A real SQLite record; the host's side is what `vibe serve` records."""
+on the screen. A chat whose terminal went away quits and leaves the host's step running. A real SQLite
+record; the host's side is what `vibe serve` records."""
 
 from __future__ import annotations
 
@@ -58,6 +59,8 @@ def test_the_attached_chat_shows_the_hosts_turn_and_its_ctrl_c_asks_the_host_to_
                 session, HostActivity.KEY, HostActivity(turn=True, doing="shell sleep 60").to_dict()
             )
             _until(lambda: Busy(True) in seen and driver.busy, "working while the host runs its turn")
+            driver.cancel(host=False)  # the chat's terminal went away: the host's step is left to it
+            assert STOPPED_BY_PERSON not in [e.source for e in store.query(EntryQuery(session))]
             driver.cancel()  # Ctrl-C
             entries = store.query(EntryQuery(session))
             assert [e.source for e in entries].count(STOPPED_BY_PERSON) == 1

@@ -8,7 +8,8 @@ import os
 import time
 
 import pytest
-from test_chat_tmux import TMUX, Terminal, chat, terminal
+from test_chat_tmux import chat, terminal
+from tmux_support import TMUX, Terminal
 
 from openai_chat import ChatServer
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -16,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from test_chat_stop import FAKE_AGENT, _pids_running
-from test_chat_tmux import TMUX, Terminal
+from tmux_support import TMUX, Terminal, open_vibe
 
 from avibe.backends.install import installed_bin
 from avibe.sources.process import process_alive
@@ -27,7 +25,6 @@ from serve_support import free_port, hosting, start_serve, stop, vibe, vibe_env,
 pytestmark = pytest.mark.skipif(
     TMUX is None and not os.environ.get("CI"), reason="tmux is not installed (CI installs it)"
 )
-VIBE = f"{shlex.quote(sys.executable)} -c 'from avibe.cli import main; main()'"
 Open = Callable[..., Terminal]
 
 
@@ -40,30 +37,15 @@ def chat() -> Iterator[ChatServer]:
 @pytest.fixture
 def open_terminal(tmp_path: Path, chat: ChatServer) -> Iterator[Open]:
     """`open_terminal(*args)`: `vibe ARGS` in a tmux terminal of 110x32 over this test's home and folder."""
-    sockets: list[str] = []
+    terminals: list[Terminal] = []
 
     def start(*args: str, env: dict[str, str] | None = None) -> Terminal:
-        work = tmp_path / "work"
-        work.mkdir(exist_ok=True)
-        env = env or vibe_env(tmp_path / "home", chat)
-        env = {k: v for k, v in env.items() if k.startswith(("AVIBE_", "OPENAI_"))}
-        env |= {"TERM": "xterm-256color", "PYTHONPATH": os.pathsep.join(sys.path)}
-        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
-        inherited = [k for k in os.environ if k.startswith(("AVIBE_", "OPENAI_"))]
-        script = tmp_path / f"vibe-{len(sockets)}.sh"
-        command = " ".join([VIBE, *map(shlex.quote, args)])
-        script.write_text(f"unset COLUMNS LINES {' '.join(inherited)}\n{exports}cd {shlex.quote(str(work))}\n"
-                          f"{command}\necho EXIT:$?\nsleep 120\n")  # fmt: skip
-        term = Terminal(f"avibe-stop-{os.getpid()}-{time.monotonic_ns()}")
-        sockets.append(term.socket)
-        term.tmux(
-            "new-session", "-d", "-s", "chat", "-x", "110", "-y", "32", f"sh {shlex.quote(str(script))}"
-        )
-        return term
+        terminals.append(open_vibe(tmp_path, env or vibe_env(tmp_path / "home", chat), args))
+        return terminals[-1]
 
     yield start
-    for socket in sockets:
-        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, timeout=30)
+    for terminal in terminals:
+        terminal.close()
 
 
 @pytest.mark.skipif(bwrap_problem() is not None, reason="bubblewrap cannot run here")

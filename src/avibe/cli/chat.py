@@ -214,7 +214,7 @@ def chat(
         agent=agent,
     )
     app.run()
-    if app.session_id is not None:
+    if app.session_id is not None and not app.hung_up:  # no terminal left to say it on
         typer.echo(f"vibe: session {app.session_id} (resume: vibe chat --session {app.session_id})")
 
 

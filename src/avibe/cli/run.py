@@ -206,16 +206,24 @@ def _attach(
     settings: Settings, session: str, text: str, printer: EventPrinter, json_lines: bool
 ) -> tuple[bool, bool]:
     """(answered, sent): when another live process hosts the session, post the message there and follow
-    the record to the answer; if that host goes away first, the caller hosts the session here."""
-    from avibe.cli.attach import live_lease, send_attached
+    the record to the answer; if that host goes away first, the caller hosts the session here. Ctrl-C
+    stops the host's step too, as an attached chat's does: the stop note goes into the record, which the
+    host reads while its turn runs (avibe.host.turn_watch); no host runs that turn again."""
+    from avibe.cli.attach import ask_host_to_stop, live_lease, send_attached
 
     store = open_record(settings)
     lease = live_lease(store, session)
     if lease is None:
         return False, False
+    host = f"pid {lease.owner.pid} on {lease.owner.host}"
     if not json_lines:
-        typer.echo(f"[session] {session} (hosted by pid {lease.owner.pid} on {lease.owner.host}: attached)")
-    followed = send_attached(store, session, settings.user_name, text, printer, SystemClock())
+        typer.echo(f"[session] {session} (hosted by {host}: attached)")
+    try:
+        followed = send_attached(store, session, settings.user_name, text, printer, SystemClock())
+    except KeyboardInterrupt:
+        ask_host_to_stop(store, session, SystemClock())
+        typer.echo(f"vibe: stopped; the host ({host}) stops its step too", err=True)
+        raise
     return followed.reply is not None, True
 
 

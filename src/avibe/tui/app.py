@@ -45,6 +45,7 @@ from avibe.tui.hosted import StepCancelled, Target
 from avibe.tui.meter import Meter
 from avibe.tui.screen import ChatScreen
 from avibe.tui.sessions import checked_title, rename, session_rows, sessions_text
+from avibe.tui.terminal import HungUp
 from avibe.tui.updates import (
     ApprovalAsked,
     ApprovalClosed,
@@ -109,6 +110,7 @@ class ChatApp(ChatScreen):
         self._busy_since: float | None = None
         self._last_interrupt = 0.0
         self._kept: str | None = None  # the session a switch goes on in (its history is on the screen)
+        self.hung_up = False  # the terminal went away (its window closed): the chat quit by itself
 
     def compose(self) -> ComposeResult:
         yield ChatLog(id="log")
@@ -304,6 +306,13 @@ class ChatApp(ChatScreen):
         self._status()
         await asyncio.to_thread(self.driver.stop)
         self.exit()
+
+    def on_hung_up(self, _: HungUp) -> None:
+        """The terminal is gone: quit. A step this process runs stops as Ctrl-C stops it (the record says
+        so, and no host runs it again); one another host runs is left to that host."""
+        self.hung_up = True
+        self.driver.cancel(host=False)
+        self.call_later(self.action_quit)
 
     def on_unmount(self) -> None:
         self.driver.stop(timeout=2.0)  # a no-op after /quit or Ctrl-C; else (the app ended otherwise) quit

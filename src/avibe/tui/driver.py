@@ -145,15 +145,16 @@ class ChatDriver:
         """The person's message: into the record as soon as a session is hosted (T1: source `user`)."""
         self._texts.put(text)
 
-    def cancel(self) -> None:
-        """Ctrl-C: the step stops at its next clean point, and what runs now (a shell command, an
-        external agent) is killed at once through the session's stop switch."""
+    def cancel(self, *, host: bool = True) -> None:
+        """Ctrl-C: the step stops at its next clean point, and what runs now (a shell command, an external
+        agent) is killed at once through the session's stop switch; `host=False` (the terminal went
+        away) leaves the step of an attached session's host to it."""
         self._cancel.set()
         with self._lock:
             live, attached = self._live, self._attached
         if live is not None and self.busy:
             live.stop.set()
-        if attached is not None and self.busy:  # its host stops the turn (avibe.host.turn_watch)
+        if attached is not None and self.busy and host:  # its host stops the turn (avibe.host.turn_watch)
             attached.stop()
 
     def switch(self, target: Target) -> None:

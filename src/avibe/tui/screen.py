@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 from textual.app import App
+from textual.driver import Driver
 from textual.widgets import Static
 
+from avibe.tui.terminal import TerminalDriver
 from avibe.tui.widgets import ApprovalBar, Bubble, ChatLog
 
 
@@ -31,6 +33,11 @@ class ChatScreen(App[None]):
     #status { height: 1; background: $panel; padding: 0 1; }
     """
     _ask: ApprovalBar | None = None  # the approval asked now (PageUp / PageDown read it)
+
+    def get_driver_class(self) -> type[Driver]:
+        """Textual's terminal driver, which also says when the terminal goes away (`HungUp`); tests run
+        the app headless, on Textual's own driver."""
+        return TerminalDriver
 
     def _add(self, widget: Any) -> Any:
         found = list(self.query("#log").results(ChatLog))

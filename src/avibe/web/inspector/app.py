@@ -51,6 +51,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from avibe.errors import AvibeError, UnknownSession
 from avibe.ports import RecordStore
+from avibe.providers.prices import money
 from avibe.tui.sessions import shorten
 from avibe.web.guard import FILE_CSP, HostGuard, Hosts, SecurityHeaders
 from avibe.web.inspector import pages
@@ -83,6 +84,7 @@ def _templates() -> jinja2.Environment:
     env.filters["exact"] = exact
     env.filters["when"] = pages.when
     env.filters["words"] = pages.words
+    env.filters["money"] = money
     env.filters["short"] = lambda text: shorten(text, TITLE_SHOWN)
     env.globals["kinds"] = pages.kinds()
     return env

@@ -1,6 +1,6 @@
 """What each inspector page shows, read from the record (RecordStore) - no HTML here, no writes ever.
 
-session_rows     the sessions list: title, agent, model, size, checkpoints, last activity
+session_rows     the sessions list: title, agent, model, size, cost, checkpoints, last activity
 timeline_page    one page of a session's record, filtered as `vibe log` filters, with the checkpoints
                  placed where they happened (item 2), and after each entry the tool outputs and errors
                  that followed it (`record/activity.py`)
@@ -28,6 +28,7 @@ from avibe.record.display import shown as visible
 from avibe.record.entries import KINDS, NON_HUMAN_INPUT_KINDS, Entry, SessionInfo
 from avibe.record.sources import frame_body, render_tag
 from avibe.record.state import ActivityItem, AgentState, ContextHeader
+from avibe.tui.cost import recorded_cost
 from avibe.tui.sessions import session_title
 from avibe.web.inspector.filters import Filters
 
@@ -42,6 +43,7 @@ class SessionRow:
     model: str
     checkpoints: int
     title: str  # as the chat and `vibe sessions` title it: /rename, else the first message, else the folder
+    cost: float | None  # what its model requests cost, as `vibe sessions` says; None: not known
 
 
 def _agent_and_model(store: RecordStore, session_id: str) -> tuple[str, str]:
@@ -64,13 +66,24 @@ def _title(store: RecordStore, info: SessionInfo) -> str:
         return info.title
 
 
+def _cost(store: RecordStore, session_id: str) -> float | None:
+    """What the session's recorded model requests cost at LiteLLM's prices (the embedded model: nothing),
+    as `vibe sessions` and the chat's meter count it; a damaged context log is logged and shows none."""
+    try:
+        return recorded_cost(store, session_id).session
+    except StateError as exc:
+        log.warning("session %s: %s", session_id, exc)
+        return None
+
+
 def session_rows(store: RecordStore, search: str = "") -> list[SessionRow]:
     """Every session, most recently active first; `search` matches id, title, folder, agent or model (any
     case)."""
     rows = []
     for info in store.list_sessions():
         agent, model = _agent_and_model(store, info.id)
-        row = SessionRow(info, agent, model, len(store.list_checkpoints(info.id)), _title(store, info))
+        checkpoints, title = len(store.list_checkpoints(info.id)), _title(store, info)
+        row = SessionRow(info, agent, model, checkpoints, title, _cost(store, info.id))
         words = " ".join((info.id, row.title, info.title, row.agent, row.model)).casefold()
         if search.casefold() in words:
             rows.append(row)
