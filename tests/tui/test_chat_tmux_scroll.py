@@ -1,5 +1,5 @@
-"""The real `vibe` in a real terminal (tmux) for issue 29 item 1: after a streamed reply taller than the
-screen, the screen shows its end; once the person scrolls up (PageUp) the view stays where they read and
+"""The real `vibe` in a real terminal (tmux), scroll-back (docs/chat.md): after a streamed reply taller than
+the screen, the screen shows its end; once the person scrolls up (PageUp) the view stays where they read and
 says "new messages below" when more arrives; back at the end (PageDown) it follows again."""
 
 from __future__ import annotations

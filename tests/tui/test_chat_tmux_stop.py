@@ -1,4 +1,4 @@
-"""The real `vibe` in a real terminal (tmux) for issue 29 items 2 and 3: Ctrl-C stops a shell command the
+"""The real `vibe` in a real terminal (tmux) (docs/chat.md, stopping): Ctrl-C stops a shell command the
 model started (a real `sleep` in bubblewrap) and an external agent's program while they run - their
 processes are gone once the screen says so - and the session goes on; `vibe chat --session S` attaches to
 the session the real `vibe serve` hosts, sends the person's message there and shows what it records."""

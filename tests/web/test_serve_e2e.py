@@ -1,4 +1,4 @@
-"""Issue 12 end to end: the real `vibe serve` hosts a session on a scripted model; a timer, a file watch,
+"""`vibe serve` end to end (docs/serve.md): it hosts a session on a scripted model; a timer, a file watch,
 a command watch, an HTTP callback and a message from another agent session each reach it with the tag
 the harness renders from how it came (T1), Vibey sees each (the model requests carry the tag lines), and
 none is a memo candidate (N7) - every one of them says "the user asked ...", and stays attributed to its
