@@ -84,6 +84,9 @@ class Vibey:
     tool_hooks: list[ToolHook] = field(default_factory=list)
     # /undo: reverts the last turn's file changes from the tools' snapshots; (any reverted?, the line shown)
     undo: Callable[[], tuple[bool, str]] = lambda: (False, "nothing to undo: no file changes are kept")
+    # what the checkpoint and a message strategy's summary call (None: `model`); the eval's replay plays
+    # the agent's steps from a transcript and makes room with the real model
+    checkpoint_model: ModelClient | None = None
 
     name: Final[str] = VIBEY
 
@@ -131,7 +134,8 @@ class Vibey:
         trigger = lambda tokens: should_checkpoint(tokens, self.facts)  # noqa: E731
         sizes = (self.facts, self.limits, self.budgets)
         return LiveRoom(self.viewer, self.record, self._driver, *sizes, trigger, self.tool_specs,
-                        lambda: self.waiting_for(), lambda event: self.events(event), self.model)  # fmt: skip
+                        lambda: self.waiting_for(), lambda event: self.events(event),
+                        self.checkpoint_model or self.model)  # fmt: skip
 
     @cached_property
     def compactor(self) -> Compactor:
@@ -139,7 +143,8 @@ class Vibey:
         return make_compactor(self.config.compaction)
 
     def _driver(self) -> CheckpointDriver:
-        return CheckpointDriver(store_lookup(self.store, self.session_id), self.model, self.counter,
+        model = self.checkpoint_model or self.model
+        return CheckpointDriver(store_lookup(self.store, self.session_id), model, self.counter,
                                 self.session_id, self.session_dir, self.clock, self.config.checkpoint_mode,
                                 self.execute)  # fmt: skip
 

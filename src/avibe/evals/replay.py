@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from avibe.checkpoint.trigger import WINDOW_SHARE, TriggerDecision, decide_at
 from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
@@ -155,7 +155,6 @@ class _Replay:
         self.record: list[Entry] = []
         self.compactions: list[Compaction] = []
         self.carry, self.peak = "", self.context.tokens
-        self.view_now = getattr(strategy, "view_now", None)  # the checkpoint's context as Vibey shows it
 
     def state(self) -> CompactState:
         s = self.scenario
@@ -163,14 +162,9 @@ class _Replay:
                             len(self.compactions) + 1, self.threshold)  # fmt: skip
 
     def take(self, step: Step) -> None:
-        """The event into the record and the context; a new turn may end the one the recollection shows."""
+        """The event into the record and the context."""
         self.record.append(step.entry)
         self.context.extend(step.messages)
-        if self.view_now is not None and self.carry and step.entry.is_user:
-            now = self.state()
-            shown = tuple(self.view_now(now, self.model, self.counter, self.window))
-            if shown != now.messages:  # recounted only when the recollection changed
-                self.context.reset(shown)
         self.peak = max(self.peak, self.context.tokens)
 
     def compact(self, at_seq: int) -> Compaction | None:
@@ -206,7 +200,12 @@ def replay(
     system_prompt: str = SYSTEM_PROMPT,
     on_compaction: Callable[[Compaction], None] | None = None,
 ) -> ReplayResult:
-    """Run the scenario through the strategy. NotApplicable from the strategy propagates."""
+    """Run the scenario through the strategy. NotApplicable from the strategy propagates. A strategy that
+    lives the transcript (Avibe's checkpoint: Vibey through the session host) runs it whole itself."""
+    live = getattr(strategy, "live", None)
+    if live is not None:
+        return cast(ReplayResult, live(scenario, model, counter, window, system_prompt=system_prompt,
+                                       on_compaction=on_compaction))  # fmt: skip
     run = _Replay(scenario, strategy, model, counter, window, threshold, system_prompt)
     for step in to_steps(scenario):
         run.take(step)
