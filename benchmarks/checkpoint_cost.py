@@ -1,7 +1,7 @@
 """What a checkpoint costs next to a peer's summary, per compaction, on the embedded model.
 
-The same generated transcripts are replayed (the eval's replay loop, `avibe.evals.replay`) through Avibe's
-checkpoint - Vibey's room loop and driver, in the structured mode the embedded model uses - and through a
+The same generated transcripts are replayed (`avibe.evals.replay`) through Avibe's checkpoint - Vibey
+living the transcript, its room loop and driver, in the structured mode the embedded model uses - and a
 baseline: `--against rewrite` (the default; Claude Code-style: one summary of everything) or `--against
 handoff` (Codex-style: a handoff summary plus the user's recent messages copied). The model's prompt cache
 holds the conversation before each compaction of either, as in a session. Every model call is timed and

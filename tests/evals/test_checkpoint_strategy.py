@@ -226,3 +226,18 @@ def test_F5_the_probes_read_the_request_vibey_sent_last_and_a_warmed_cache_costs
     shown = set(filter(None, map(Warm.recollection, warm.sent)))
     assert any("## The current request" in text for text in shown)  # a checkpoint came mid-turn ...
     assert any("## The current request" not in text for text in shown)  # ... and its turn ended
+
+
+def test_F1_vibey_makes_room_at_the_threshold_the_eval_gives(counter: TokenCounter) -> None:
+    """`vibe eval --threshold`: Vibey's trigger decides at the eval's share of the window, not F1's default
+    (every strategy is compacted at the same point)."""
+    from avibe.agent.loop import GIVEN
+    from avibe.evals.checkpoint import ReplayCarry
+
+    low = 0.3
+    result = replay(generate("queue", 1, 12), STRATEGY, ScriptedModel([checkpoint_answer] * 400), counter,
+                    WINDOW, threshold=low)  # fmt: skip
+    first = result.compactions[0]
+    assert int(low * WINDOW) < first.tokens_before <= int(THRESHOLD * WINDOW)  # F1's default: not yet
+    handed = ReplayCarry.parse(result.carry)
+    assert all(c.provenance.trigger == GIVEN for c in (*handed.earlier, handed.checkpoint) if c is not None)

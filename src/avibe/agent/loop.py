@@ -34,7 +34,7 @@ from avibe.agent.view import Viewer, fresh_checkpoint_for_display, tool_tokens
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.plan import StopDecision
 from avibe.checkpoint.room import MoveOut, RoomLimits, limits_for
-from avibe.checkpoint.trigger import should_checkpoint
+from avibe.checkpoint.trigger import TriggerDecision, decide_at, should_checkpoint
 from avibe.context.assemble import system_prompt
 from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host import events as ev
@@ -55,6 +55,7 @@ from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall,
 __all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display", "shell_skill_load"]
 
 log = logging.getLogger("avibe.agent")
+GIVEN: Final = "the threshold the run was given"  # the trigger's reason with `RunConfig.threshold`
 Step = tuple[LiveState, TurnResult | None]  # the state after a step, and the turn's result once it ends
 
 
@@ -98,7 +99,9 @@ class Vibey:
 
     @cached_property
     def limits(self) -> RoomLimits:
-        return limits_for(self.facts, tool_tokens(self.counter, self.tool_specs))
+        limits = limits_for(self.facts, tool_tokens(self.counter, self.tool_specs))
+        at = self.config.threshold
+        return limits if at is None else replace(limits, threshold=at)
 
     @cached_property
     def budgets(self) -> Budgets:
@@ -131,7 +134,11 @@ class Vibey:
     @cached_property
     def room(self) -> LiveRoom:
         """The room ops, committing to the record (`RoomPort`); one object is one run (V8's strikes)."""
-        trigger = lambda tokens: should_checkpoint(tokens, self.facts)  # noqa: E731
+
+        def trigger(tokens: int) -> TriggerDecision:  # F1, or the threshold the run was given
+            at = self.config.threshold
+            return should_checkpoint(tokens, self.facts) if at is None else decide_at(tokens, at, GIVEN)
+
         sizes = (self.facts, self.limits, self.budgets)
         return LiveRoom(self.viewer, self.record, self._driver, *sizes, trigger, self.tool_specs,
                         lambda: self.waiting_for(), lambda event: self.events(event),

@@ -101,17 +101,20 @@ class AvibeCheckpoint:
         counter: TokenCounter,
         window: int,
         *,
+        threshold: float,
         system_prompt: str,
         on_compaction: Callable[[Compaction], None] | None = None,
     ) -> ReplayResult:
-        """The scenario lived by Vibey through the session host, as the replay reports it."""
+        """The scenario lived by Vibey through the session host, making room above `threshold` x
+        `window` (the eval's trigger, F1's decision at the share every strategy is compacted at)."""
         from avibe.evals.lived import live  # the engine imports this module's audits
         from avibe.evals.replay import ReplayResult
 
         mode = self.mode or mode_for(model.facts.name)
         with work_dir() as work:
             context, compactions, record, peak, saved = live(
-                scenario, model, counter, window, mode=mode, system_prompt=system_prompt,
+                scenario, model, counter, window, mode=mode, threshold=int(window * threshold),
+                system_prompt=system_prompt,
                 renderings=self.renderings, on_compaction=on_compaction, work=work, warm=self.warm,
             )  # fmt: skip
         carry = ReplayCarry(saved[-1], saved[:-1]).dump() if saved else ""

@@ -1,16 +1,19 @@
 """Avibe's checkpoint in the eval is Vibey living the transcript (E1): the session host and Vibey's own turn
 loop (`avibe.agent.loop`), with a replay model that plays the transcript's assistant steps and a replay
 toolbox that answers each call with its recorded output through the real tool's report path
-(`avibe.evals.toolbox`). Vibey's own trigger (F1) decides when to make room, its checkpoint calls go to the
-real model, and the compactions are read from the host's events - nothing here keeps Vibey's books.
+(`avibe.evals.toolbox`). Vibey's own trigger (F1's decision, at the eval's threshold) decides when to make
+room, its checkpoint calls go to the real model, and the compactions are read from the host's events -
+nothing here keeps Vibey's books.
 
 The transcript's turns, as a live session has them: the inputs before an assistant step are posted through
 the host's delivery port, then a turn runs, and its steps are the assistant steps that follow. A background
 input between two steps arrives mid-turn, through the host's sources (as a finished job's callback does).
 Where the transcript goes on with the person's words, or ends, the replay model has no step to give: it
 raises `TranscriptTurnEnded`, a ModelError, and Vibey ends the turn as it ends one whose model failed -
-after making room for that request, as before every call. A last turn with no input makes room for the
-request the probes send, where the transcript's last turn ended on an answer.
+after making room for that request, as before every call. A step with no tool calls ends Vibey's turn, so
+a recorded step after it, with no input between, runs in a turn of its own with no current request (F5).
+A last turn with no input makes room for the request the probes send, where the transcript's last turn
+ended on an answer.
 """
 
 from __future__ import annotations
@@ -300,6 +303,7 @@ def live(
     window: int,
     *,
     mode: Any,
+    threshold: int,
     system_prompt: str,
     renderings: Sequence[Rendering] = (),
     on_compaction: Callable[[Compaction], None] | None = None,
@@ -316,7 +320,8 @@ def live(
     transcript = _Transcript(scenario, clock)
     meter = Metered(model, counter)
     steps = len(scenario.events) + 2  # a transcript's turn is as long as it was recorded
-    config = RunConfig(window=window, max_steps=steps, checkpoint_mode=mode, user_name=scenario.user)
+    config = RunConfig(window=window, max_steps=steps, checkpoint_mode=mode, user_name=scenario.user,
+                       threshold=threshold)  # fmt: skip
     steps_model = ReplayModel(replace(model.facts, window=window), transcript, warm)
     vibey = _Replaying(store, steps_model, counter, clock, session, work, (), transcript.run_tool,
                        config=config, skill_text=transcript.skills.get, waiting_for=transcript.box.waiting,

@@ -1,5 +1,7 @@
 """The shared replay loop: feed a scenario's events in order, compact whenever the running context would
-exceed the threshold, count the compactions K. Every strategy runs through this same loop."""
+exceed the threshold, count the compactions K. The peers' strategies run through this loop; Avibe's
+checkpoint is Vibey living the same events through the session host (`avibe.evals.lived`), compacted at the
+same threshold, and reported in the same `ReplayResult`."""
 
 from __future__ import annotations
 
@@ -138,7 +140,7 @@ REASON: Final = "the eval's threshold"  # the trigger's reason in a replayed che
 
 def replay_trigger(window: int, threshold: float) -> Callable[[int], TriggerDecision]:
     """The trigger a replay compacts by (F1's decision, `decide_at`, at `threshold` x `window`): the
-    replay's loop and the checkpoint's room ops (`avibe.evals.checkpoint`) ask the same one."""
+    replay's loop asks it; Vibey, living the transcript, decides at the same one (`RunConfig.threshold`)."""
     limit = int(window * threshold)
     return lambda tokens: decide_at(tokens, limit, REASON)
 
@@ -204,8 +206,8 @@ def replay(
     lives the transcript (Avibe's checkpoint: Vibey through the session host) runs it whole itself."""
     live = getattr(strategy, "live", None)
     if live is not None:
-        return cast(ReplayResult, live(scenario, model, counter, window, system_prompt=system_prompt,
-                                       on_compaction=on_compaction))  # fmt: skip
+        return cast(ReplayResult, live(scenario, model, counter, window, threshold=threshold,
+                                       system_prompt=system_prompt, on_compaction=on_compaction))  # fmt: skip
     run = _Replay(scenario, strategy, model, counter, window, threshold, system_prompt)
     for step in to_steps(scenario):
         run.take(step)
