@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -19,10 +20,27 @@ from eval_scripts import respond
 
 from avibe.evals.generators import SCENARIO_TYPES, generate
 from avibe.evals.replay import replay, size_for_k, trigger_fraction
+from avibe.evals.scenario import AssistantTurn, Scenario
 from avibe.evals.strategies import make_strategy
 from avibe.providers.counting import TiktokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.messages import ModelFacts
+
+
+def vibey_turns(scenario: Scenario) -> Scenario:
+    """The scenario without the answers that another step follows in the same turn."""
+    events = scenario.events
+    kept = [
+        e
+        for i, e in enumerate(events)
+        if not (
+            isinstance(e, AssistantTurn)
+            and not e.tool_uses
+            and i + 1 < len(events)
+            and isinstance(events[i + 1], AssistantTurn)
+        )
+    ]
+    return replace(scenario, events=tuple(kept))
 
 
 def main() -> None:
@@ -32,6 +50,12 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=4000)
     parser.add_argument("--strategy", default="avibe-checkpoint")
     parser.add_argument("--types", default=",".join(SCENARIO_TYPES))
+    parser.add_argument(
+        "--vibey-turns",
+        action="store_true",
+        help="drop each answer (a step without tool calls) that another step follows with no input between: "
+        "the transcripts then end their turns where Vibey's turn loop does",
+    )
     args = parser.parse_args()
     counter = TiktokenCounter("cl100k_base")
     facts = ModelFacts("scripted", args.window, 1024)
@@ -41,6 +65,8 @@ def main() -> None:
         for k in (int(x) for x in args.ks.split(",")):
             size = size_for_k(partial(generate, kind, 1), k, args.window, counter, threshold=threshold)
             scenario = generate(kind, 1, size)
+            if args.vibey_turns:
+                scenario = vibey_turns(scenario)
             model = ScriptedModel([respond] * 2000, facts)
             strategy = make_strategy(args.strategy, checkpoint_mode="structured")
             result = replay(scenario, strategy, model, counter, args.window, threshold=threshold)
