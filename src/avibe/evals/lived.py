@@ -24,11 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from avibe.agent.config import RunConfig
 from avibe.agent.live import shell_skill_load
 from avibe.agent.loop import Vibey
+from avibe.checkpoint.turn import Mode
 from avibe.context.assemble import DEFAULT_RENDERING, Rendering
 from avibe.errors import ModelError, StoreError
 from avibe.evals.checkpoint import checkpoint_meta, failed_meta, labelled
@@ -38,7 +39,14 @@ from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
 from avibe.evals.toolbox import ERROR_PREFIX, ReplayToolBox, as_avibe
 from avibe.host import events as ev
 from avibe.host.session import SessionHost
-from avibe.ports import CompletionRequest, ModelClient, StoredCheckpoint, TokenCounter, ToolResult
+from avibe.ports import (
+    CompletionRequest,
+    ModelClient,
+    RecordStore,
+    StoredCheckpoint,
+    TokenCounter,
+    ToolResult,
+)
 from avibe.record.entries import Entry, EntryQuery, Source
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall
 from avibe.store import open_store
@@ -287,7 +295,17 @@ class _Run:
         return labelled(self.vibey.view(self.vibey.load_state()))
 
 
-def _session(store: Any, scenario: Scenario) -> str:
+class Lived(NamedTuple):
+    """What living a transcript came to, as the replay reports it."""
+
+    context: tuple[ChatMessage, ...]  # the request Vibey sends next (its view), recollection labelled
+    compactions: tuple[Compaction, ...]
+    record: tuple[Entry, ...]
+    peak: int  # the largest request it sent or would have sent before making room
+    saved: tuple[StoredCheckpoint, ...]  # every checkpoint, oldest first
+
+
+def _session(store: RecordStore, scenario: Scenario) -> str:
     """The scenario's id as the session's (the checkpoint's prompts name it), or a new id where the store
     would refuse it."""
     try:
@@ -302,14 +320,14 @@ def live(
     counter: TokenCounter,
     window: int,
     *,
-    mode: Any,
+    mode: Mode,
     threshold: int,
     system_prompt: str,
     renderings: Sequence[Rendering] = (),
     on_compaction: Callable[[Compaction], None] | None = None,
     work: Path,
     warm: ModelClient | None = None,
-) -> tuple[Any, ...]:
+) -> Lived:
     """Vibey lives `scenario` on a scratch record; (final context, compactions, record, peak, the
     checkpoints saved) as the replay reports them. `work` is the session folder (F2's work files); `warm`, a
     model each agent step's request also goes to, uncounted (its prompt cache then holds what a session's
@@ -335,4 +353,4 @@ def live(
     context = run.context()
     run.peak = max(run.peak, counter.count_messages(context))
     saved = tuple(store.list_checkpoints(session))
-    return context, tuple(run.compactions), run.record(), run.peak, saved
+    return Lived(context, tuple(run.compactions), run.record(), run.peak, saved)
