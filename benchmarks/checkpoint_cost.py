@@ -1,7 +1,7 @@
 """What a checkpoint costs next to a peer's summary, per compaction, on the embedded model.
 
-The same generated transcripts are replayed (the eval's replay loop, `avibe.evals.replay`) through Avibe's
-checkpoint - Vibey's room loop and driver, in the structured mode the embedded model uses - and through a
+The same generated transcripts are replayed (`avibe.evals.replay`) through Avibe's checkpoint - Vibey
+living the transcript, its room loop and driver, in the structured mode the embedded model uses - and a
 baseline: `--against rewrite` (the default; Claude Code-style: one summary of everything) or `--against
 handoff` (Codex-style: a handoff summary plus the user's recent messages copied). The model's prompt cache
 holds the conversation before each compaction of either, as in a session. Every model call is timed and
@@ -103,7 +103,8 @@ class Warmed:
     """The strategy, with the model's prompt cache holding the conversation before each compaction - as
     in a session, where the conversation went to the model on the step before (the warm-up call is not
     counted). Without it, whichever strategy runs second on the same transcript would find the first
-    one's prefix in llama.cpp's cache."""
+    one's prefix in llama.cpp's cache. The checkpoint is Vibey living the transcript: each of its steps'
+    requests warms the cache (`AvibeCheckpoint.warm`)."""
 
     strategy: Strategy
 
@@ -115,15 +116,17 @@ class Warmed:
         self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
     ) -> Compacted:
         inner = model.model if isinstance(model, Logged) else model
-        # what a session's step before sent: for the checkpoint, its recollection as rendered now
-        shown = (
-            self.strategy.view_now(state, inner, counter, window)
-            if isinstance(self.strategy, AvibeCheckpoint)
-            else state.messages
-        )
         with contextlib.suppress(ModelError):  # a context the model cannot take: the strategy meets it
-            inner.complete(CompletionRequest(shown, max_tokens=1))
+            inner.complete(CompletionRequest(state.messages, max_tokens=1))
         return self.strategy.compact(state, model, counter, window)
+
+
+def warmed(strategy: Strategy, model: ModelClient) -> Strategy:
+    """The strategy with the cache warmed before each compaction (the checkpoint: by its own steps)."""
+    inner = model.model if isinstance(model, Logged) else model
+    if isinstance(strategy, AvibeCheckpoint):
+        return replace(strategy, warm=inner)
+    return Warmed(strategy)
 
 
 def scenarios(
@@ -164,7 +167,13 @@ def _run(
             mark[0] = len(logged.calls)
 
         result = replay(
-            scenario, Warmed(strategy), logged, counter, window, threshold=threshold, on_compaction=done
+            scenario,
+            warmed(strategy, logged),
+            logged,
+            counter,
+            window,
+            threshold=threshold,
+            on_compaction=done,
         )
         for metric, (hits, n) in measure(scenario, result.context, counter).counts.items():
             total = metrics.setdefault(metric, [0, 0])

@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from avibe.evals.strategy import REQUEST_KIND
+from avibe.ports import CompletionRequest
 from avibe.providers.scripted import ModelRequest, reply
-from avibe.record.messages import ModelReply
+from avibe.record.messages import ModelFacts, ModelReply
 
 
 def naive_summary(request: ModelRequest) -> ModelReply:
@@ -76,3 +77,22 @@ def respond(request: ModelRequest) -> ModelReply:
     if request.json_schema is not None and "verdicts" not in request.json_schema["properties"]:
         return checkpoint_answer(request)
     return answer_from_context(request)
+
+
+class Warm:
+    """A model that only takes each agent step's request (a prompt cache being warmed, as
+    `AvibeCheckpoint.warm` sends them): it answers nothing, and keeps what it was sent."""
+
+    def __init__(self, window: int) -> None:
+        self.facts = ModelFacts("scripted", window, 1024)
+        self.sent: list[CompletionRequest] = []
+
+    def complete(self, request: CompletionRequest) -> ModelReply:
+        self.sent.append(request)
+        return reply("")
+
+    @staticmethod
+    def recollection(request: CompletionRequest) -> str:
+        """The recollection the step showed ("" before the first checkpoint): the second system message."""
+        messages = request.messages
+        return messages[1].content if len(messages) > 1 and messages[1].role == "system" else ""

@@ -2,9 +2,10 @@
 (A1), the file list (A2), the current request (F5), the plan - and both name the background job the
 session waits for (S3). The transcript is recorded from Avibe's REAL tools (their own wording: a skill
 loaded, a plan set, a file read and edited, a failing command, a job started in the background); Vibey
-then lives it with real tools again (a scripted model plays its assistant steps) while the eval replays
-the recorded outputs. Nothing here is a function the eval shares, so a tool whose wording or report
-changes while the eval's reading of it does not makes this test fail."""
+then lives it with real tools again (a scripted model plays its assistant steps) while the eval lives the
+recording (Vibey again, through the session host, with a replay model and the recorded outputs). Nothing
+here is a function the eval shares, so a tool whose wording or report changes while the eval's reading of
+it does not makes this test fail."""
 
 from __future__ import annotations
 
@@ -22,9 +23,8 @@ from avibe.evals.checkpoint import NAME, ReplayCarry
 from avibe.evals.replay import replay, trigger_fraction
 from avibe.evals.scenario import AssistantTurn, Event, Scenario, ToolUse, UserMessage
 from avibe.evals.strategies import make_strategy
-from avibe.evals.strategy import Compacted, CompactState
 from avibe.host.session import SessionHost
-from avibe.ports import ModelClient, RecordStore, TokenCounter
+from avibe.ports import RecordStore, TokenCounter
 from avibe.providers.scripted import ModelRequest, ScriptedModel
 from avibe.record.checkpoint import Carry
 from avibe.record.messages import ModelFacts, ModelReply, ToolCall, ToolSpec
@@ -141,31 +141,19 @@ SPECS = [
 ]
 
 
-class _Kept:
-    """The eval's strategy, keeping what each compaction hands to the next."""
-
-    name = NAME
-
-    def __init__(self) -> None:
-        self.inner, self.carries = make_strategy(NAME, checkpoint_mode="structured"), list[str]()
-
-    def compact(
-        self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
-    ) -> Compacted:
-        done = self.inner.compact(state, model, counter, window)
-        self.carries.append(done.carry)
-        return done
-
-
 def _eval(scenario: Scenario, counter: TokenCounter) -> tuple[Carry, str]:
+    """The eval lives the recording: Vibey through the host, the recorded outputs through the tools'
+    report path (`avibe.evals.lived`)."""
     facts = ModelFacts("scripted", WINDOW, 1_024)
-    model, strategy = ScriptedModel([checkpoint_answer] * 40, facts), _Kept()
+    model = ScriptedModel([checkpoint_answer] * 40, facts)
+    strategy = make_strategy(NAME, checkpoint_mode="structured")
     result = replay(scenario, strategy, model, counter, WINDOW, threshold=trigger_fraction(facts, WINDOW))
     compaction = result.compactions[0]  # after b.txt's output, where Vibey checkpoints too
     assert compaction.changed and compaction.meta["carry_skills"] == 1 and compaction.meta["carry_plan"] == 3
     recollection = next(m.content for m in result.context if m.kind == "checkpoint")  # A1, A2, the plan
     assert "RN-MARKER" in recollection and "app.py" in recollection and "ticket 002" in recollection
-    checkpoint = ReplayCarry.parse(strategy.carries[0]).checkpoint
+    handed = ReplayCarry.parse(result.carry)
+    checkpoint = (*handed.earlier, handed.checkpoint)[0]  # the first; the probes' turn may make another
     assert checkpoint is not None and checkpoint.provenance.trigger  # handed on whole, provenance too
     return checkpoint.carry, checkpoint.scene
 

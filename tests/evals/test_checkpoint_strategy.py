@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 
 import pytest
-from eval_scripts import SCENE, checkpoint_answer
+from eval_scripts import SCENE, Warm, checkpoint_answer
 
 from avibe.errors import BadResponse
 from avibe.evals.generators import generate
@@ -204,34 +204,40 @@ def test_V1_a_scene_whose_parts_the_harness_dropped_is_not_first_pass_valid(coun
     assert not any(m["first_pass_valid"] for m in metas)
 
 
-def test_F5_the_checkpoints_calls_start_with_the_context_as_vibey_shows_it_now(counter: TokenCounter) -> None:
-    """Vibey renders its recollection at every step; once the interrupted request's turn ended it holds
-    that request no more. The replay's context kept the text of the compaction that made it, so the
-    benchmark warmed the prompt cache with a stale text and the next checkpoint re-read the whole
-    conversation (2,182 uncached tokens, 22 s on the 0.5B). `view_now` is what the calls start with."""
+def test_F5_the_probes_read_the_request_vibey_sent_last_and_a_warmed_cache_costs_nothing(
+    counter: TokenCounter,
+) -> None:
+    """The replay's context is Vibey's own view: the request its last step sent, the recollection as
+    rendered then - once the interrupted request's turn has ended, without it (F5). Each step's request
+    also reaches a model's prompt cache when asked (benchmarks/checkpoint_cost.py), uncounted."""
     from avibe.evals.checkpoint import AvibeCheckpoint
-    from avibe.evals.strategy import Compacted, CompactState
-    from avibe.ports import ModelClient
 
-    strategy = AvibeCheckpoint("structured")
-    seen: list[tuple[bool, bool]] = []  # (view_now is the first call's prefix, the context was stale)
-
-    class Watched:
-        name = strategy.name
-
-        def compact(self, state: CompactState, model: ModelClient, c: TokenCounter, window: int) -> Compacted:
-            shown = strategy.view_now(state, model, c, window)
-            assert isinstance(model, ScriptedModel)
-            before = len(model.requests)
-            done = strategy.compact(state, model, c, window)
-            sent = model.requests[before].messages
-            same = [(m.role, m.content) for m in sent[: len(shown)]] == [(m.role, m.content) for m in shown]
-            seen.append((same, shown != state.messages))
-            return done
-
+    warm = Warm(WINDOW)
+    model = ScriptedModel([checkpoint_answer] * 400)
     scenario = generate("constraint_fidelity", 1, 60)
-    replay(
-        scenario, Watched(), ScriptedModel([checkpoint_answer] * 400), counter, WINDOW, threshold=THRESHOLD
+    result = replay(
+        scenario, AvibeCheckpoint("structured", warm=warm), model, counter, WINDOW, threshold=THRESHOLD
     )
-    assert len(seen) >= 2 and all(prefix for prefix, _ in seen), seen
-    assert any(stale for _, stale in seen[1:])  # the case it is for happened
+    assert result.k >= 2 and len(model.requests) == result.calls  # the warm-up calls are not the checkpoint's
+    assert warm.sent and all(r.max_tokens == 1 for r in warm.sent)
+    assert [(m.role, m.content) for m in warm.sent[-1].messages] == [
+        (m.role, m.content) for m in result.context
+    ]
+    shown = set(filter(None, map(Warm.recollection, warm.sent)))
+    assert any("## The current request" in text for text in shown)  # a checkpoint came mid-turn ...
+    assert any("## The current request" not in text for text in shown)  # ... and its turn ended
+
+
+def test_F1_vibey_makes_room_at_the_threshold_the_eval_gives(counter: TokenCounter) -> None:
+    """`vibe eval --threshold`: Vibey's trigger decides at the eval's share of the window, not F1's default
+    (every strategy is compacted at the same point)."""
+    from avibe.agent.loop import GIVEN
+    from avibe.evals.checkpoint import ReplayCarry
+
+    low = 0.3
+    result = replay(generate("queue", 1, 12), STRATEGY, ScriptedModel([checkpoint_answer] * 400), counter,
+                    WINDOW, threshold=low)  # fmt: skip
+    first = result.compactions[0]
+    assert int(low * WINDOW) < first.tokens_before <= int(THRESHOLD * WINDOW)  # F1's default: not yet
+    handed = ReplayCarry.parse(result.carry)
+    assert all(c.provenance.trigger == GIVEN for c in (*handed.earlier, handed.checkpoint) if c is not None)

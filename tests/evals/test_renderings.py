@@ -5,14 +5,15 @@ their way - on the strict scripted model, end to end through `run_all` and the r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
-from eval_scripts import respond
+from eval_scripts import Warm, respond
 from typer.testing import CliRunner
 
-from avibe.evals.checkpoint import RECOLLECTION_KIND
+from avibe.evals.checkpoint import RECOLLECTION_KIND, AvibeCheckpoint
 from avibe.evals.generators import generate
 from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, at_rendering, rendering_of
 from avibe.evals.replay import replay, trigger_fraction
@@ -171,28 +172,15 @@ def test_F5_once_the_turn_ends_the_context_shows_the_recollection_without_it_in_
     counter: TokenCounter,
 ) -> None:
     """Vibey renders its recollection at every step; when a new turn starts, the interrupted request
-    (F5) is no longer shown. The replay does the same, so the probes read what an agent would, and each
-    rendering is recorded both ways, so it is still swapped in."""
+    (F5) is no longer shown. The eval is Vibey living the transcript, so the probes read what an agent
+    would, and each rendering is recorded both ways, so it is still swapped in."""
     from avibe.evals.rendering import META_ENDED, META_KEY
 
     scenario = generate("talkative_user", 1, 60)
-    strategy = make_strategy(PLAIN, checkpoint_mode="structured")
-    shown: list[str] = []
-
-    class Watched:
-        name = strategy.name
-
-        def compact(self, state: Any, model: Any, c: TokenCounter, window: int) -> Any:
-            if any(m.kind == RECOLLECTION_KIND for m in state.messages):  # none at the first
-                shown.append(_recollection(state.messages))
-            return strategy.compact(state, model, c, window)
-
-        def view_now(self, state: Any, model: Any, c: TokenCounter, window: int) -> Any:
-            return strategy.view_now(state, model, c, window)
-
-    result = replay(
-        scenario, Watched(), ScriptedModel([respond] * 3000), counter, WINDOW, threshold=THRESHOLD
-    )
+    warm = Warm(WINDOW)
+    strategy = replace(cast(AvibeCheckpoint, make_strategy(PLAIN, checkpoint_mode="structured")), warm=warm)
+    result = replay(scenario, strategy, ScriptedModel([respond] * 3000), counter, WINDOW, threshold=THRESHOLD)
+    shown = [text for text in map(Warm.recollection, warm.sent) if text]  # what Vibey's steps showed
     metas = [c.meta for c in result.compactions]
     assert result.k >= 2
     ended = [m[META_ENDED]["sections"] for m in metas]

@@ -12,12 +12,12 @@ import pytest
 
 from avibe.evals.checkpoint import AvibeCheckpoint
 from avibe.evals.generators import SCENARIO_TYPES, generate
-from avibe.evals.replay import SYSTEM_PROMPT, trigger_fraction
+from avibe.evals.replay import SYSTEM_PROMPT, ReplayResult, trigger_fraction
 from avibe.evals.report import render_markdown, write_report
 from avibe.evals.runner import RunSettings, plan, read_results, run_all
 from avibe.evals.strategies import BASELINES, CHECKPOINT
-from avibe.evals.strategy import Compacted, CompactionFailed, CompactState
-from avibe.ports import ModelClient, TokenCounter
+from avibe.evals.strategy import CompactionFailed
+from avibe.ports import TokenCounter
 from avibe.providers.scripted import ScriptedModel
 from avibe.record.messages import ModelFacts
 
@@ -150,13 +150,11 @@ def test_E1_the_report_sets_the_checkpoint_beside_the_baselines(
 def test_E1_a_strategy_that_cannot_compact_is_recorded_as_an_error(
     tmp_path: Path, counter: TokenCounter, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def hopeless(
-        self: AvibeCheckpoint, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
-    ) -> Compacted:
+    def hopeless(self: AvibeCheckpoint, *args: Any, **kwargs: Any) -> ReplayResult:
         raise CompactionFailed("nothing could be moved out")
 
     jobs = plan(["queue"], [], [CHECKPOINT], [1], [1], WINDOW, counter)
-    monkeypatch.setattr(AvibeCheckpoint, "compact", hopeless)
+    monkeypatch.setattr(AvibeCheckpoint, "live", hopeless)
     (row,) = run_all(jobs, lambda: ScriptedModel([]), counter, RunSettings(WINDOW), tmp_path / "r.jsonl")
     assert row["status"] == "error" and "nothing could be moved out" in row["reason"]
 

@@ -24,3 +24,4 @@ class RunConfig:
     record_where: str = "Avibe's record database"
     recollection: Rendering = DEFAULT_RENDERING  # how the checkpoint is shown
     compaction: str = "checkpoint"  # how room is made: a name in `avibe.agent.compaction.registry`
+    threshold: int | None = None  # make room above this many tokens (the eval's `--threshold`); None: F1's

@@ -34,7 +34,7 @@ from avibe.agent.view import Viewer, fresh_checkpoint_for_display, tool_tokens
 from avibe.checkpoint.budgets import Budgets, budgets_for
 from avibe.checkpoint.plan import StopDecision
 from avibe.checkpoint.room import MoveOut, RoomLimits, limits_for
-from avibe.checkpoint.trigger import should_checkpoint
+from avibe.checkpoint.trigger import TriggerDecision, decide_at, should_checkpoint
 from avibe.context.assemble import system_prompt
 from avibe.errors import ContextOverflow, ModelError, StoreError
 from avibe.host import events as ev
@@ -55,6 +55,7 @@ from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall,
 __all__ = ["RunConfig", "TurnResult", "Vibey", "fresh_checkpoint_for_display", "shell_skill_load"]
 
 log = logging.getLogger("avibe.agent")
+GIVEN: Final = "the threshold the run was given"  # the trigger's reason with `RunConfig.threshold`
 Step = tuple[LiveState, TurnResult | None]  # the state after a step, and the turn's result once it ends
 
 
@@ -84,6 +85,9 @@ class Vibey:
     tool_hooks: list[ToolHook] = field(default_factory=list)
     # /undo: reverts the last turn's file changes from the tools' snapshots; (any reverted?, the line shown)
     undo: Callable[[], tuple[bool, str]] = lambda: (False, "nothing to undo: no file changes are kept")
+    # what the checkpoint and a message strategy's summary call (None: `model`); the eval's replay plays
+    # the agent's steps from a transcript and makes room with the real model
+    checkpoint_model: ModelClient | None = None
 
     name: Final[str] = VIBEY
 
@@ -95,7 +99,9 @@ class Vibey:
 
     @cached_property
     def limits(self) -> RoomLimits:
-        return limits_for(self.facts, tool_tokens(self.counter, self.tool_specs))
+        limits = limits_for(self.facts, tool_tokens(self.counter, self.tool_specs))
+        at = self.config.threshold
+        return limits if at is None else replace(limits, threshold=at)
 
     @cached_property
     def budgets(self) -> Budgets:
@@ -128,10 +134,15 @@ class Vibey:
     @cached_property
     def room(self) -> LiveRoom:
         """The room ops, committing to the record (`RoomPort`); one object is one run (V8's strikes)."""
-        trigger = lambda tokens: should_checkpoint(tokens, self.facts)  # noqa: E731
+
+        def trigger(tokens: int) -> TriggerDecision:  # F1, or the threshold the run was given
+            at = self.config.threshold
+            return should_checkpoint(tokens, self.facts) if at is None else decide_at(tokens, at, GIVEN)
+
         sizes = (self.facts, self.limits, self.budgets)
         return LiveRoom(self.viewer, self.record, self._driver, *sizes, trigger, self.tool_specs,
-                        lambda: self.waiting_for(), lambda event: self.events(event), self.model)  # fmt: skip
+                        lambda: self.waiting_for(), lambda event: self.events(event),
+                        self.checkpoint_model or self.model)  # fmt: skip
 
     @cached_property
     def compactor(self) -> Compactor:
@@ -139,7 +150,8 @@ class Vibey:
         return make_compactor(self.config.compaction)
 
     def _driver(self) -> CheckpointDriver:
-        return CheckpointDriver(store_lookup(self.store, self.session_id), self.model, self.counter,
+        model = self.checkpoint_model or self.model
+        return CheckpointDriver(store_lookup(self.store, self.session_id), model, self.counter,
                                 self.session_id, self.session_dir, self.clock, self.config.checkpoint_mode,
                                 self.execute)  # fmt: skip
 

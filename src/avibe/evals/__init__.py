@@ -2,12 +2,13 @@
 checkpoint and the peers' compaction strategies on the same model and window, scored side by side.
 
 scenario.py    the file format and its strict loader      generators.py  the twelve scenario types
-replay.py      the shared replay loop (counts K)          strategy.py    the strategy interface
+replay.py      the peers' replay loop (counts K)          strategy.py    the strategy interface
 baselines.py   the peers' strategies                      strategies.py  strategies by name
 metrics.py     deterministic metrics                      probes.py      model-answered probes
 stats.py       Wilson and paired bootstrap intervals      runner.py      the resumable run matrix
 report.py      Markdown report and PNG plots              importers.py   Claude Code / Codex sessions
 checkpoint.py  Avibe's checkpoint as a strategy           filler.py      realistic filler work
+lived.py       Vibey living a transcript (the checkpoint) toolbox.py     the recorded outputs as tools
 strict.py      the strict field reader of scenario files
 realset.py     the real-session set: manifest, fetch, scrub, truth (`vibe eval --set real`)
 """

@@ -1,5 +1,7 @@
 """The shared replay loop: feed a scenario's events in order, compact whenever the running context would
-exceed the threshold, count the compactions K. Every strategy runs through this same loop."""
+exceed the threshold, count the compactions K. The peers' strategies run through this loop; Avibe's
+checkpoint is Vibey living the same events through the session host (`avibe.evals.lived`), compacted at the
+same threshold, and reported in the same `ReplayResult`."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from avibe.checkpoint.trigger import WINDOW_SHARE, TriggerDecision, decide_at
 from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
@@ -138,7 +140,7 @@ REASON: Final = "the eval's threshold"  # the trigger's reason in a replayed che
 
 def replay_trigger(window: int, threshold: float) -> Callable[[int], TriggerDecision]:
     """The trigger a replay compacts by (F1's decision, `decide_at`, at `threshold` x `window`): the
-    replay's loop and the checkpoint's room ops (`avibe.evals.checkpoint`) ask the same one."""
+    replay's loop asks it; Vibey, living the transcript, decides at the same one (`RunConfig.threshold`)."""
     limit = int(window * threshold)
     return lambda tokens: decide_at(tokens, limit, REASON)
 
@@ -155,7 +157,6 @@ class _Replay:
         self.record: list[Entry] = []
         self.compactions: list[Compaction] = []
         self.carry, self.peak = "", self.context.tokens
-        self.view_now = getattr(strategy, "view_now", None)  # the checkpoint's context as Vibey shows it
 
     def state(self) -> CompactState:
         s = self.scenario
@@ -163,14 +164,9 @@ class _Replay:
                             len(self.compactions) + 1, self.threshold)  # fmt: skip
 
     def take(self, step: Step) -> None:
-        """The event into the record and the context; a new turn may end the one the recollection shows."""
+        """The event into the record and the context."""
         self.record.append(step.entry)
         self.context.extend(step.messages)
-        if self.view_now is not None and self.carry and step.entry.is_user:
-            now = self.state()
-            shown = tuple(self.view_now(now, self.model, self.counter, self.window))
-            if shown != now.messages:  # recounted only when the recollection changed
-                self.context.reset(shown)
         self.peak = max(self.peak, self.context.tokens)
 
     def compact(self, at_seq: int) -> Compaction | None:
@@ -206,7 +202,12 @@ def replay(
     system_prompt: str = SYSTEM_PROMPT,
     on_compaction: Callable[[Compaction], None] | None = None,
 ) -> ReplayResult:
-    """Run the scenario through the strategy. NotApplicable from the strategy propagates."""
+    """Run the scenario through the strategy. NotApplicable from the strategy propagates. A strategy that
+    lives the transcript (Avibe's checkpoint: Vibey through the session host) runs it whole itself."""
+    live = getattr(strategy, "live", None)
+    if live is not None:
+        return cast(ReplayResult, live(scenario, model, counter, window, threshold=threshold,
+                                       system_prompt=system_prompt, on_compaction=on_compaction))  # fmt: skip
     run = _Replay(scenario, strategy, model, counter, window, threshold, system_prompt)
     for step in to_steps(scenario):
         run.take(step)

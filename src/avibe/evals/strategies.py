@@ -12,7 +12,7 @@ from avibe.agent.compaction.registry import COMPACTORS, DEFAULT_COMPACTION
 from avibe.checkpoint.turn import Mode
 from avibe.evals.checkpoint import NAME as CHECKPOINT
 from avibe.evals.checkpoint import AvibeCheckpoint
-from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, Rendered, rendering_of
+from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, rendering_of
 from avibe.evals.strategy import Strategy
 
 # every compactor of the product but its checkpoint (which the eval runs as `AvibeCheckpoint`, over the
@@ -35,7 +35,7 @@ def make_strategy(
         wanted = tuple(dict.fromkeys(r for r in (rendering, *others) if r is not None))
         if name == CHECKPOINT and wanted == (rendering,):
             return AvibeCheckpoint(checkpoint_mode)
-        return Rendered(AvibeCheckpoint(checkpoint_mode), wanted, name)
+        return AvibeCheckpoint(checkpoint_mode, name, wanted)
     if name not in COMPACTORS:  # read now: a compactor registered after import is measured too
         raise ValueError(f"unknown strategy {name!r}; choose from {', '.join(STRATEGY_NAMES)}")
     return cast(Strategy, COMPACTORS[name]())  # the class `vibe run --compaction NAME` runs
