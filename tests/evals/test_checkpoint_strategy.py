@@ -103,7 +103,7 @@ def test_V5_a_model_error_is_a_failed_checkpoint_whose_cost_is_counted(counter: 
 
 
 def _most_failures_between_move_outs(compactions: Sequence[Compaction]) -> int:
-    """V8 and issue 32 item 3: at most two failed checkpoints in a row; a model-free move-out then makes
+    """V8: at most two failed checkpoints in a row; a model-free move-out then makes
     room, and the next trigger tries again."""
     most = run = 0
     for compaction in compactions:

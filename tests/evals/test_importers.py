@@ -146,7 +146,7 @@ def test_E1_a_file_that_is_neither_format_is_refused(tmp_path: Path) -> None:
         parse_session_file(broken, "kofi", "claude")
 
 
-# ---- issue 11: who said it is decided by structure (N7, T1) ------------------------------------------
+# ---- who said it is decided by structure (N7, T1) ------------------------------------------
 
 CLAUDE_MACHINE = FIXTURES / "claude_machine_lines.jsonl"
 CODEX_MACHINE = FIXTURES / "codex_machine_lines.jsonl"
@@ -247,7 +247,7 @@ def test_N7_every_form_of_the_table_is_kept_out_of_the_users_words(
     assert [r for r, _ in _inputs(path)] == ([ref] if action == "command" else [])
 
 
-# ---- issue 11: a bad file is one clear error, never a traceback ---------------------------------------
+# ---- a bad file is one clear error, never a traceback ---------------------------------------
 
 
 def _raw(tmp_path: Path, name: str, data: bytes | str) -> Path:

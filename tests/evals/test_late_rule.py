@@ -81,7 +81,7 @@ def _ticks_whole_messages(request: ModelRequest) -> ModelReply:
 
 
 def test_N2_N5_a_model_ticking_whole_messages_only_still_keeps_the_late_rules(counter: TokenCounter) -> None:
-    """Ticking whole messages only, the cut would lose every late rule (0 of 3 before issue 17): the harness
+    """Ticking whole messages only, the cut would lose every late rule (0 of 3 before): the harness
     copies each rule-worded sentence the ticks leave out, verbatim with its pointer (N2)."""
     scenario = generate("late_rule", 2, 40)
     result = replay(

@@ -1,4 +1,4 @@
-"""Eval rows made fit to commit (issue 31: keep in the repository only what a session's licence allows):
+"""Eval rows made fit to commit (keep in the repository only what a session's licence allows):
 `evals.redact.redacted_rows` and scripts/eval-redact.py leave out every word a run stored of a real
 session that is not kept here, and nothing else."""
 

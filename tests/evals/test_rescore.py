@@ -1,4 +1,4 @@
-"""Stored probe replies checked again with the current checks (issue 17: a substring check counted "The
+"""Stored probe replies checked again with the current checks (a substring check once counted "The
 user asks to patch ..." as asking), by `runner.rescored` and scripts/eval-rescore.py, without a model."""
 
 from __future__ import annotations

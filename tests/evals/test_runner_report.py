@@ -191,7 +191,7 @@ def test_E1_verdict_reads_the_paired_interval_in_the_metrics_direction() -> None
 def test_E1_each_row_keeps_the_commit_it_ran_at_and_the_report_lists_them(
     tmp_path: Path, counter: TokenCounter, scripted: Callable[[int], ScriptedModel]
 ) -> None:
-    """A resumed run may span commits (issue 31 item 2: the report says what code made it)."""
+    """A resumed run may span commits (the report says what code made it)."""
     jobs = plan(["queue"], [], ["truncate"], [1], [1], WINDOW, counter)
     settings = RunSettings(WINDOW, code="abc1234567")
     (row,) = run_all(jobs, lambda: scripted(2000), counter, settings, tmp_path / "r.jsonl")
