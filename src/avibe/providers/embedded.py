@@ -53,6 +53,7 @@ from typing import Any, Final
 from avibe.errors import BadResponse, ContextOverflow, ModelUnavailable
 from avibe.ports import CompletionRequest
 from avibe.providers.greedy_grammar import GreedyGrammar
+from avibe.providers.llama_abort import AbortWatch
 from avibe.providers.llama_output import (
     _TextFeed,
     interpret,
@@ -96,12 +97,14 @@ SEED = 1234
 # Structured answers only: a small model at temperature 0 loops ("none, none, none, ...") until a string's
 # maxLength; a frequency penalty over the last 64 tokens makes the closing quote win first.
 STRUCTURED_FREQUENCY_PENALTY: Final = 0.4
-# A streamed call reads its prompt in slices and can be stopped between two (Ctrl-C within a second;
-# docs/chat.md): each slice sized to take ~0.25 s at the speed just measured, so busy cores get smaller
-# slices and idle ones grow to llama.cpp's own batch size.
+# A streamed call reads its prompt in slices and can be stopped between two, and inside one through
+# llama.cpp's abort callback (llama_abort.py; Ctrl-C within a second, docs/chat.md): each slice sized to
+# take ~0.25 s at the speed just measured, from 64 tokens up to llama.cpp's own batch size - below 64 it
+# reads at half its speed or less (benchmarks/prompt_slices.py: slices of 8, 0.39x of 512's; 64, 0.96x),
+# and busy cores then made the slices smaller still.
 PROMPT_SLICE_S: Final = 0.25
-FIRST_SLICE: Final = 32
-MIN_SLICE: Final = 8
+FIRST_SLICE: Final = 64
+MIN_SLICE: Final = 64
 MAX_SLICE: Final = 512
 
 
@@ -276,13 +279,19 @@ class EmbeddedModel:
             llama.reset()
             common = 0
         start, size = common, FIRST_SLICE
-        while start < end:
-            beat()
-            stop = min(end, start + size)
-            began = time.monotonic()
-            llama.eval(full[start:stop])
-            size = next_slice(stop - start, time.monotonic() - began)
-            start = stop
+        with AbortWatch(llama, beat) as watch:  # a stop also lands inside a slice (llama_abort.py)
+            while start < end:
+                beat()
+                stop = min(end, start + size)
+                began = time.monotonic()
+                try:
+                    llama.eval(full[start:stop])
+                except RuntimeError:
+                    watch.raise_stopped()  # the caller's stop, if that is what aborted the evaluation
+                    raise
+                watch.raise_stopped()  # a stop asked at the slice's last node, which then finished
+                size = next_slice(stop - start, time.monotonic() - began)
+                start = stop
 
     def _generate(
         self,
