@@ -45,7 +45,7 @@ from typing import Any
 
 from avibe.config import load_settings
 from avibe.errors import ModelError
-from avibe.evals.checkpoint import AvibeCheckpoint
+from avibe.evals.avibe_checkpoint import AvibeCheckpoint
 from avibe.evals.generators import GENERATORS, generate
 from avibe.evals.metrics import measure
 from avibe.evals.realset import real_set

@@ -210,7 +210,7 @@ def test_F5_the_probes_read_the_request_vibey_sent_last_and_a_warmed_cache_costs
     """The replay's context is Vibey's own view: the request its last step sent, the recollection as
     rendered then - once the interrupted request's turn has ended, without it (F5). Each step's request
     also reaches a model's prompt cache when asked (benchmarks/checkpoint_cost.py), uncounted."""
-    from avibe.evals.checkpoint import AvibeCheckpoint
+    from avibe.evals.avibe_checkpoint import AvibeCheckpoint
 
     warm = Warm(WINDOW)
     model = ScriptedModel([checkpoint_answer] * 400)

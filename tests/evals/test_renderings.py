@@ -13,7 +13,8 @@ import pytest
 from eval_scripts import Warm, respond
 from typer.testing import CliRunner
 
-from avibe.evals.checkpoint import RECOLLECTION_KIND, AvibeCheckpoint
+from avibe.evals.avibe_checkpoint import AvibeCheckpoint
+from avibe.evals.checkpoint import RECOLLECTION_KIND
 from avibe.evals.generators import generate
 from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, at_rendering, rendering_of
 from avibe.evals.replay import replay, trigger_fraction

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from avibe.evals.checkpoint import AvibeCheckpoint
+from avibe.evals.avibe_checkpoint import AvibeCheckpoint
 from avibe.evals.generators import SCENARIO_TYPES, generate
 from avibe.evals.replay import SYSTEM_PROMPT, ReplayResult, trigger_fraction
 from avibe.evals.report import render_markdown, write_report

@@ -1,8 +1,9 @@
 """Avibe's checkpoint as an evaluation strategy: Vibey living the transcript (`avibe.evals.lived`) - the
 session host and Vibey's own turn loop, trigger, room policy, driver, view and carry - so the eval
 measures what users run: skills put back (A1), the file list (A2), the current request (F5), the plan,
-V5, V7, V8 and V9. This module names the strategy and reads what each checkpoint says about itself
-(first-pass validity, repairs, fallbacks) and audits its memo against the record (N4, N7).
+V5, V7, V8 and V9. The strategy is `avibe.evals.avibe_checkpoint`; this module, which the engine imports,
+names it, keeps what a replay hands on, reads what each checkpoint says about itself (first-pass
+validity, repairs, fallbacks) and audits its memo against the record (N4, N7).
 
 mode: "structured" or "three" (small JSON questions under a grammar, one a call or in three calls; Vibey's
 choice for local models, by name) or "tools" (edit and tick with tool calls; its choice for hosted models)
@@ -11,9 +12,9 @@ choice for local models, by name) or "tools" (edit and tick with tool calls; its
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Final
 
 from pydantic import TypeAdapter
 from pydantic.dataclasses import dataclass as pydantic_dataclass
@@ -21,17 +22,10 @@ from pydantic.dataclasses import dataclass as pydantic_dataclass
 from avibe.agent.driver import mode_for as driver_mode_for
 from avibe.checkpoint.structured import SCENE_COMPLETED, SCENE_DROPPED
 from avibe.checkpoint.turn import Mode
-from avibe.context.assemble import Rendering
-from avibe.evals.slots import work_dir
-from avibe.evals.strategy import Compacted, CompactState, StrategyUnavailable
-from avibe.ports import ModelClient, StoredCheckpoint, TokenCounter
+from avibe.ports import StoredCheckpoint
 from avibe.record.checkpoint import Carry, MemoItem
 from avibe.record.entries import Entry
 from avibe.record.messages import ChatMessage
-
-if TYPE_CHECKING:
-    from avibe.evals.replay import Compaction, ReplayResult
-    from avibe.evals.scenario import Scenario
 
 RECOLLECTION_KIND: Final = "checkpoint"  # ChatMessage.kind of the recollection in the replay's context
 NAME: Final = "avibe-checkpoint"
@@ -72,53 +66,6 @@ def memo_of(carry_text: str) -> tuple[MemoItem, ...]:
     """The memo of the last checkpoint a replay handed on (() before the first)."""
     checkpoint = ReplayCarry.parse(carry_text).checkpoint
     return checkpoint.memo if checkpoint else ()
-
-
-@dataclass(frozen=True, slots=True)
-class AvibeCheckpoint:
-    """Avibe's checkpoint (mind, memo, scene): Vibey living the transcript with its own room loop, policy
-    and driver. `renderings`: the recollection also recorded in these at every checkpoint (meta); `warm`:
-    a model each agent step's request also goes to, uncounted (benchmarks/checkpoint_cost.py's cache)."""
-
-    mode: Mode | None = None
-    name: str = NAME
-    renderings: tuple[Rendering, ...] = ()
-    warm: ModelClient | None = field(default=None, compare=False)
-
-    def compact(
-        self, state: CompactState, model: ModelClient, counter: TokenCounter, window: int
-    ) -> Compacted:
-        """Not a step of the shared loop: Vibey decides when to make room while it lives the whole
-        transcript (`live`, which `avibe.evals.replay.replay` runs)."""
-        raise StrategyUnavailable(
-            f"{self.name} is lived by Vibey over a whole transcript: run it with replay()"
-        )
-
-    def live(
-        self,
-        scenario: Scenario,
-        model: ModelClient,
-        counter: TokenCounter,
-        window: int,
-        *,
-        threshold: float,
-        system_prompt: str,
-        on_compaction: Callable[[Compaction], None] | None = None,
-    ) -> ReplayResult:
-        """The scenario lived by Vibey through the session host, making room above `threshold` x
-        `window` (the eval's trigger, F1's decision at the share every strategy is compacted at)."""
-        from avibe.evals.lived import live  # the engine imports this module's audits
-        from avibe.evals.replay import ReplayResult
-
-        mode = self.mode or mode_for(model.facts.name)
-        with work_dir() as work:
-            context, compactions, record, peak, saved = live(
-                scenario, model, counter, window, mode=mode, threshold=int(window * threshold),
-                system_prompt=system_prompt,
-                renderings=self.renderings, on_compaction=on_compaction, work=work, warm=self.warm,
-            )  # fmt: skip
-        carry = ReplayCarry(saved[-1], saved[:-1]).dump() if saved else ""
-        return ReplayResult(scenario.id, self.name, window, context, compactions, record, peak, carry)
 
 
 def memo_audit(memo: Sequence[MemoItem], record: Sequence[Entry]) -> dict[str, int]:

@@ -10,8 +10,9 @@ the host's delivery port, then a turn runs, and its steps are the assistant step
 input between two steps arrives mid-turn, through the host's sources (as a finished job's callback does).
 Where the transcript goes on with the person's words, or ends, the replay model has no step to give: it
 raises `TranscriptTurnEnded`, a ModelError, and Vibey ends the turn as it ends one whose model failed -
-after making room for that request, as before every call. A step with no tool calls ends Vibey's turn, so
-a recorded step after it, with no input between, runs in a turn of its own with no current request (F5).
+after making room for that request, as before every call. A recorded answer that another step follows
+with no input between is played with that step as one reply (text and calls), so the turn goes on as a
+live one does; only an answer the person's words or a background input follow ends the turn.
 A last turn with no input makes room for the request the probes send, where the transcript's last turn
 ended on an answer.
 """
@@ -111,6 +112,11 @@ class _Transcript:
             self.past_end = event is None
             raise TranscriptTurnEnded("the transcript records no further step in this turn")
         self.take()
+        while not event.tool_uses and isinstance(following := self.peek(), AssistantTurn):
+            # An answer another step follows with nothing between: one reply, as a live turn has it (a
+            # model's text and its calls come together; Claude Code's JSONL writes them as two lines).
+            self.take()
+            event = replace(following, text="\n\n".join(t for t in (event.text, following.text) if t))
         self.step = event
         return event
 

@@ -10,8 +10,8 @@ from typing import Final, cast
 
 from avibe.agent.compaction.registry import COMPACTORS, DEFAULT_COMPACTION
 from avibe.checkpoint.turn import Mode
+from avibe.evals.avibe_checkpoint import AvibeCheckpoint
 from avibe.evals.checkpoint import NAME as CHECKPOINT
-from avibe.evals.checkpoint import AvibeCheckpoint
 from avibe.evals.rendering import RENDERED_NAMES, UNREMINDED, rendering_of
 from avibe.evals.strategy import Strategy
 
