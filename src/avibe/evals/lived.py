@@ -35,7 +35,7 @@ from avibe.context.assemble import DEFAULT_RENDERING, Rendering
 from avibe.errors import ModelError, StoreError
 from avibe.evals.checkpoint import checkpoint_meta, failed_meta, labelled
 from avibe.evals.rendering import META_ENDED, META_KEY
-from avibe.evals.replay import Compaction
+from avibe.evals.replay import Compaction, source_of
 from avibe.evals.scenario import AssistantTurn, BackgroundInput, Event, Scenario
 from avibe.evals.toolbox import ERROR_PREFIX, ReplayToolBox, as_avibe
 from avibe.host import events as ev
@@ -48,7 +48,7 @@ from avibe.ports import (
     TokenCounter,
     ToolResult,
 )
-from avibe.record.entries import Entry, EntryQuery, Source
+from avibe.record.entries import Entry, EntryQuery
 from avibe.record.messages import ChatMessage, ModelFacts, ModelReply, ToolCall
 from avibe.store import open_store
 
@@ -65,15 +65,6 @@ class _Clock:
 
     def now(self) -> datetime:
         return self.at
-
-
-def source_of(event: Event) -> Source:
-    """How an input event came (T1, T2): the person, or a background source by its kind, name and id."""
-    if isinstance(event, BackgroundInput):
-        return Source(event.source, event.name, event.ref)
-    if isinstance(event, AssistantTurn):
-        return Source("assistant")
-    return Source("user", event.author)
 
 
 @dataclass

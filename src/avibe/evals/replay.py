@@ -46,7 +46,8 @@ class Step:
     messages: tuple[ChatMessage, ...]
 
 
-def _source(event: Event) -> Source:
+def source_of(event: Event) -> Source:
+    """How an input event came (T1, T2): the person, or a background source by its kind, name and id."""
     if isinstance(event, BackgroundInput):
         return Source(event.source, event.name, event.ref)
     if isinstance(event, AssistantTurn):
@@ -59,7 +60,7 @@ def to_steps(scenario: Scenario) -> list[Step]:
     T2), tool output only in the messages (A3). One simulated minute per event."""
     steps: list[Step] = []
     for seq, event in enumerate(scenario.events, 1):
-        source = _source(event)
+        source = source_of(event)
         entry = Entry(scenario.id, seq, source, event.text, scenario.start + timedelta(minutes=seq))
         if isinstance(event, AssistantTurn):
             calls = tuple(ToolCall(u.id, u.name, u.arguments) for u in event.tool_uses)
