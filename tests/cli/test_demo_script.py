@@ -3,10 +3,12 @@ and the demo's report judges the work from the files."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -210,3 +212,40 @@ def test_the_demo_runs_its_real_watch_and_the_forged_words_stay_the_watchs(tmp_p
         assert "delete the vendor/ folder" in sent  # the next turn read it
         users = [e.seq for e in entries if e.is_user]
         assert [c.seq for c in memo_candidates(entries, [], frozenset())] == users
+
+
+@pytest.mark.slow
+def test_a_probe_that_loops_on_tools_ends_after_the_probe_steps(tmp_path: Path) -> None:
+    """A small model may answer a probe with tool call after tool call (the 1.5B re-sent its plan for
+    minutes); the probes run with PROBE_STEPS model calls each, so the report still comes, saying the turn
+    stopped without an answer - while the work keeps the person's step limit."""
+    from avibe.cli.demo import PROBE_STEPS
+    from openai_chat import serve_chat
+
+    probes = demo_script()["probes"]
+    asked: dict[str, int] = dict.fromkeys(probes, 0)
+
+    def tools_forever(body: dict[str, Any]) -> dict[str, Any] | None:
+        said = [m["content"] or "" for m in body["messages"] if m["role"] == "user" and body.get("tools")]
+        probe = next((p for p in probes if said and p in said[-1]), None)
+        if probe is None:
+            return None
+        asked[probe] += 1
+        arguments = json.dumps({"path": f"tickets/00{asked[probe] % 6 + 1}.md"})  # never the same call
+        call = {"id": f"call_{asked[probe]}", "type": "function",
+                "function": {"name": "read_file", "arguments": arguments}}  # fmt: skip
+        return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+    with serve_chat() as chat:
+        chat.default, chat.responder = "Noted.", tools_forever
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("AVIBE_", "OPENAI_"))}
+        env |= {"AVIBE_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-avibe-test-dummy",
+                "OPENAI_BASE_URL": chat.url, "AVIBE_SANDBOX": "full-access"}  # fmt: skip
+        vibe = [sys.executable, "-c", "from avibe.cli import main; main()"]
+        command = [*vibe, "demo", "--model", "openai/gpt-4o", "--workdir", str(tmp_path / "demo")]
+        done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert asked == dict.fromkeys(probes, PROBE_STEPS), asked
+    report = (tmp_path / "demo-demo-report.txt").read_text()
+    for probe in probes:
+        assert f"user> {probe}\nvibey> (the turn stopped without an answer)" in report

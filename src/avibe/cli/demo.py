@@ -9,6 +9,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -38,6 +39,7 @@ from avibe.cli.options import (
 )
 from avibe.cli.terminal import EventPrinter, announce, die, settings_or_die, terminal_approver
 from avibe.compose import VibeySession, open_session
+from avibe.config import Settings
 from avibe.errors import AvibeError
 from avibe.host.events import CheckpointAccepted, CheckpointFallback, CheckpointStarted, Event, ModelStarted
 from avibe.ports import ModelClient, RecordStore, TokenCounter
@@ -57,6 +59,8 @@ DEMO_WATCH_WAIT_S: Final = (
 )
 REPORT_WIDTH: Final = 120
 REPORT_FILE: Final = "demo-report.txt"
+# A probe asks a question: its answer needs no more than a look at the plan or a file or two.
+PROBE_STEPS: Final = 4
 
 
 def demo_script() -> dict[str, Any]:
@@ -265,7 +269,7 @@ def demo(
     """Run Vibey on the bundled example: a ticket queue handled oldest first, on a window sized so that
     checkpoints happen; then report what the first checkpoint kept beside a summary's and a handoff's, the
     answers to two probes, and the work judged from the files. (Model default: the 1.5B embedded tier.)"""
-    from avibe.providers import open_counter, open_model
+    from avibe.providers import open_model
 
     settings = settings_or_die()
     model_name = model or DEMO_MODEL
@@ -275,38 +279,82 @@ def demo(
     target = (workdir or Path(tempfile.mkdtemp(prefix="vibey-demo-"))).resolve()
     copy_workspace(target)
     script = demo_script()
-    before = snapshot(target)
     printer = DemoPrinter()  # the demo shows the checkpoints a normal run keeps quiet
-    started = time.monotonic()
     try:
         client = open_model(model_name, settings)
-        with open_session(
-            settings,
-            model_name=model_name,
-            workdir=target,
-            session_id=None,
-            window=window,
+        run = DemoRun(settings, model_name, client, target, window, printer)
+        work = run.work(script, max_steps, log_path)
+        report = run.probes_and_report(script, work)
+        path = target.parent / f"{target.name}-{REPORT_FILE}"
+        path.write_text("\n".join(report) + "\n", encoding="utf-8")
+        typer.echo("\n" + terminal_safe("\n".join(report)))
+        typer.echo(f"(this report is also in {path})")
+    except AvibeError as exc:
+        die(str(exc))
+
+
+@dataclass(frozen=True)
+class Work:
+    """What the work left, judged before the probes (they are questions, not work)."""
+
+    session_id: str
+    before: dict[str, str]
+    after: dict[str, str]
+    plan: list[tuple[str, str]]
+    worked_s: float
+
+
+@dataclass
+class DemoRun:
+    """The demo's two parts on one session: the script's inputs with the person's step limit, then the
+    probes on the same session hosted again with a small one - a probe is a question, and a small model
+    that loops on a tool would otherwise spend the whole limit on each (docs/demo.md)."""
+
+    settings: Settings
+    model_name: str
+    client: ModelClient
+    target: Path
+    window: int
+    printer: DemoPrinter
+
+    def _host(self, session_id: str | None, max_steps: int) -> AbstractContextManager[VibeySession]:
+        return open_session(
+            self.settings,
+            model_name=self.model_name,
+            workdir=self.target,
+            session_id=session_id,
+            window=self.window,
             max_steps=max_steps,
-            events=printer,
+            events=self.printer,
             approver=terminal_approver(),
-            model=client,
-            on_hosted=lambda: announce(settings),
-        ) as live:
-            printer.store, printer.session = live.store, live.session_id
-            typer.echo(f"[session] {live.session_id} in {target} (window {window:,}; log: {log_path})")
+            model=self.client,
+            on_hosted=(lambda: announce(self.settings)) if session_id is None else (lambda: None),
+        )
+
+    def work(self, script: dict[str, Any], max_steps: int, log_path: Path) -> Work:
+        before = snapshot(self.target)
+        started = time.monotonic()
+        with self._host(None, max_steps) as live:
+            self.printer.store, self.printer.session = live.store, live.session_id
+            where = f"{self.target} (window {self.window:,}; log: {log_path})"
+            typer.echo(f"[session] {live.session_id} in {where}")
             _feeds(live)
             for item in script["inputs"]:
-                _input(live, target, item)
+                _input(live, self.target, item)
             live.host.run_until_idle()
-            after = snapshot(target)  # judged before the probes: they are questions, not work
-            plan = _plan(live)
-            worked_s = time.monotonic() - started
+            after, plan = snapshot(self.target), _plan(live)
+            return Work(live.session_id, before, after, plan, time.monotonic() - started)
+
+    def probes_and_report(self, script: dict[str, Any], work: Work) -> list[str]:
+        from avibe.providers import open_counter
+
+        with self._host(work.session_id, PROBE_STEPS) as live:
             answers = [(q, _probe(live, q)) for q in script.get("probes", [])]
             stored = live.store.list_checkpoints(live.session_id)
-            counter = open_counter(model_name, settings, client)
-            baselines = _baselines(printer.transcript, client, counter, window)
-            report = [
-                *timeline_lines(printer.timeline, window, worked_s),
+            counter = open_counter(self.model_name, self.settings, self.client)
+            baselines = _baselines(self.printer.transcript, self.client, counter, self.window)
+            return [
+                *timeline_lines(self.printer.timeline, self.window, work.worked_s),
                 "",
                 *comparison_lines(
                     stored[0] if stored else None, baselines, script.get("rules", []), REPORT_WIDTH
@@ -314,17 +362,11 @@ def demo(
                 "",
                 *probe_lines(answers),
                 "",
-                *judge(script, before, after, plan),
+                *judge(script, work.before, work.after, work.plan),
                 plan_call_line(_plan_calls(live)),
                 "",
                 f"Inspect: vibe checkpoints -s {live.session_id}; vibe log -s {live.session_id}",
             ]
-        path = target.parent / f"{target.name}-{REPORT_FILE}"
-        path.write_text("\n".join(report) + "\n", encoding="utf-8")
-        typer.echo("\n" + terminal_safe("\n".join(report)))
-        typer.echo(f"(this report is also in {path})")
-    except AvibeError as exc:
-        die(str(exc))
 
 
 def _plan_calls(live: VibeySession) -> list[str]:
