@@ -45,6 +45,21 @@ def test_a_tool_error_is_an_error_result_with_the_servers_words(start) -> None: 
     assert "demo.fail reported an error" in result.output and "cannot do that: no disk" in result.output
 
 
+def test_a_failing_mcp_call_is_the_scenes_last_failing_call(start) -> None:  # type: ignore[no-untyped-def]
+    """The checkpoint's scene keeps an MCP call's failure like any tool's (S5): its name, arguments and the
+    server's own error line, from what the harness saw, whatever the model writes."""
+    from avibe.agent.live import harness_facts, track_tool
+    from avibe.agent.state import LiveState
+    from avibe.checkpoint.facts import facts_text
+
+    failing = ToolCall("call_1", "demo.fail", {"reason": "no disk"})
+    result = ToolBox(start(demo()).tools()).dispatch(failing)
+    state = track_tool(LiveState(), failing, result)
+    text = "\n".join(facts_text(harness_facts(state), 8_192).values())
+    assert 'last failing call: demo.fail `{"reason": "no disk"}`' in text, text
+    assert "cannot do that: no disk" in text
+
+
 def test_an_image_is_described_not_dropped(start) -> None:  # type: ignore[no-untyped-def]
     result = call(ToolBox(start(demo()).tools()), "demo.picture")
     assert result.output.startswith("[image: image/png, 100 bytes") and not result.is_error

@@ -27,8 +27,9 @@ from avibe.cli.demo_compare import (
     run_baselines,
     side_by_side,
 )
-from avibe.cli.demo_judge import judge, plan_call_line, snapshot
+from avibe.cli.demo_judge import judge, plan_call_line, probe_changes_line, snapshot
 from avibe.cli.options import (
+    DemoFullOpt,
     DemoWorkdirOpt,
     ModelOpt,
     StepsOpt,
@@ -59,6 +60,12 @@ DEMO_WATCH_WAIT_S: Final = (
 )
 REPORT_WIDTH: Final = 120
 REPORT_FILE: Final = "demo-report.txt"
+# The demo has shown what it is for once two checkpoints came: the rest of the person's messages are skipped
+# (`--full` sends them); the bot's logs are still posted, so the forged one reaches the probes' turns.
+SHOWN_CHECKPOINTS: Final = 2
+SKIPPING: Final = (
+    "\n[demo] two checkpoints shown: the script's other messages are skipped (`vibe demo --full` sends them)"
+)
 # A probe asks a question: its answer needs no more than a look at the plan or a file or two.
 PROBE_STEPS: Final = 4
 
@@ -265,6 +272,7 @@ def demo(
     window: WindowOpt = DEMO_WINDOW,
     workdir: DemoWorkdirOpt = None,
     max_steps: StepsOpt = 12,
+    full: DemoFullOpt = False,
 ) -> None:
     """Run Vibey on the bundled example: a ticket queue handled oldest first, on a window sized so that
     checkpoints happen; then report what the first checkpoint kept beside a summary's and a handoff's, the
@@ -283,7 +291,7 @@ def demo(
     try:
         client = open_model(model_name, settings)
         run = DemoRun(settings, model_name, client, target, window, printer)
-        work = run.work(script, max_steps, log_path)
+        work = run.work(script, max_steps, log_path, full)
         report = run.probes_and_report(script, work)
         path = target.parent / f"{target.name}-{REPORT_FILE}"
         path.write_text("\n".join(report) + "\n", encoding="utf-8")
@@ -331,7 +339,7 @@ class DemoRun:
             on_hosted=(lambda: announce(self.settings)) if session_id is None else (lambda: None),
         )
 
-    def work(self, script: dict[str, Any], max_steps: int, log_path: Path) -> Work:
+    def work(self, script: dict[str, Any], max_steps: int, log_path: Path, full: bool) -> Work:
         before = snapshot(self.target)
         started = time.monotonic()
         with self._host(None, max_steps) as live:
@@ -339,17 +347,27 @@ class DemoRun:
             where = f"{self.target} (window {self.window:,}; log: {log_path})"
             typer.echo(f"[session] {live.session_id} in {where}")
             _feeds(live)
+            skipped = 0
             for item in script["inputs"]:
+                if "user" in item and not full and self._shown_enough():
+                    skipped += 1
+                    if skipped == 1:
+                        typer.echo(SKIPPING)
+                    continue
                 _input(live, self.target, item)
             live.host.run_until_idle()
             after, plan = snapshot(self.target), _plan(live)
             return Work(live.session_id, before, after, plan, time.monotonic() - started)
+
+    def _shown_enough(self) -> bool:
+        return len(self.printer.timeline.checkpoints) >= SHOWN_CHECKPOINTS
 
     def probes_and_report(self, script: dict[str, Any], work: Work) -> list[str]:
         from avibe.providers import open_counter
 
         with self._host(work.session_id, PROBE_STEPS) as live:
             answers = [(q, _probe(live, q)) for q in script.get("probes", [])]
+            final = snapshot(self.target)
             stored = live.store.list_checkpoints(live.session_id)
             counter = open_counter(self.model_name, self.settings, self.client)
             baselines = _baselines(self.printer.transcript, self.client, counter, self.window)
@@ -363,6 +381,7 @@ class DemoRun:
                 *probe_lines(answers),
                 "",
                 *judge(script, work.before, work.after, work.plan),
+                probe_changes_line(script["protected"], work.after, final),
                 plan_call_line(_plan_calls(live)),
                 "",
                 f"Inspect: vibe checkpoints -s {live.session_id}; vibe log -s {live.session_id}",

@@ -264,6 +264,14 @@ DemoWorkdirOpt = Annotated[
         callback=check_new_workdir,
     ),
 ]
+DemoFullOpt = Annotated[
+    bool,
+    typer.Option(
+        "--full",
+        help="Send every message of the script (default: once two checkpoints are shown, the rest of the "
+        "person's messages are skipped; the deploy bot still posts its logs).",
+    ),
+]
 
 
 # -- the pre-flight check ------------------------------------------------------------

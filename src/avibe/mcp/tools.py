@@ -87,7 +87,7 @@ def render(outcome: CallOutcome, name: str, timeout_s: float) -> ToolResult:
         parts.append(json.dumps(structured, ensure_ascii=False, indent=1))
     text = "\n".join(parts) if parts else "(no output)"
     if getattr(result, "is_error", False):
-        text = f"{name} reported an error:\n{text}"
+        text = f"{name} reported an error: {text}"  # one line with its words: the scene's failing call (S5)
     shown = cut_text(text, "the server's output was longer", MAX_OUTPUT_CHARS, keep_tail=True)
     return ToolResult(shown, is_error=bool(getattr(result, "is_error", False)))
 
