@@ -244,7 +244,8 @@ def measure(turns: int, window: int, entries: int, checkpoints: int) -> dict[str
 
 
 def _run_at(revision: str, argv: list[str]) -> dict[str, float]:
-    """This script's measurement on another revision of Avibe (a git worktree), in a subprocess."""
+    """The measurement on another revision of Avibe (a git worktree), in a subprocess - by that revision's
+    own copy of this script where it has one (its scripted model speaks that tree's model API)."""
     root = Path(__file__).resolve().parents[1]
     folder = Path(tempfile.mkdtemp(prefix="avibe-bench-rev-")) / "tree"
     subprocess.run(
@@ -252,9 +253,10 @@ def _run_at(revision: str, argv: list[str]) -> dict[str, float]:
     )
     try:
         env = {**os.environ, "PYTHONPATH": str(folder / "src")}
-        out = subprocess.run(
-            [sys.executable, __file__, *argv, "--json"], env=env, check=True, capture_output=True, text=True
-        ).stdout
+        own = folder / "benchmarks" / Path(__file__).name
+        script = own if own.exists() else Path(__file__)
+        command = [sys.executable, str(script), *argv, "--json"]
+        out = subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
         return dict(json.loads(out.splitlines()[-1]))
     finally:
         subprocess.run(["git", "-C", str(root), "worktree", "remove", "--force", str(folder)], check=False)
