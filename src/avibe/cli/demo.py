@@ -347,12 +347,12 @@ class DemoRun:
             where = f"{self.target} (window {self.window:,}; log: {log_path})"
             typer.echo(f"[session] {live.session_id} in {where}")
             _feeds(live)
-            skipped = 0
+            said_skipping = False
             for item in script["inputs"]:
                 if "user" in item and not full and self._shown_enough():
-                    skipped += 1
-                    if skipped == 1:
+                    if not said_skipping:
                         typer.echo(SKIPPING)
+                    said_skipping = True
                     continue
                 _input(live, self.target, item)
             live.host.run_until_idle()
