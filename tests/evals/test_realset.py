@@ -321,6 +321,20 @@ def test_E1_vibe_eval_refuses_an_unknown_set(env: dict[str, str]) -> None:
     assert result.exit_code == 2 and "unknown set 'imaginary'; choose from real" in result.output
 
 
+def test_E1_vibe_eval_set_real_with_ids_runs_those_sessions_only(tmp_path: Path, env: dict[str, str]) -> None:
+    """A run of the whole set takes hours: `--set real:ID,ID` lets it go session by session."""
+    out = tmp_path / "out"
+    picked = [KEPT[0].id, KEPT[-1].id]
+    args = ["eval", "--set", f"real:{','.join(picked)}", "-s", "truncate", "--no-probes", "--out", str(out)]
+    result = CliRunner().invoke(app, [*args, "--window", "8192"], env=env)
+    assert result.exit_code == 0, result.output
+    assert "not fetched" not in result.output  # the sessions not picked are not named
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert sorted(r["scenario"] for r in rows) == sorted(f"real-{i}" for i in picked)
+    refused = CliRunner().invoke(app, ["eval", "--set", "real:no-such-session"], env=env)
+    assert refused.exit_code == 2 and "the real set has no session 'no-such-session'" in refused.output
+
+
 def _first_pass_script() -> ModuleType:
     path = SCRIPT.with_name("real_first_pass.py")
     spec = importlib.util.spec_from_file_location("real_first_pass", path)

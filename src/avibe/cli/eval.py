@@ -86,16 +86,23 @@ def _scenarios(files: list[Path], sessions: list[str], settings: Settings) -> li
 
 
 def _set_scenarios(names: list[str]) -> list[Scenario]:
-    """The scenarios of the named sets. A real session whose segment is not fetched is one line on
-    stderr, not an error; a set with none at all is."""
-    from avibe.evals.realset import RealSessionError, real_set
+    """The scenarios of the named sets; `real:ID,ID` picks sessions of the set (a long run goes session
+    by session). A real session whose segment is not fetched is one line on stderr, not an error; a set
+    with none at all is, and so is an id the set does not have."""
+    from avibe.evals.realset import RealSessionError, load_manifest, real_set
 
     found: list[Scenario] = []
     for name in dict.fromkeys(names):
-        if name not in SETS:
+        base, _, picked = name.partition(":")
+        if base not in SETS:
             raise BadArgument(f"unknown set {shown(name)}; choose from {', '.join(SETS)}")
         try:
-            chosen = real_set()
+            sessions = load_manifest()
+            wanted = [i for i in picked.split(",") if i]
+            unknown = sorted(set(wanted) - {s.id for s in sessions})
+            if unknown:
+                raise BadArgument(f"the real set has no session {shown(unknown[0])}")
+            chosen = real_set(sessions=[s for s in sessions if not wanted or s.id in wanted])
         except RealSessionError as err:
             raise BadArgument(str(err).splitlines()[0]) from None
         for line in chosen.missing:
@@ -210,7 +217,8 @@ def eval_command(
         typer.Option(
             "--set",
             help="A named set of scenarios to add: 'real', public Claude Code and Codex sessions with their "
-            "truth (fetch the ones not kept here with scripts/fetch_real_sessions.py).",
+            "truth (fetch the ones not kept here with scripts/fetch_real_sessions.py); 'real:ID,ID' some of "
+            "them.",
         ),
     ] = None,
     strategy: Annotated[

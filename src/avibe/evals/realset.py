@@ -317,6 +317,27 @@ def _truth_data(session: RealSession) -> dict[str, Any]:
     return dict(data["truth"])
 
 
+def session_labels(sessions: Sequence[RealSession] | None = None) -> dict[str, dict[str, str]]:
+    """What each session is, for the report's breakdowns (avibe.evals.report_groups), by scenario id:
+    the person's language; whether a standing request of theirs has none of the memo's rule words (the
+    memo's word list would not catch it); whether they revised or withdrew a rule; whether the original
+    transcript holds the peer's own compaction."""
+    from avibe.checkpoint.memo.words import reads_as_rule
+
+    labels: dict[str, dict[str, str]] = {}
+    for session in sessions if sessions is not None else load_manifest():
+        items = _truth_data(session).get("items") or []
+        unworded = any(not reads_as_rule(str(i.get("text", ""))) for i in items)
+        revised = any(i.get("status") in {"superseded", "revoked"} for i in items)
+        labels[session.scenario_id] = {
+            "language": session.language,
+            "a request without rule words": "yes" if unworded else "no",
+            "a rule revised or withdrawn": "yes" if revised else "no",
+            "the peer's own compaction in the transcript": "yes" if session.peer_compaction else "no",
+        }
+    return labels
+
+
 @dataclass(frozen=True, slots=True)
 class RealSet:
     scenarios: tuple[Scenario, ...]

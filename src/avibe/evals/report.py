@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from avibe.evals.claims import MIN_PAIRS, claims, paired, paired_by_type
 from avibe.evals.plots import make_plots
+from avibe.evals.report_groups import Labels, cost_per_compaction, probes_by_label
 from avibe.evals.rows import (
     HEADLINE,
     RATES,
@@ -241,7 +242,10 @@ def _claims_sections(rows: Sequence[dict[str, Any]], reference: str, strategies:
 
 
 def render_markdown(
-    rows: Sequence[dict[str, Any]], header: dict[str, str], plots: Sequence[Path] = ()
+    rows: Sequence[dict[str, Any]],
+    header: dict[str, str],
+    plots: Sequence[Path] = (),
+    labels: Labels | None = None,
 ) -> str:
     all_rows = latest(rows)
     ok = ok_rows(all_rows)
@@ -272,6 +276,12 @@ def render_markdown(
         out += _by_strategy_and_k(swept, strategies, metric)
     out += ["## Per scenario type", "", *_by_type(ok, strategies)]
     out += ["## Cost", "", *_cost(ok, strategies), ""]
+    out += _section(
+        "Cost per compaction",
+        "Each compaction's tokens (prompt and output, every call), model calls and seconds, the mean over "
+        "every compaction of every run.",
+        cost_per_compaction(ok, strategies),
+    )
     out += [f"## Paired differences against {reference}", "", *paired(ok, reference, strategies), ""]
     out += _section(
         f"Per scenario type: where {reference} beats, ties or loses",
@@ -287,6 +297,14 @@ def render_markdown(
             *_probes(ok, strategies),
             "",
         ]
+    out += _section(
+        "Probes by what the session is",
+        "The real sessions grouped by the person's language, by whether a standing request of theirs has "
+        "none of the memo's rule words, by whether they revised a rule, and by whether the original "
+        "transcript holds the peer's own compaction; each cell the probes of that kind passed, Wilson 95% "
+        "interval, pooled over the group's sessions.",
+        probes_by_label(ok, strategies, labels or {}),
+    )
     checkpoint = _checkpoint(ok, strategies)
     if checkpoint:
         out += ["## Checkpoint: memo audit and validation", "", *checkpoint, ""]
@@ -297,11 +315,23 @@ def render_markdown(
     return "\n".join(out).rstrip() + "\n"
 
 
+def _real_labels(rows: Sequence[dict[str, Any]]) -> Labels:
+    """The real sessions' labels where the rows hold any (the manifest and truth of this tree)."""
+    if not any(r.get("type") == "real" for r in rows):
+        return {}
+    from avibe.evals.realset import RealSessionError, session_labels
+
+    try:
+        return session_labels()
+    except RealSessionError:
+        return {}  # a damaged manifest is reported where it is loaded; the report goes without groups
+
+
 def write_report(
     rows: Sequence[dict[str, Any]], folder: Path, header: dict[str, str], *, plots: bool = True
 ) -> ReportFiles:
     folder.mkdir(parents=True, exist_ok=True)
     pngs = make_plots(rows, folder) if plots else []
     markdown = folder / "report.md"
-    markdown.write_text(render_markdown(rows, header, pngs), encoding="utf-8")
+    markdown.write_text(render_markdown(rows, header, pngs, _real_labels(rows)), encoding="utf-8")
     return ReportFiles(markdown, tuple(pngs))
