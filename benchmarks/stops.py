@@ -3,7 +3,7 @@ prints them, side by side with another revision's with `--compare-with REV`): th
 until the work stopped -
 
 - prompt:   the embedded model reads a long prompt (the chat back to idle);
-- stream:   the embedded model streams a long reply (the chat back to idle);
+- stream:   the embedded model writes a long reply, WRITING_LEAD_S into the turn (the chat back to idle);
 - shell:    a real `sleep` runs in the shell tool, bubblewrap (the chat back to idle);
 - agent:    Claude Code works, its provider answering after HOLD_S (the chat back to idle);
 - attached: `vibe serve` runs a real `sleep` for the session, and a chat attached to it from another
@@ -220,9 +220,9 @@ def _stop_agent() -> float | None:
             provider.hold.set()
 
 
-def _stop_embedded(prompt: str, started: str) -> float | None:
-    """Ctrl-C once the embedded model has been at work on `prompt` for SETTLE_S past `started` on the
-    screen ("working": reading the prompt; the reply's mark: streaming)."""
+def _stop_embedded(prompt: str, started: str, lead: float = 0.0) -> float | None:
+    """Ctrl-C once the embedded model has been at work on `prompt` for SETTLE_S (and `lead`) past
+    `started` on the screen ("working")."""
     from avibe.config import load_settings
     from avibe.providers.modelfile import EMBEDDED_MODELS, model_path
 
@@ -239,7 +239,7 @@ def _stop_embedded(prompt: str, started: str) -> float | None:
         offset = term.write(prompt + "\r")
         if term.wait_for(started, after=offset, timeout=600) is None:
             return None
-        time.sleep(SETTLE_S)
+        time.sleep(SETTLE_S + lead)
         return _ctrl_c_to_idle(term)
 
 
@@ -250,6 +250,10 @@ LONG_PROMPT = (
     + " How many builds failed?"
 )
 STORY = "Write a 400-word story about a lighthouse keeper who counts ships. Plain text, no tools."
+# Waiting for the reply's mark on the screen found none within 600 s on 2 idle cores (2026-12-07), so the
+# stop is asked this long into the turn instead: the short prompt is read by then (a few seconds) and the
+# model is writing (the ~500-token story, or a tool call, which shows nothing: either way it generates).
+WRITING_LEAD_S = 20.0
 
 
 def _stop_attached() -> float | None:
@@ -297,7 +301,7 @@ def measure_stops() -> dict[str, float | None]:
     """Each stop in turn, each said on stderr as it is measured (a long run shows where it is)."""
     measures: dict[str, Callable[[], float | None]] = {
         "prompt": lambda: _stop_embedded(LONG_PROMPT, "working"),
-        "stream": lambda: _stop_embedded(STORY, "vibey›"),
+        "stream": lambda: _stop_embedded(STORY, "working", WRITING_LEAD_S),
         "shell": _stop_shell, "agent": _stop_agent, "attached": _stop_attached,
     }  # fmt: skip
     found: dict[str, float | None] = {}

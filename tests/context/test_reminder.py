@@ -11,6 +11,7 @@ from avibe.checkpoint.memo import reads_as_limit
 from avibe.checkpoint.model import MemoItem
 from avibe.context.assemble import (
     REMINDED_SENTENCES,
+    _with_corrections,
     assemble,
     could_go_against,
     reminder,
@@ -102,6 +103,41 @@ def test_no_note_where_the_message_can_go_against_none_of_the_rules_it_is_about(
     assert not could_go_against("You may delete old snapshots in oak-snapshots-45.", "Clean them up.")
     # the brief's goal sentence alone sets what to do: no note; with the rule's sentence beside it, a note
     assert reminder(MEMO, user("Which tickets come first: the oldest?")) is None
+
+
+QUOTED = MemoItem(
+    43,
+    'Step 5 has a condition that says "unless a row-level palette override is recorded as a deliberate, '
+    "reported exception.\" Any override passes that way. Rewrite it so that the order's palette always "
+    "wins.\n\nAlso step 4 counts 209 companies.",
+)
+TABLE_RULE = MemoItem(38, "Never rename anything in the D4 table.")  # makes the table's later words kept
+MISCOUNT = MemoItem(58, 'In the D4 table, ShortLoader says "103 rows remain". It\'s 98. Fix it.')
+
+
+def test_a_quoted_sentence_comes_with_the_correction_after_it() -> None:
+    """People quote words to correct them, and the correction follows, sharing none of the words that
+    made the quote touched: shown alone, the quote restated what the person had changed (a real session:
+    the 1.5B, asked whether a row's override goes through, said yes)."""
+    override = (
+        "One row carries its own palette override, recorded as a deliberate, reported exception. Allow it?"
+    )
+    assert touched_rules((QUOTED,), override) == ((43, QUOTED.text[: QUOTED.text.index(" Rewrite")]),)
+    note = reminder((QUOTED,), user(override))
+    assert note is not None  # "always wins" limits what may be done: the message could go against it
+    assert "> Step 5 has a condition" in note.content and "order's palette always wins." in note.content
+    assert "Also step 4" not in note.content  # only the sentence after the quoting one
+    # the quote and its correction are one verbatim span; a sentence without quotes brings nothing after
+    # it (the brief's goal sentence is not followed by "Keep each commit small.")
+    question = "In the D4 table, how many rows remain after ShortLoader?"
+    table = (TABLE_RULE, MISCOUNT)
+    touched = touched_rules(table, question)
+    assert touched == ((58, 'In the D4 table, ShortLoader says "103 rows remain".'),)
+    assert _with_corrections(table, touched) == ((58, MISCOUNT.text[: MISCOUNT.text.index(" Fix")]),)
+    # a value to answer with is not a rule the question could go against: no note (as for POOL below)
+    assert reminder(table, user(question)) is None
+    brief = reminder(MEMO, user("Should I patch third_party/ before the tickets/ queue?"))
+    assert brief is not None and "Keep each commit small." not in brief.content
 
 
 def test_with_reminder_puts_the_note_after_the_newest_user_message_only() -> None:

@@ -387,6 +387,45 @@ def touched_rules(
     return tuple(pair for _, pair in sorted(chosen, key=lambda f: f[0][2]))
 
 
+# a sentence that quotes words - the agent's, a document's - in double quotes of any script
+_QUOTES: Final = re.compile(r'"[^"\n]+"|“[^”\n]+”|「[^」\n]+」|«[^»\n]+»')
+
+
+def _with_corrections(
+    memo: Sequence[MemoItem], touched: Sequence[tuple[int, str]]
+) -> tuple[tuple[int, str], ...]:
+    """The touched sentences, each that quotes something with the sentence after it in the same message,
+    adjacent ones as one verbatim span. People quote words to correct them, and the correction follows -
+    'SilentlyShortLoader says "103 rows remain". It's 98.'; 'a condition says "unless a row-level
+    override ...". Rewrite it so that the request's brand kit and template always win.' - sharing none of
+    the words that made the quote touched: shown alone, the quote restated the very thing the person had
+    changed (the 1.5B then let the override through, on a real session)."""
+    texts = {item.seq: item.text for item in memo}
+    chosen: dict[int, set[int]] = {}
+    unplaced: list[tuple[int, str]] = []  # not a sentence of its item as this memo has it: kept as it is
+    for seq, sentence in touched:
+        text = texts.get(seq, "")
+        spans = sentences(text)
+        at = next((i for i, (start, end) in enumerate(spans) if text[start:end] == sentence), None)
+        if at is None:
+            unplaced.append((seq, sentence))
+            continue
+        picked = chosen.setdefault(seq, set())
+        picked.add(at)
+        follows = at + 1 < len(spans) and not text[spans[at + 1][0] :].startswith(_CUT_NOTE)
+        if follows and _QUOTES.search(sentence):
+            picked.add(at + 1)
+    out: list[tuple[int, str]] = []
+    for seq, picked in chosen.items():  # touched_rules' order: the memo's
+        spans, run = sentences(texts[seq]), sorted(picked)
+        first = run[0]
+        for here, after in zip(run, [*run[1:], None], strict=True):
+            if after != here + 1:  # the run ends: one verbatim span from its first sentence to here
+                out.append((seq, texts[seq][spans[first][0] : spans[here][1]]))
+                first = after if after is not None else first
+    return (*out, *unplaced)
+
+
 def _touched_text(touched: Sequence[tuple[int, str]]) -> str:
     """The sentences under their message headers, one header for the sentences of one message (a `[...]`
     line between them: they need not be next to each other in it)."""
@@ -423,7 +462,7 @@ def reminder(memo: Sequence[MemoItem], message: ChatMessage) -> ChatMessage | No
     grant or its change."""
     if message.kind != "user":
         return None
-    touched = touched_rules(memo, message.content)
+    touched = _with_corrections(memo, touched_rules(memo, message.content))
     if not any(could_go_against(sentence, message.content) for _, sentence in touched):
         return None
     text = render("rules_touched", memo=_touched_text(touched))
