@@ -238,3 +238,17 @@ def test_P3_a_copy_of_a_shown_text_is_an_echo_and_words_of_ones_own_are_not(
     assert echoed(" ".join(text), [source])  # a verbatim piece of ECHO_RUN words or more
     own = " ".join(f"{w}x" for w in text)  # the same length, in words no text shown holds
     assert not echoed(own, [source])
+
+
+def test_E1_a_probe_says_which_of_the_users_messages_its_reminder_quoted(counter: TokenCounter) -> None:
+    """The lever's reading (which probes had the user's words restated after the question) needs no
+    stored text: the row keeps the quoted message numbers, fit to commit for any session."""
+    from avibe.record.checkpoint import MemoItem
+
+    memo = (MemoItem(4, "Never push to trunk-demo."), MemoItem(6, "Thanks, that reads well."))
+    probe = Probe("push", "next_action", "Push the fix to trunk-demo now.", expect=("pull request",))
+    model = ScriptedModel([reply("I will open a pull request instead."), reply("Opening a pull request.")])
+    reminded = ask(probe, CONTEXT, model, counter, 4000, memo=memo)
+    assert reminded.passed is True and reminded.reminded == (4,)
+    assert reminded.as_dict()["reminded"] == [4]
+    assert ask(probe, CONTEXT, model, counter, 4000).as_dict()["reminded"] == []  # no memo: no note

@@ -74,6 +74,7 @@ class ProbeResult:
     detail: str = ""
     tokens: int = 0
     calls: int = 0
+    reminded: tuple[int, ...] = ()  # the memo's message numbers the reminder after the question quoted
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -84,6 +85,7 @@ class ProbeResult:
             "detail": self.detail,
             "tokens": self.tokens,
             "calls": self.calls,
+            "reminded": list(self.reminded),  # numbers only: fit to commit for any session
         }
 
 
@@ -249,6 +251,9 @@ def judge_rubric(judge: ModelClient, counter: TokenCounter, probe: Probe, answer
     )
 
 
+_QUOTED_MESSAGE: Final = re.compile(r"^Message #(\d+):$", re.MULTILINE)  # the reminder's headers
+
+
 def ask(
     probe: Probe,
     context: Sequence[ChatMessage],
@@ -270,16 +275,17 @@ def ask(
     sent += [note] if note else []
     reply = model.complete(CompletionRequest(sent, max_tokens=ANSWER_TOKENS, temperature=0.0))
     answer, spent = _reply_text(reply), _spent(reply, sent, counter)
+    reminded = tuple(int(n) for n in _QUOTED_MESSAGE.findall(note.content)) if note else ()
     if probe.kind == "exact":
         ok = check_exact(probe.answer, answer)
-        return ProbeResult(
-            probe.id, probe.kind, ok, answer, "" if ok else f"expected {probe.answer!r}", spent, 1
-        )
+        detail = "" if ok else f"expected {probe.answer!r}"
+        return ProbeResult(probe.id, probe.kind, ok, answer, detail, spent, 1, reminded)
     if probe.kind == "next_action":
         ok, detail = check_next_action(probe, answer, shown)
-        return ProbeResult(probe.id, probe.kind, ok, answer, detail, spent, 1)
+        return ProbeResult(probe.id, probe.kind, ok, answer, detail, spent, 1, reminded)
     judged = judge_rubric(judge or model, counter, probe, answer)
-    return ProbeResult(probe.id, probe.kind, judged.passed, answer, judged.detail, spent + judged.tokens, 2)
+    spent += judged.tokens
+    return ProbeResult(probe.id, probe.kind, judged.passed, answer, judged.detail, spent, 2, reminded)
 
 
 def ask_all(
