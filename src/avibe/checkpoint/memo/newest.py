@@ -7,8 +7,8 @@ API:
     newest_kept(candidates, chosen, entries, counter, budgets, previous_memo=(), first=(), live=())
         -> NewestKept(added, let_go, labels, beside)
         a later message about a kept rule stays with it (or the rule goes), each message moving out now is
-        kept whole, newest first, and a message still in the conversation that changes a kept line is
-        copied beside it where it fits
+        kept whole, newest first (one too long for a memo line goes on sentence by sentence, in order), and
+        a message still in the conversation that changes a kept line is copied beside it where it fits
 
 Why: `rules_kept` keeps rule-WORDED sentences; a rule worded without any of those words ("dont use /tmp
 keep everything within the claude dir", a real session's newest rule) left with the model's untick. So
@@ -33,9 +33,11 @@ from avibe.checkpoint.memo.fit import (
     build_memo,
     clean_labels,
     cut_note,
+    label_of,
     label_order,
     memo_labels,
     memo_tokens,
+    prefix_kept,
     sentence_note,
 )
 from avibe.checkpoint.memo.words import (
@@ -44,6 +46,7 @@ from avibe.checkpoint.memo.words import (
     reads_as_rule,
     says_nothing_that_stays,
     sentences,
+    word_count,
 )
 from avibe.checkpoint.model import MemoItem
 from avibe.ports import TokenCounter
@@ -67,7 +70,7 @@ def line_text(label: Label, entries: Mapping[int, Entry], previous: Mapping[Labe
 def means_something(text: str) -> bool:
     """A message worth keeping for itself (N3): MIN_NEWEST_WORDS words or more, and more than pleasantries,
     go-aheads and questions for information (`says_nothing_that_stays`)."""
-    return len(text.split()) >= MIN_NEWEST_WORDS and not says_nothing_that_stays(text)
+    return word_count(text) >= MIN_NEWEST_WORDS and not says_nothing_that_stays(text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +125,21 @@ class _Settling:
             if k in self.by_label and self.is_rule(k)
         )
 
-    def make_room(self, label: Label, older_than: tuple[int, int]) -> bool:
-        """Let go kept lines that state no rule, change none, and come before `older_than`, oldest first,
-        until `label` fits; False when it cannot."""
+    def make_room(self, label: Label, older_than: tuple[int, int], own_later: bool = False) -> bool:
+        """Let go kept lines that state no rule, change none, and come before `older_than`, oldest first -
+        then, with `own_later`, the sentences of `label`'s own message after it, the last first - until
+        `label` fits; False when it cannot."""
+        seq, part = label_order(label)
         while self.total(self.kept | {label}) > self.budgets.memo_total:
-            out = sorted(
-                (k for k in self.kept if k not in self.protected and not self.is_rule(k)), key=label_order
-            )
-            out = [k for k in out if label_order(k) < older_than and not self.changes_a_rule(k)]
+            free = [
+                k
+                for k in self.kept
+                if k not in self.protected and not self.is_rule(k) and not self.changes_a_rule(k)
+            ]
+            out = sorted((k for k in free if label_order(k) < older_than), key=label_order)
+            if own_later:
+                after = (k for k in free if label_order(k)[0] == seq and label_order(k)[1] > part)
+                out += sorted(after, key=label_order, reverse=True)
             if not out:
                 return False
             self.drop(out[0])
@@ -188,16 +198,37 @@ def _keep_newest(s: _Settling) -> None:
     for _ in range(len(moving) + 1):
         for c in moving:
             gone = c.label in s.left_out and s.unshown_change(c.label) is not None  # still without its change
-            if s.held(c.label) or gone or c.seq not in s.entries or not means_something(c.text):
+            if c.label in s.kept or gone or c.seq not in s.entries or not means_something(c.text):
                 continue
-            if not s.make_room(c.label, (c.seq, 0)):
+            if not s.make_room(c.label, (c.seq, 0), own_later=True):
                 break
             s.keep(c.label)
+            if not _go_on(s, c.seq):
+                break
         stale = [rule for rule in s.kept_rules() if s.unshown_change(rule) is not None]
         if not stale:
             return
         for rule in stale:
             s.drop(rule, for_good=True)
+
+
+def _go_on(s: _Settling, seq: int) -> bool:
+    """2b. A newest message kept cut (over the per-message budget) goes on, sentence by sentence in its
+    order, while the memo has room - as a handoff copies its newest messages whole. A real reply of 26
+    sentences answered the agent point by point, three of its points standing rules without a rule word;
+    its cut kept the first three sentences and the 1.5B ticked list numbers and headings from its end.
+    The model's ticks of this message's later sentences give way to its words in order (those worded as
+    rules stay). False when a sentence did not fit: then no older message may take a newer one's place."""
+    entry = s.entries[seq]
+    held = prefix_kept(entry, s.counter, s.budgets.memo_per_message)
+    for part, (_, end) in enumerate(sentences(entry.text), 1):
+        label = label_of(seq, part)
+        if end <= held or label in s.kept:
+            continue
+        if not s.make_room(label, (seq, 0), own_later=True):
+            return False
+        s.keep(label)
+    return True
 
 
 def _copy_beside(s: _Settling, live: Collection[int]) -> list[Label]:

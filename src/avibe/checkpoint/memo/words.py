@@ -3,6 +3,7 @@ content words, what says nothing that stays, and which later message changes a l
 
 API:
     sentences(text) -> list[tuple[int, int]]   (start, end) of each sentence, stripped (verbatim)
+    word_count(text) -> int            words between spaces; two Han, kana or Hangul characters a word
     reads_as_rule(text) -> bool        worded as a standing rule, limit or permission ("never", "do not")
     reads_as_limit(text) -> bool       worded as a limit on what may be done ("never", "only", "at most");
                                        a value to follow ("must be 16") or a grant ("you may") is none
@@ -21,7 +22,17 @@ from __future__ import annotations
 import re
 from typing import Final
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])[ \t]+|[ \t]*(?:\r?\n)+[ \t]*")
+# After . ! ? and a space; after the full-width 。！？ with or without one (Chinese and Japanese put none);
+# at line breaks.
+_SENTENCE_END = re.compile(
+    r"(?<=[.!?])[ \t]+"
+    r"""|(?<=[。！？])[ \t]*(?=[^\s」』）)\]"'”’])"""
+    r"|[ \t]*(?:\r?\n)+[ \t]*"
+)
+# A list item's number or bullet alone on its line ("1.", "2)", "-"): it starts the sentence after it.
+_LIST_MARKER: Final = re.compile(r"(?:\d{1,3}[.)]|[-*•])")
+# Han, kana and Hangul: written without spaces between words; two such characters count as about a word.
+_CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]")
 
 # Wording of a standing rule, limit or permission (N2). It only ever adds the user's own sentences to the
 # memo, so a false positive costs budget, never a word of the user's.
@@ -56,20 +67,33 @@ def _hard_wrap(text: str, boundary: re.Match[str]) -> bool:
 
 
 def sentences(text: str) -> list[tuple[int, int]]:
-    """(start, end) of each sentence of `text`: split after . ! ? followed by a space, and at line breaks
-    (not where a hand-wrapped sentence goes on, see _hard_wrap); stripped of surrounding white space, so
-    text[start:end] is the sentence verbatim."""
+    """(start, end) of each sentence of `text`: split after . ! ? followed by a space, after 。！？ (not
+    inside a closing quote), and at line breaks (not where a hand-wrapped sentence goes on, see _hard_wrap,
+    nor after a list item's bare number); stripped of surrounding white space, so text[start:end] is the
+    sentence verbatim."""
     spans: list[tuple[int, int]] = []
     start = 0
     ends = [b for b in _SENTENCE_END.finditer(text) if not _hard_wrap(text, b)]
     for boundary in [*ends, None]:
         end = boundary.start() if boundary else len(text)
         piece = text[start:end]
+        if boundary and _LIST_MARKER.fullmatch(piece.strip()):
+            continue  # "4." alone says nothing: a real reply's points were offered as "4.", "5." lines
         if piece.strip():
             lead = len(piece) - len(piece.lstrip())
             spans.append((start + lead, start + len(piece.rstrip())))
         start = boundary.end() if boundary else len(text)
     return spans
+
+
+def word_count(text: str) -> int:
+    """About how many words `text` has: its words between spaces, where a run of Han, kana or Hangul
+    counts two characters a word (a Chinese rule of eight characters is four words, not one)."""
+    count = 0
+    for word in text.split():
+        cjk = len(_CJK.findall(word))
+        count += (cjk + 1) // 2 + (1 if len(word) > cjk else 0) if cjk else 1
+    return count
 
 
 def reads_as_rule(text: str) -> bool:
