@@ -61,15 +61,17 @@ def main() -> None:
     parser.add_argument("--gap", type=float, default=0.5, help="seconds between keystrokes")
     parser.add_argument("--compare-with", metavar="REV", help="also measure the stops on this git revision")
     parser.add_argument("--stops-only", action="store_true", help="measure only Ctrl-C on running work")
+    parser.add_argument("--only", default="", help="the stops to measure, by name: prompt,stream,shell,...")
     parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args()
+    only = [name for name in options.only.split(",") if name]
     if options.json:  # a revision measured for --compare-with: the stops, as one JSON line
-        print(json.dumps(measure_stops()))
+        print(json.dumps(measure_stops(only)))
         return
     if not options.stops_only:
         _typing(options)
-    here = measure_stops()
-    other = stops_at(options.compare_with) if options.compare_with else None
+    here = measure_stops(only)
+    other = stops_at(options.compare_with, only) if options.compare_with else None
     print_stops(here, other, options.compare_with)
 
 

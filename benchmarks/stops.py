@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import pty
@@ -28,8 +29,9 @@ import tempfile
 import termios
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -256,12 +258,38 @@ STORY = "Write a 400-word story about a lighthouse keeper who counts ships. Plai
 WRITING_LEAD_S = 20.0
 
 
+def _serve_helpers() -> tuple[Any, Callable[..., Any]]:
+    """The tests' helpers for `vibe serve`, and how to post the person's message: this tree's (through the
+    local socket), or - measuring an older revision of Avibe, which has no local socket - that revision's
+    own helpers and its HTTP API with the token."""
+    try:
+        import serve_support
+
+        return serve_support, serve_support.post_message
+    except ImportError:
+        tests = Path(os.environ["PYTHONPATH"].split(os.pathsep)[0]).parent / "tests"
+        spec = importlib.util.spec_from_file_location("serve_support_at_revision", tests / "serve_support.py")
+        assert spec is not None and spec.loader is not None
+        helpers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(helpers)
+
+        def post(home: Path, port: int, session: str, text: str) -> Any:
+            import httpx
+
+            url = f"http://127.0.0.1:{port}/sessions/{session}/messages"
+            return httpx.post(url, json={"text": text}, headers=helpers.serve_auth(home), timeout=10)
+
+        return helpers, post
+
+
 def _stop_attached() -> float | None:
     """`vibe serve` runs a real `sleep` for the session; Ctrl-C in a chat attached from elsewhere; the
     seconds until the host's `sleep` is gone (None: a revision whose attached chat cannot stop the host,
     the `sleep` still running after STOP_WAIT_S)."""
     from openai_chat import serve_chat
-    from serve_support import free_port, post_message, start_serve, stop
+
+    helpers, post_message = _serve_helpers()
+    free_port, start_serve, stop = helpers.free_port, helpers.start_serve, helpers.stop
 
     marker = f"{STOP_WAIT_S * 10:.0f}.{os.getpid() % 1000}7"  # outlasts the chat's start and the wait
     root = Path(tempfile.mkdtemp(prefix="vibe-stop-bench-"))
@@ -297,8 +325,9 @@ def _stop_attached() -> float | None:
             stop(serve)
 
 
-def measure_stops() -> dict[str, float | None]:
-    """Each stop in turn, each said on stderr as it is measured (a long run shows where it is)."""
+def measure_stops(only: Collection[str] = ()) -> dict[str, float | None]:
+    """Each stop in turn (those named in `only`, when given), each said on stderr as it is measured (a
+    long run shows where it is)."""
     measures: dict[str, Callable[[], float | None]] = {
         "prompt": lambda: _stop_embedded(LONG_PROMPT, "working"),
         "stream": lambda: _stop_embedded(STORY, "working", WRITING_LEAD_S),
@@ -306,6 +335,8 @@ def measure_stops() -> dict[str, float | None]:
     }  # fmt: skip
     found: dict[str, float | None] = {}
     for name, measure in measures.items():
+        if only and name not in only:
+            continue
         found[name] = measure()
         print(
             f"[{os.environ.get('PYTHONPATH', 'this tree')}] {name}: {found[name]}",
@@ -315,7 +346,7 @@ def measure_stops() -> dict[str, float | None]:
     return found
 
 
-def stops_at(revision: str) -> dict[str, float | None]:
+def stops_at(revision: str, only: Collection[str] = ()) -> dict[str, float | None]:
     """The stops measured on another revision of Avibe (a git worktree), in a subprocess."""
     folder = Path(tempfile.mkdtemp(prefix="avibe-bench-rev-")) / "tree"
     subprocess.run(
@@ -324,7 +355,8 @@ def stops_at(revision: str) -> dict[str, float | None]:
     try:
         env = {**os.environ, "PYTHONPATH": str(folder / "src")}
         script = ROOT / "benchmarks" / "chat_latency.py"  # this tree's benchmark, that revision's Avibe
-        out = subprocess.run([sys.executable, str(script), "--json"], env=env, check=True,
+        only_args = ["--only", ",".join(only)] if only else []
+        out = subprocess.run([sys.executable, str(script), "--json", *only_args], env=env, check=True,
                              stdout=subprocess.PIPE, text=True).stdout  # fmt: skip
         found: dict[str, float | None] = json.loads(out.splitlines()[-1])
         return found
@@ -346,6 +378,8 @@ def print_stops(
             ("agent", f"while Claude Code works (answers after {HOLD_S} s)"),
             ("attached", "attached chat; vibe serve runs the sleep"))  # fmt: skip
     for key, label in rows:
+        if key not in here:
+            continue  # not asked for (--only)
         there = (other or {}).get(key)  # a revision without this measure printed none
         print(f"  {label:44} {shown(here.get(key)):>12}" + (f" {shown(there):>14}" if other else ""))
     print("  (attached: until the host's `sleep` is gone)")
