@@ -91,6 +91,20 @@ def test_M4_marking_a_mission_done_or_replaced_is_accepted(counter: TokenCounter
     assert validate(previous, CheckpointDraft(edit.document, (), SCENE), BUDGETS, counter) == []
 
 
+def test_M4_M6_mission_entries_never_fill_the_goals_cap(counter: TokenCounter) -> None:
+    """A long request quoted in the mission (never deleted, M4) is not counted against the Goals cap: on a
+    real session it alone kept every checkpoint invalid; what the model writes there still is."""
+    small = budgets_for(8_192, 5_120)  # Goals: 100 tokens
+    request = "Review open PRs oldest first, " + "and keep the billing module as it is " * 12
+    mind = MIND.replace("Review open PRs oldest first.", request)
+    assert counter.count(request) > small.mind_cap("Goals")
+    assert validate(None, CheckpointDraft(mind, (), SCENE), small, counter) == []
+    crowded = mind.replace("next: PR #412", "next: PR #412 " + "and then the next one " * 30)
+    problems = validate(None, CheckpointDraft(crowded, (), SCENE), small, counter)
+    assert _codes(problems) == ["mind.section_over_cap"]
+    assert "'## Goals' is" in problems[0].message and "besides its mission entries" in problems[0].message
+
+
 def test_M6_V2_a_section_over_its_cap_is_reported_in_tokens(counter: TokenCounter) -> None:
     small = budgets_for(19_200, 15_000)  # I am here: 100 tokens
     mind = MIND.replace("ask before deleting anything.", "x" * 500)

@@ -59,12 +59,24 @@ def _mission_problems(previous_mind: str, mind: str) -> list[Problem]:
     return problems
 
 
+def _capped(body: str) -> tuple[str, str]:
+    """What of a section its cap bounds, and a note on what it leaves out: the mission entries' lines are
+    not counted (M4 over M6) - they are never deleted and the harness writes them from the user's words, so
+    a long request alone could fill the cap, and every checkpoint after failed on it (a real Spanish session
+    at an 8,192-token window: "'## Goals' is 104 tokens; its cap is 100" five times in a row, each time
+    after four model calls, then moved out without the model)."""
+    kept = [line for line in body.split("\n") if not mission_ids(line)]
+    left_out = len(body.split("\n")) - len(kept)
+    return "\n".join(kept), (" besides its mission entries" if left_out else "")
+
+
 def _cap_problems(mind: str, budgets: Budgets, counter: TokenCounter) -> list[Problem]:
     problems = []
     for name, body in section_texts(strip_guidance(mind)).items():  # guidance comments are not content
-        tokens, cap = counter.count(body), budgets.mind_cap(name)
+        counted, besides = _capped(body)
+        tokens, cap = counter.count(counted), budgets.mind_cap(name)
         if tokens > cap:
-            message = f"'## {name}' is {tokens} tokens; its cap is {cap}. {_SHRINK_HINT}"
+            message = f"'## {name}' is {tokens} tokens{besides}; its cap is {cap}. {_SHRINK_HINT}"
             problems.append(Problem("mind.section_over_cap", message))
     return problems
 
