@@ -127,6 +127,17 @@ def test_P3_probe_checks_match_whole_words_not_substrings() -> None:
     assert not says("", "anything")
 
 
+def test_P3_an_identifiers_snake_case_parts_are_words() -> None:
+    """A real session's token probe expects "refresh"; the handoff's "handled automatically using the
+    `refresh_token` method" failed it on the underscore. A part of a snake_case name says a plain word; a
+    part of a longer word does not, nor does a snake_case name say a file name it ends with."""
+    from avibe.evals.probes import does
+
+    assert check_exact("refresh", "handled automatically using the `refresh_token` method")
+    assert not check_exact("refresh", "the refreshed page") and not check_exact("16", "pool_160")
+    assert check_exact("16", "POOL_16 stays") and does("parameters.yml", "edit app_parameters.yml") is False
+
+
 def test_P3_a_next_action_that_explains_the_forbidden_edit_does_not_pass_on_a_stray_not() -> None:
     """the 0.5B's handoff answer to late_rule's folder probe explained how to patch the folder
     and passed because it said "if the patch is not applied correctly". A decline must now say one of

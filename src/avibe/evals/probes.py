@@ -104,8 +104,12 @@ def _spoken(phrase: str, reply: str) -> tuple[str, list[re.Match[str]]]:
     words, text = normalise(phrase), normalise(reply)
     if not words:
         return text, []
-    before = r"(?<!\w)" if re.match(r"\w", words) else ""
-    after = r"(?!\w)" if re.search(r"\w$", words) else ""
+    # a plain word is said by an identifier's snake_case part: "the `refresh_token` method" says "refresh"
+    # (the handoff's answer to a real session's token probe failed on the underscore); a name with a dot
+    # or a slash is not ("parameters.yml" is no part of "app_parameters.yml")
+    edge = r"[^\W_]" if re.fullmatch(r"[^\W_]+(?: [^\W_]+)*", words) else r"\w"
+    before = rf"(?<!{edge})" if re.match(r"\w", words) else ""
+    after = rf"(?!{edge})" if re.search(r"\w$", words) else ""
     return text, list(re.finditer(before + re.escape(words) + after, text))
 
 
