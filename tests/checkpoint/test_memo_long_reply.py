@@ -98,3 +98,30 @@ def test_N1_N5_a_long_reply_is_kept_in_order_whatever_sentences_the_model_ticks(
         # in the message's order: each kept sentence comes later in it than the one before
         places = [REPLY.find(text.split(" (from #5)")[0]) for text in kept[1:]]
         assert places == sorted(places)
+
+
+# The same reply's last points, as the person wrote them, were rules worded in Chinese ("強制", "不准",
+# "不要"): kept in order, the memo ran out of room on the explanations before them and lost both.
+ZH_FILLER = "九十天裡大部分代碼還沒有機會被刪掉或改寫，所以這個比例對每個人都接近百分之百。"
+ZH_RULES = [
+    "強制每個 claim 附上 PR 或 review 的連結，沒有證據的句子不准寫進報告。",
+    "排除機器人不要只靠名單。",
+]
+ZH_REPLY = "\n".join(
+    [f"{n}. 第{n}點：{ZH_FILLER}" for n in range(1, 41)] + [f"41. {ZH_RULES[0]}", f"42. {ZH_RULES[1]}"]
+)
+
+
+def test_N2_rules_worded_in_chinese_read_as_rules() -> None:
+    assert all(reads_as_rule(rule) for rule in ZH_RULES)
+    assert not reads_as_rule(ZH_FILLER) and not reads_as_rule("ok 開始")
+
+
+def test_N1_N5_a_long_replys_rules_are_kept_before_its_explanations() -> None:
+    entries = [make_entry(3, "請先分析 doc.md 並提出一些想法。"), make_entry(5, ZH_REPLY)]
+    for keep in (lambda enum: [], lambda enum: [label for label in enum if "." in str(label)][:4]):
+        outcome = structured_turn_outcome(entries, keep, TICKET_MIND, SMALL)
+        assert isinstance(outcome, Accepted), getattr(outcome, "problems", None)
+        kept = " ".join(item.text for item in outcome.checkpoint.memo if item.seq == 5)
+        assert all(rule in kept for rule in ZH_RULES), kept
+        assert kept.count(ZH_FILLER) < 40  # no room for the whole reply: the rules went before explanations

@@ -218,11 +218,16 @@ def _go_on(s: _Settling, seq: int) -> bool:
     sentences answered the agent point by point, three of its points standing rules without a rule word;
     its cut kept the first three sentences and the 1.5B ticked list numbers and headings from its end.
     The model's ticks of this message's later sentences give way to its words in order (those worded as
-    rules stay). False when a sentence did not fit: then no older message may take a newer one's place."""
+    rules stay). Its sentences worded as rules go first: the same reply's last points, two rules in Chinese,
+    were the ones the memo had no room left for. False when a sentence did not fit: then no older message
+    may take a newer one's place."""
     entry = s.entries[seq]
     held = prefix_kept(entry, s.counter, s.budgets.memo_per_message)
-    for part, (_, end) in enumerate(sentences(entry.text), 1):
-        label = label_of(seq, part)
+    spans = sentences(entry.text)
+    worded = [reads_as_rule(entry.text[start:end]) for start, end in spans]
+    parts = sorted(range(1, len(spans) + 1), key=lambda p: not worded[p - 1])
+    for part in parts:  # sorted() is stable: the rules in order, then the rest in order
+        label, end = label_of(seq, part), spans[part - 1][1]
         if end <= held or label in s.kept:
             continue
         if not s.make_room(label, (seq, 0), own_later=True):

@@ -4,7 +4,9 @@ content words, what says nothing that stays, and which later message changes a l
 API:
     sentences(text) -> list[tuple[int, int]]   (start, end) of each sentence, stripped (verbatim)
     word_count(text) -> int            words between spaces; two Han, kana or Hangul characters a word
-    reads_as_rule(text) -> bool        worded as a standing rule, limit or permission ("never", "do not")
+    reads_as_rule(text) -> bool        worded as a standing rule, limit or permission ("never", "do not",
+                                       "nunca", "不要"): English, Spanish, French, German, Portuguese,
+                                       Chinese, Japanese
     reads_as_limit(text) -> bool       worded as a limit on what may be done ("never", "only", "at most");
                                        a value to follow ("must be 16") or a grant ("you may") is none
     contrasted(text) -> str            what a contrast excludes ("must be 16, not 48": "48"), or ""
@@ -36,11 +38,27 @@ _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af
 
 # Wording of a standing rule, limit or permission (N2). It only ever adds the user's own sentences to the
 # memo, so a false positive costs budget, never a word of the user's.
+# People write rules in their own language (the real set: Chinese, Japanese, Spanish, French): a real
+# Chinese reply's "強制每個 claim 附 PR / review URL" and "Bot 排除不要只靠「已知名單」"
+# read as no rule and were let go for its explanations. Han and kana have no word boundaries, so their
+# words stand unbounded.
+_RULE_ELSEWHERE: Final = (
+    r"|\b(?:nunca|jamás|siempre|s[oó]lo|solamente|únicamente|debe[ns]?|deber[ií]as?|tienes que|tiene que|"
+    r"hay que|prohibido|evita[r]?|como máximo|al menos|sin preguntar|pregúntame|no \w+[ae]s|"  # Spanish
+    r"jamais|toujours|seulement|uniquement|il faut|doi[st]|doivent|devrait|interdit|évite[rz]?|au plus|"
+    r"au moins|sans demander|demande-moi|ne pas|pas de|ne \w+ pas|n'\w+ pas|"  # French
+    r"niemals|muss|müssen|darf nicht|dürfen nicht|sollte|verboten|vermeide|höchstens|mindestens|"  # German
+    r"sempre|somente|apenas|proibido|evite|no máximo|pelo menos|sem perguntar|tem que)\b"  # Portuguese
+    r"|不要|不准|不許|不许|禁止|不能|不可|不得|別再|别再|只能|僅|仅|永遠|永远|絕不|绝不|"  # Chinese
+    r"務必|务必|必須|必须|一定要|總是|总是|始終|始终|至少|最多|不超過|不超过|避免|強制|强制|"
+    r"應該|应该|先問|先问|只是討論|只是讨论|"
+    r"しないで|ないでください|てはいけない|ではいけない|禁止|必ず|常に|絶対|のみ|べき|避けて"  # Japanese
+)
 _RULE_WORDING: Final = re.compile(
     r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
     r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|under no circumstances|"
     r"at most|at least|no more than|instead of|should|shouldn't|should not|has to|have to|needs to|avoid)\b"
-    r"|,\s*not\b",  # a contrast that forbids: "Pinned base image versions, not :latest."
+    r"|,\s*not\b" + _RULE_ELSEWHERE,  # a contrast that forbids: "Pinned base image versions, not :latest."
     re.IGNORECASE,
 )
 
@@ -50,7 +68,14 @@ _RULE_WORDING: Final = re.compile(
 _LIMIT_WORDING: Final = re.compile(
     r"\b(?:never|always|only|mustn't|must not|do not|don't|does not|doesn't|may not|cannot|can't|"
     r"no longer|not allowed|forbidden|prohibited|ask me|under no circumstances|at most|"
-    r"no more than|shouldn't|should not|avoid|no one|nobody)\b",
+    r"no more than|shouldn't|should not|avoid|no one|nobody|"
+    r"nunca|jamás|siempre|s[oó]lo|solamente|únicamente|prohibido|evita[r]?|como máximo|pregúntame|"
+    r"no \w+[ae]s|"
+    r"jamais|toujours|seulement|uniquement|interdit|évite[rz]?|au plus|demande-moi|ne pas|ne \w+ pas|"
+    r"n'\w+ pas|niemals|darf nicht|verboten|vermeide|höchstens|sempre|somente|apenas|proibido|"
+    r"evite|no máximo)\b"
+    r"|不要|不准|不許|不许|禁止|不能|不可|不得|別再|别再|只能|僅|仅|永遠|永远|絕不|绝不|總是|总是|始終|始终|最多|"
+    r"不超過|不超过|避免|先問|先问|只是討論|只是讨论|しないで|ないでください|てはいけない|ではいけない|常に|絶対|のみ",
     re.IGNORECASE,
 )
 _CONTRAST: Final = re.compile(r",\s*not\s+([^,;.!?]*(?:\.\d[^,;.!?]*)*)", re.IGNORECASE)
@@ -171,7 +196,7 @@ def content_words(text: str) -> set[str]:
 
 def subject_words(text: str) -> set[str]:
     """What a message is about: its content words of four letters or more that are no rule wording."""
-    return {w for w in content_words(text) if len(w) >= 4 and not reads_as_rule(w)}
+    return {w for w in content_words(text) if len(w) >= 4 and not _RULE_WORDING.fullmatch(w)}
 
 
 BESIDE_SHARED_WORDS: Final = 2  # content words a later message must share with a line to be copied beside it
