@@ -140,6 +140,20 @@ def test_a_quoted_sentence_comes_with_the_correction_after_it() -> None:
     assert brief is not None and "Keep each commit small." not in brief.content
 
 
+def test_a_rule_in_chinese_or_japanese_is_restated_after_a_request_in_that_language() -> None:
+    """People write rules in their own language and without spaces between words: a Chinese "do not
+    delete the old orders in the database, ask me first" is about "clean up the database's old orders"
+    (shared Han pairs), and the reminder restates it; a request about something else gets none."""
+    zh = MemoItem(3, "不要刪除資料庫裡的舊訂單，先問我。")
+    ja = MemoItem(4, "本番のデータベースは絶対に変更しないでください。")
+    memo = (zh, MemoItem(5, "報告用英文寫。"), ja)
+    zh_note = reminder(memo, user("幫我清理一下資料庫的舊訂單"))
+    assert zh_note is not None and "> 不要刪除資料庫裡的舊訂單，先問我。" in zh_note.content
+    ja_note = reminder(memo, user("本番データベースのテーブルを変更して"))
+    assert ja_note is not None and "> 本番のデータベースは絶対に変更しないでください。" in ja_note.content
+    assert reminder(memo, user("報告的圖表改成藍色")) is None
+
+
 def test_with_reminder_puts_the_note_after_the_newest_user_message_only() -> None:
     first = user("Clean up oak-snapshots-45.", seq=20)
     answer = ChatMessage("assistant", "I will ask first.", seq=21)

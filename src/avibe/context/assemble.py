@@ -46,6 +46,7 @@ from avibe.checkpoint.carry import PutBackSkill
 from avibe.checkpoint.memo import (
     contrasted,
     corrects,
+    han_pairs,
     later_links,
     reads_as_limit,
     reads_as_rule,
@@ -345,7 +346,7 @@ def _path_parts(words: set[str]) -> set[str]:
 
 def _words(text: str) -> set[str]:
     words = subject_words(text)
-    return words | _path_parts(words)
+    return words | _path_parts(words) | han_pairs(text)  # a Chinese rule is about a Chinese request too
 
 
 def _names(text: str) -> set[str]:

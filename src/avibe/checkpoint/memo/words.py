@@ -13,6 +13,7 @@ API:
     says_nothing_that_stays(text) -> bool   only pleasantries, go-aheads, questions for information (N3)
     content_words(text) -> set[str]    words that carry meaning, a plural "s" dropped
     subject_words(text) -> set[str]    content words of four letters or more that are no rule wording
+    han_pairs(text) -> set[str]        Chinese and Japanese words, as pairs of Han or katakana characters
     named(text) -> frozenset[str]     what a message names: subject words less those that name nothing
     about_same(line, later) -> bool    `later` names what `line` names (N3: its change, any wording)
     changes_beside(line, later) -> bool    a later message shares two of the line's subject words
@@ -197,6 +198,25 @@ def content_words(text: str) -> set[str]:
 def subject_words(text: str) -> set[str]:
     """What a message is about: its content words of four letters or more that are no rule wording."""
     return {w for w in content_words(text) if len(w) >= 4 and not _RULE_WORDING.fullmatch(w)}
+
+
+# Chinese and Japanese write no spaces between words: a run of Han (and katakana) characters is read as its
+# pairs of characters, less the pairs with a grammatical character ("的", "不", "要"), so "資料庫的舊訂單"
+# and "清理資料庫" share "資料" and "料庫". Hiragana is mostly grammar; Korean puts spaces between words.
+_HAN_RUN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u30a0-\u30ff]{2,}")
+_GRAMMAR: Final = frozenset(
+    "的了是我你他她它們们這这那個个一不沒没在有和也就都要會会可以把被讓让給给說说到對对嗎吗呢吧啊很還还再又"
+    "而及與与或之其此為为能得著着過过來来去請请先後后再用做"
+)
+
+
+def han_pairs(text: str) -> set[str]:
+    """The pairs of adjacent Han or katakana characters of `text` that hold no grammatical character: what a
+    Chinese or Japanese message is about, as words are for one with spaces."""
+    pairs: set[str] = set()
+    for run in _HAN_RUN.findall(text):
+        pairs |= {run[i : i + 2] for i in range(len(run) - 1) if not set(run[i : i + 2]) & _GRAMMAR}
+    return pairs
 
 
 BESIDE_SHARED_WORDS: Final = 2  # content words a later message must share with a line to be copied beside it
