@@ -43,9 +43,17 @@ _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af
 # Chinese reply's "強制每個 claim 附 PR / review URL" and "Bot 排除不要只靠「已知名單」"
 # read as no rule and were let go for its explanations. Han and kana have no word boundaries, so their
 # words stand unbounded.
+# Spanish says "do not" as "no" and the verb's own form ("no uses", "no cambies"): those verbs, not "no"
+# and any word ending in -es, which English's "no changes" would match.
+_NO_SPANISH: Final = (
+    r"no (?:uses|usen|hagas|hagan|toques|cambies|modifiques|borres|elimines|quites|muestres|pongas|subas|"
+    r"ejecutes|agregues|añadas|crees|edites|instales|actualices|muevas|envíes|reescribas|inventes|traduzcas)"
+)
 _RULE_ELSEWHERE: Final = (
     r"|\b(?:nunca|jamás|siempre|s[oó]lo|solamente|únicamente|debe[ns]?|deber[ií]as?|tienes que|tiene que|"
-    r"hay que|prohibido|evita[r]?|como máximo|al menos|sin preguntar|pregúntame|no \w+[ae]s|"  # Spanish
+    r"hay que|prohibido|evita[r]?|como máximo|al menos|sin preguntar|pregúntame|"
+    + _NO_SPANISH
+    + "|"  # Spanish
     r"jamais|toujours|seulement|uniquement|il faut|doi[st]|doivent|devrait|interdit|évite[rz]?|au plus|"
     r"au moins|sans demander|demande-moi|ne pas|pas de|ne \w+ pas|n'\w+ pas|"  # French
     r"niemals|muss|müssen|darf nicht|dürfen nicht|sollte|verboten|vermeide|höchstens|mindestens|"  # German
@@ -71,7 +79,8 @@ _LIMIT_WORDING: Final = re.compile(
     r"no longer|not allowed|forbidden|prohibited|ask me|under no circumstances|at most|"
     r"no more than|shouldn't|should not|avoid|no one|nobody|"
     r"nunca|jamás|siempre|s[oó]lo|solamente|únicamente|prohibido|evita[r]?|como máximo|pregúntame|"
-    r"no \w+[ae]s|"
+    + _NO_SPANISH
+    + "|"
     r"jamais|toujours|seulement|uniquement|interdit|évite[rz]?|au plus|demande-moi|ne pas|ne \w+ pas|"
     r"n'\w+ pas|niemals|darf nicht|verboten|vermeide|höchstens|sempre|somente|apenas|proibido|"
     r"evite|no máximo)\b"
