@@ -24,6 +24,8 @@ RULES_NOT_LIMITS = [
     "Debes usar pnpm para todo.",  # a way to follow: a rule, no limit
     "Il faut écrire les tests d'abord.",
     "每個 claim 應該附上 PR 連結。",
+    "改用「被後續 PR 動過的比例」當輔助訊號。",  # "use ... instead", as English "instead of"
+    "Usa pnpm en lugar de npm.",
 ]
 PLAIN = [
     "There are no changes.",

@@ -51,17 +51,18 @@ _NO_SPANISH: Final = (
 )
 _RULE_ELSEWHERE: Final = (
     r"|\b(?:nunca|jamás|siempre|s[oó]lo|solamente|únicamente|debe[ns]?|deber[ií]as?|tienes que|tiene que|"
-    r"hay que|prohibido|evita[r]?|como máximo|al menos|sin preguntar|pregúntame|"
+    r"hay que|prohibido|evita[r]?|como máximo|al menos|sin preguntar|pregúntame|en lugar de|en vez de|"
     + _NO_SPANISH
     + "|"  # Spanish
     r"jamais|toujours|seulement|uniquement|il faut|doi[st]|doivent|devrait|interdit|évite[rz]?|au plus|"
-    r"au moins|sans demander|demande-moi|ne pas|pas de|ne \w+ pas|n'\w+ pas|"  # French
-    r"niemals|muss|müssen|darf nicht|dürfen nicht|sollte|verboten|vermeide|höchstens|mindestens|"  # German
-    r"sempre|somente|apenas|proibido|evite|no máximo|pelo menos|sem perguntar|tem que)\b"  # Portuguese
+    r"au moins|sans demander|demande-moi|ne pas|pas de|ne \w+ pas|n'\w+ pas|au lieu de|"  # French
+    r"niemals|muss|müssen|darf nicht|dürfen nicht|sollte|verboten|vermeide|höchstens|mindestens|statt|"
+    r"sempre|somente|apenas|proibido|evite|no máximo|pelo menos|sem perguntar|tem que|em vez de)\b"
     r"|不要|不准|不許|不许|禁止|不能|不可|不得|別再|别再|只能|僅|仅|永遠|永远|絕不|绝不|"  # Chinese
     r"務必|务必|必須|必须|一定要|總是|总是|始終|始终|至少|最多|不超過|不超过|避免|強制|强制|"
-    r"應該|应该|先問|先问|只是討論|只是讨论|"
-    r"しないで|ないでください|てはいけない|ではいけない|禁止|必ず|常に|絶対|のみ|べき|避けて"  # Japanese
+    r"應該|应该|先問|先问|只是討論|只是讨论|改用|"  # 改用: "use ... instead", as "instead of" above
+    r"しないで|ないでください|てはいけない|ではいけない|禁止|必ず|常に|絶対|のみ|べき|"  # Japanese
+    r"避けて|代わりに"
 )
 _RULE_WORDING: Final = re.compile(
     r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
