@@ -271,6 +271,9 @@ def _assert_no_grant_alone(text: str, said: Sequence[Said], upto: int) -> None:
             w = said[later - 1]
             if w.grant or w.subject != said[seq - 1].subject:
                 continue
+            # the same words sent again later stand for them (N1, turn_state.sent_again)
+            twin = next((n for n in headers if n > later and said[n - 1].text == w.text), None)
+            later = later if later in headers or twin is None else twin
             if later in headers:  # kept: after the grant, the grant's header naming it
                 assert headers[later][0] > at and re.search(rf"#{later}\b", note), (said[seq - 1], w, text)
             else:  # not moved out yet, and pointed at

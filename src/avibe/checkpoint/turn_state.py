@@ -102,9 +102,10 @@ def start(inputs: TurnInputs) -> TurnState:
     # dismiss it (N6) before it moves out - a rule moving out with it would stay without its change (N3);
     # once it moves out, it is offered as any message moving out now (the newest are kept, N1)
     copies = {e.seq for e in (*inputs.live_entries, *inputs.moved_entries) if e.is_user}
+    again = sent_again(inputs)
     candidates = memo_candidates(
-        inputs.moved_entries,
-        tuple(item for item in memo if item.seq not in copies),
+        tuple(e for e in inputs.moved_entries if e.seq not in again),
+        tuple(item for item in memo if item.seq not in copies | again),
         inputs.dismissed,
         counter=inputs.counter,
         per_message=inputs.budgets.memo_per_message,
@@ -118,6 +119,20 @@ def start(inputs: TurnInputs) -> TurnState:
         mind=previous_mind,
         messages=list(inputs.live_messages),
     )
+
+
+def sent_again(inputs: TurnInputs) -> frozenset[int]:
+    """The user's messages whose words the user sent again, word for word, in a later message moving out
+    now: the later copy stands for them (N1: the same words, once). People send a prompt again when the
+    agent stalls - a real session sent three of its 25 twice, and the memo held one of them twice while it
+    let a rule go for room. A copy still in the conversation stands for nothing yet: it moves out later."""
+    memo = inputs.previous.memo if inputs.previous else ()
+    known = [*inputs.memo_entries, *inputs.moved_entries]
+    texts = {e.seq: e.text.strip() for e in known if e.is_user}
+    texts |= {item.seq: item.text.strip() for item in memo if not item.cut and item.seq not in texts}
+    later = {e.seq: e.text.strip() for e in inputs.moved_entries if e.is_user}
+    again = (seq for seq, text in texts.items() if any(n > seq and t == text for n, t in later.items()))
+    return frozenset(again)
 
 
 def user_seqs_since(inputs: TurnInputs) -> frozenset[int]:
