@@ -154,6 +154,20 @@ def test_a_rule_in_chinese_or_japanese_is_restated_after_a_request_in_that_langu
     assert reminder(memo, user("報告的圖表改成藍色")) is None
 
 
+def test_a_restated_instruction_names_its_later_change_still_in_the_conversation() -> None:
+    """A real session: the memo held "in line 301, replace ... by ..." marked as changed later by #57,
+    still in the conversation; the reminder restated it alone and the 1.5B wrote the old line. The header
+    now names the change, as the recollection's does; the words stay the user's, verbatim."""
+    old = "In app.py line 301, only set the default to the database folder next to app.py."
+    memo = (MemoItem(51, old, later=(57,)), MemoItem(42, "Never touch the .bat file again."))
+    note = reminder(memo, user("Write line 301 of app.py, where the default is set."))
+    assert note is not None
+    assert "Message #51 (changed later: #57, in the conversation above):\n> " + old in note.content
+    from avibe.evals.probes import _QUOTED_MESSAGE
+
+    assert [int(n) for n in _QUOTED_MESSAGE.findall(note.content)] == [51]
+
+
 def test_with_reminder_puts_the_note_after_the_newest_user_message_only() -> None:
     first = user("Clean up oak-snapshots-45.", seq=20)
     answer = ChatMessage("assistant", "I will ask first.", seq=21)

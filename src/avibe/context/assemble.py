@@ -427,13 +427,15 @@ def _with_corrections(
     return (*out, *unplaced)
 
 
-def _touched_text(touched: Sequence[tuple[int, str]]) -> str:
-    """The sentences under their message headers, one header for the sentences of one message (a `[...]`
-    line between them: they need not be next to each other in it)."""
-    parts: list[str] = []
-    last: int | None = None
+def _touched_text(touched: Sequence[tuple[int, str]], memo: Sequence[MemoItem] = ()) -> str:
+    """The sentences under their message headers, one for the sentences of one message (`[...]` between),
+    naming the user's later words still in the conversation (`MemoItem.later`): restated alone, a replaced
+    instruction read as in force - the 1.5B wrote a real session's old line from it."""
+    later, parts, last = {item.seq: item.later for item in memo if item.later}, list[str](), None
     for seq, sentence in touched:
-        parts.append((">\n> [...]\n" if seq == last else f"Message #{seq}:\n") + _quoted(sentence))
+        changed = ", ".join(f"#{n}" for n in later.get(seq, ()))
+        note = f" (changed later: {changed}, in the conversation above)" if changed else ""
+        parts.append((">\n> [...]\n" if seq == last else f"Message #{seq}{note}:\n") + _quoted(sentence))
         last = seq
     return "\n".join(parts)
 
@@ -466,7 +468,7 @@ def reminder(memo: Sequence[MemoItem], message: ChatMessage) -> ChatMessage | No
     touched = _with_corrections(memo, touched_rules(memo, message.content))
     if not any(could_go_against(sentence, message.content) for _, sentence in touched):
         return None
-    text = render("rules_touched", memo=_touched_text(touched))
+    text = render("rules_touched", memo=_touched_text(touched, memo))
     return ChatMessage(role="system", content=text, kind=REMINDER_KIND)
 
 

@@ -255,7 +255,9 @@ def judge_rubric(judge: ModelClient, counter: TokenCounter, probe: Probe, answer
     )
 
 
-_QUOTED_MESSAGE: Final = re.compile(r"^Message #(\d+):$", re.MULTILINE)  # the reminder's headers
+_QUOTED_MESSAGE: Final = re.compile(
+    r"^Message #(\d+)(?: \([^)\n]*\))?:$", re.MULTILINE
+)  # the reminder's headers
 
 
 def ask(
