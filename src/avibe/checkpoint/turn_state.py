@@ -130,9 +130,8 @@ def sent_again(inputs: TurnInputs) -> frozenset[int]:
     known = [*inputs.memo_entries, *inputs.moved_entries]
     texts = {e.seq: e.text.strip() for e in known if e.is_user}
     texts |= {item.seq: item.text.strip() for item in memo if not item.cut and item.seq not in texts}
-    later = {e.seq: e.text.strip() for e in inputs.moved_entries if e.is_user}
-    again = (seq for seq, text in texts.items() if any(n > seq and t == text for n, t in later.items()))
-    return frozenset(again)
+    last = {e.text.strip(): e.seq for e in sorted(inputs.moved_entries, key=lambda e: e.seq) if e.is_user}
+    return frozenset(seq for seq, text in texts.items() if last.get(text, seq) > seq)
 
 
 def user_seqs_since(inputs: TurnInputs) -> frozenset[int]:

@@ -255,9 +255,8 @@ def judge_rubric(judge: ModelClient, counter: TokenCounter, probe: Probe, answer
     )
 
 
-_QUOTED_MESSAGE: Final = re.compile(
-    r"^Message #(\d+)(?: \([^)\n]*\))?:$", re.MULTILINE
-)  # the reminder's headers
+# the reminder's headers, with or without a note ("Message #51 (changed later: #57, ...):")
+_QUOTED_MESSAGE: Final = re.compile(r"^Message #(\d+)(?: \([^)\n]*\))?:$", re.MULTILINE)
 
 
 def ask(

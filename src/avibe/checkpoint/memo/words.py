@@ -49,26 +49,32 @@ _NO_SPANISH: Final = (
     r"no (?:uses|usen|hagas|hagan|toques|cambies|modifiques|borres|elimines|quites|muestres|pongas|subas|"
     r"ejecutes|agregues|añadas|crees|edites|instales|actualices|muevas|envíes|reescribas|inventes|traduzcas)"
 )
-_RULE_ELSEWHERE: Final = (
-    r"|\b(?:nunca|jamás|siempre|s[oó]lo|solamente|únicamente|debe[ns]?|deber[ií]as?|tienes que|tiene que|"
-    r"hay que|prohibido|evita[r]?|como máximo|al menos|sin preguntar|pregúntame|en lugar de|en vez de|"
+# Limits in the other languages (a no, an only, an always, a bound, ask first) - rule wording too - and
+# what is rule wording only there (a way to follow, "use ... instead").
+_LIMIT_ELSEWHERE: Final = (
+    r"\b(?:nunca|jamás|siempre|s[oó]lo|solamente|únicamente|prohibido|evita[r]?|como máximo|pregúntame|"
     + _NO_SPANISH
     + "|"  # Spanish
-    r"jamais|toujours|seulement|uniquement|il faut|doi[st]|doivent|devrait|interdit|évite[rz]?|au plus|"
-    r"au moins|sans demander|demande-moi|ne pas|pas de|ne \w+ pas|n'\w+ pas|au lieu de|"  # French
-    r"niemals|muss|müssen|darf nicht|dürfen nicht|sollte|verboten|vermeide|höchstens|mindestens|statt|"
-    r"sempre|somente|apenas|proibido|evite|no máximo|pelo menos|sem perguntar|tem que|em vez de)\b"
-    r"|不要|不准|不許|不许|禁止|不能|不可|不得|別再|别再|只能|僅|仅|永遠|永远|絕不|绝不|"  # Chinese
-    r"務必|务必|必須|必须|一定要|總是|总是|始終|始终|至少|最多|不超過|不超过|避免|強制|强制|"
-    r"應該|应该|先問|先问|只是討論|只是讨论|改用|"  # 改用: "use ... instead", as "instead of" above
-    r"しないで|ないでください|てはいけない|ではいけない|禁止|必ず|常に|絶対|のみ|べき|"  # Japanese
-    r"避けて|代わりに"
+    r"jamais|toujours|seulement|uniquement|interdit|évite[rz]?|au plus|demande-moi|ne pas|ne \w+ pas|"
+    r"n'\w+ pas|niemals|darf nicht|verboten|vermeide|höchstens|sempre|somente|apenas|proibido|"
+    r"evite|no máximo)\b"  # French, German, Portuguese
+    r"|不要|不准|不許|不许|禁止|不能|不可|不得|別再|别再|只能|僅|仅|永遠|永远|絕不|绝不|總是|总是|始終|始终|最多|"
+    r"不超過|不超过|避免|先問|先问|只是討論|只是讨论|"  # Chinese
+    r"しないで|ないでください|てはいけない|ではいけない|常に|絶対|のみ"  # Japanese
+)
+_RULE_ONLY_ELSEWHERE: Final = (
+    r"\b(?:debe[ns]?|deber[ií]as?|tienes que|tiene que|hay que|al menos|sin preguntar|en lugar de|en vez de|"
+    r"il faut|doi[st]|doivent|devrait|au moins|sans demander|pas de|au lieu de|"
+    r"muss|müssen|dürfen nicht|sollte|mindestens|statt|pelo menos|sem perguntar|tem que|em vez de)\b"
+    r"|務必|务必|必須|必须|一定要|至少|強制|强制|應該|应该|改用"  # 改用: "use ... instead", as "instead of"
+    r"|禁止|必ず|べき|避けて|代わりに"
 )
 _RULE_WORDING: Final = re.compile(
     r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
     r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|under no circumstances|"
     r"at most|at least|no more than|instead of|should|shouldn't|should not|has to|have to|needs to|avoid)\b"
-    r"|,\s*not\b" + _RULE_ELSEWHERE,  # a contrast that forbids: "Pinned base image versions, not :latest."
+    r"|,\s*not\b"  # a contrast that forbids: "Pinned base image versions, not :latest."
+    r"|" + _LIMIT_ELSEWHERE + "|" + _RULE_ONLY_ELSEWHERE,
     re.IGNORECASE,
 )
 
@@ -78,15 +84,7 @@ _RULE_WORDING: Final = re.compile(
 _LIMIT_WORDING: Final = re.compile(
     r"\b(?:never|always|only|mustn't|must not|do not|don't|does not|doesn't|may not|cannot|can't|"
     r"no longer|not allowed|forbidden|prohibited|ask me|under no circumstances|at most|"
-    r"no more than|shouldn't|should not|avoid|no one|nobody|"
-    r"nunca|jamás|siempre|s[oó]lo|solamente|únicamente|prohibido|evita[r]?|como máximo|pregúntame|"
-    + _NO_SPANISH
-    + "|"
-    r"jamais|toujours|seulement|uniquement|interdit|évite[rz]?|au plus|demande-moi|ne pas|ne \w+ pas|"
-    r"n'\w+ pas|niemals|darf nicht|verboten|vermeide|höchstens|sempre|somente|apenas|proibido|"
-    r"evite|no máximo)\b"
-    r"|不要|不准|不許|不许|禁止|不能|不可|不得|別再|别再|只能|僅|仅|永遠|永远|絕不|绝不|總是|总是|始終|始终|最多|"
-    r"不超過|不超过|避免|先問|先问|只是討論|只是讨论|しないで|ないでください|てはいけない|ではいけない|常に|絶対|のみ",
+    r"no more than|shouldn't|should not|avoid|no one|nobody)\b|" + _LIMIT_ELSEWHERE,
     re.IGNORECASE,
 )
 _CONTRAST: Final = re.compile(r",\s*not\s+([^,;.!?]*(?:\.\d[^,;.!?]*)*)", re.IGNORECASE)
@@ -216,7 +214,7 @@ def subject_words(text: str) -> set[str]:
 _HAN_RUN: Final = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u30a0-\u30ff]{2,}")
 _GRAMMAR: Final = frozenset(
     "的了是我你他她它們们這这那個个一不沒没在有和也就都要會会可以把被讓让給给說说到對对嗎吗呢吧啊很還还再又"
-    "而及與与或之其此為为能得著着過过來来去請请先後后再用做"
+    "而及與与或之其此為为能得著着過过來来去請请先後后用做"
 )
 
 
