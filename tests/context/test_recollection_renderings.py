@@ -23,7 +23,8 @@ from avibe.checkpoint.budgets import budgets_for
 from avibe.checkpoint.carry import PutBackSkill, file_list, record_pointer
 from avibe.checkpoint.memo import corrects, later_links
 from avibe.checkpoint.model import Checkpoint, MemoItem
-from avibe.context.assemble import RENDERINGS, as_rendering, recollection, standing_rules
+from avibe.context.assemble import RENDERINGS, as_rendering, recollection
+from avibe.context.reminder import standing_rules
 from avibe.ports import StoredCheckpoint
 from avibe.providers.counting import TiktokenCounter
 from avibe.providers.scripted import ScriptedModel

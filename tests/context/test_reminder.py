@@ -9,10 +9,10 @@ from hypothesis import strategies as st
 
 from avibe.checkpoint.memo import reads_as_limit
 from avibe.checkpoint.model import MemoItem
-from avibe.context.assemble import (
+from avibe.context.assemble import assemble
+from avibe.context.reminder import (
     REMINDED_SENTENCES,
     _with_corrections,
-    assemble,
     could_go_against,
     reminder,
     touched_rules,
@@ -232,3 +232,27 @@ def test_the_reminder_quotes_the_memo_verbatim_and_moves_nothing(
         body = shown[i].content.splitlines()[1:-1]
         assert all(line.startswith(">") or line.startswith("Message #") for line in body)
         assert not [line for line in body if looks_like_tag(line)]
+
+
+SLATE_QUESTION = (
+    "Would you like me to force-remove kmod-gl-sdk4-kmwan as well, "
+    "or leave it since it's a system dependency?"
+)
+FINISH = (
+    "Finish the cellular cleanup on slate: force-remove the last remaining modem package. Give the command."
+)
+
+
+def test_N3_a_users_answer_is_restated_with_its_question_after_a_message_about_it() -> None:
+    """A real session's: "leave it" answered the agent's question; the probe after the checkpoint asked to
+    force-remove the package. Without the question the answer shares no word with the request and no note
+    came; with it, the decision is restated - an answer needs no rule word to be gone against."""
+    rule = MemoItem(24, "disable and uninstall tethering and cellular modules of slate")
+    mission = MemoItem(1, "ssh into slate and uninstall all cloud related services")
+    bare = (mission, rule, MemoItem(42, "leave it"))
+    assert reminder(bare, user(FINISH)) is None
+    answered = (*bare[:2], MemoItem(42, "leave it", asked=SLATE_QUESTION))
+    note = reminder(answered, user(FINISH))
+    assert note is not None and note.kind == REMINDER_KIND
+    assert f'Message #42:\n(your question before it, in #41: "{SLATE_QUESTION}")\n> leave it' in note.content
+    assert reminder(answered, user("Now remove every trace of OpenVPN.")) is None  # about another thing

@@ -217,18 +217,25 @@ class CheckpointDriver:
         facts: HarnessFacts,
     ) -> TurnInputs:
         memo_seqs = [item.seq for item in previous.memo] if previous else []
+        moved = self._entries(plan.moved_seqs)
+        memo_entries = self._entries(memo_seqs)
+        live = self._entries([m.seq for m in plan.kept if m.kind == "user" and m.seq is not None])
+        # the agent's message before each of the user's: the question a short reply answers (N3)
+        users = {e.seq for e in (*moved, *memo_entries, *live) if e.is_user}
+        before = sorted({seq - 1 for seq in users if seq > 1} - {e.seq for e in moved})
         return TurnInputs(
             mode=self.mode,
             live_messages=tuple(view),
             previous=previous,
-            moved_entries=self._entries(plan.moved_seqs),
+            moved_entries=moved,
             budgets=budgets,
             counter=self.counter,
             at=self.clock.now(),
             mind_path=str(self.session_dir / MIND_FILE),
             checklist_path=str(self.session_dir / MEMO_FILE),
-            memo_entries=self._entries(memo_seqs),
-            live_entries=self._entries([m.seq for m in plan.kept if m.kind == "user" and m.seq is not None]),
+            memo_entries=memo_entries,
+            live_entries=live,
+            before_entries=self._entries(before),
             dismissed=dismissed,
             upto_seq=plan.upto_seq,
             max_tokens=min(CHECKPOINT_REPLY_TOKENS, turn_overhead(budgets.window)),

@@ -154,7 +154,7 @@ class Viewer:
 
     def view(self, state: LiveState, stored: StoredCheckpoint | None) -> list[ChatMessage]:
         """The request: with a checkpoint, its memo's rules that the newest user message is about are
-        restated after that message (`avibe.context.assemble.reminder`), for a model that `remind`s."""
+        restated after that message (`avibe.context.reminder.reminder`), for a model that `remind`s."""
         memo = stored.memo if stored is not None and self.remind else ()
         return assemble(self.system, self.recollection(state, stored), state.messages, memo)
 

@@ -88,6 +88,8 @@ class TurnInputs:
                     them too (without them only the cut-note form of those items is checked).
     live_entries:   record entries of the user's messages that stay in the conversation: one that changes
                     a kept memo line is copied beside it (memo.newest_kept, N3).
+    before_entries: the record entries just before the user's messages moving out that moved out earlier:
+                    the agent's question a short reply answers (memo.mark_asked, N3).
     dismissed:      seqs unticked at earlier checkpoints, never listed again (N6).
     upto_seq:       the last record number that moves out (named in the request).
     cache_tools:    structured mode: the live conversation's tool specs, offered unchanged so the prompt
@@ -108,6 +110,7 @@ class TurnInputs:
     checklist_path: str = "memo.md"
     memo_entries: tuple[Entry, ...] = ()
     live_entries: tuple[Entry, ...] = ()
+    before_entries: tuple[Entry, ...] = ()
     dismissed: frozenset[int] = frozenset()
     upto_seq: int | None = None
     max_tokens: int = 2048

@@ -41,8 +41,10 @@ from avibe.checkpoint.memo import (
     build_memo,
     clean_labels,
     dismissed,
+    mark_asked,
     mark_later,
     memo_candidates,
+    memo_tokens,
     mission_sources,
     newest_kept,
     render_checklist,
@@ -227,6 +229,10 @@ def draft(st: TurnState, ticked: frozenset[Label], scene: str) -> tuple[Checkpoi
     memo = build_memo(st.newest.labels, st.entries, inputs.counter, inputs.budgets, st.previous_memo)
     # a kept rule's later change still in the conversation: marked, not copied (N3, memo/later.py)
     items = mark_later(memo.items, inputs.live_entries)
+    # a kept short reply with the question it answered, in the room the user's words left (N3, N5)
+    room = inputs.budgets.memo_total - memo_tokens(items, inputs.counter)
+    around = {e.seq: e for e in inputs.before_entries} | st.entries
+    items = mark_asked(items, around, st.previous_memo, inputs.counter, room)
     scene = with_facts(scene, inputs.facts, inputs.budgets.window)  # S3, S6: what the harness knows
     proposed = Checkpoint(mind=st.mind, memo=items, scene=scene)
     covered = all(item.seq in st.entries for item in proposed.memo)

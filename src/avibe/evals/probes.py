@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from avibe.context.assemble import reminder
+from avibe.context.reminder import reminder
 from avibe.evals.metrics import normalise
 from avibe.evals.scenario import Probe
 from avibe.evals.strategy import fit_request
@@ -271,7 +271,7 @@ def ask(
 ) -> ProbeResult:
     """Ask one probe as the user's next message after the compacted context, and check the answer. With
     the checkpoint's `memo`, the question is followed by its reminder of the memo's rules, as in Vibey's
-    view (`avibe.context.assemble.with_reminder`), and a reminder shown before it goes."""
+    view (`avibe.context.reminder.with_reminder`), and a reminder shown before it goes."""
     question = ChatMessage("user", probe.question, kind="user")
     note = reminder(memo, question)
     room = window - ANSWER_TOKENS - (counter.count_messages([note]) if note else 0)

@@ -2,7 +2,7 @@
 `avibe-checkpoint:plain` are `avibe-checkpoint` with its recollection shown another way when the probes are
 asked and the context is measured - the checkpoints themselves are the same ones.
 `avibe-checkpoint:no-reminder` is the default rendering with no reminder of the memo's rules after the
-question (what Vibey's view adds, `avibe.context.assemble.with_reminder`): the reminder's effect, measured
+question (what Vibey's view adds, `avibe.context.reminder.with_reminder`): the reminder's effect, measured
 on the same checkpoints.
 
 A rendering is applied at probe time, not during the replay: Vibey lives the transcript exactly as for

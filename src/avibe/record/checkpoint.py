@@ -27,22 +27,26 @@ class MemoItem:
 
     `later`: the record numbers of the user's later messages about the same thing that were still in the
     conversation when the checkpoint was made (N3): not copied into the memo - the recollection marks the
-    line as changed later, in the conversation below. Set by the harness, never by the model; a note on
-    the item, not its words, so two items with the same words are equal whatever their notes."""
+    line as changed later, in the conversation below. `asked`: for a short reply, the question of the
+    agent's it answers - the question sentence of the agent's message just before it, from the record
+    (N3: "leave it" means nothing alone). Both set by the harness, never by the model; notes on the item,
+    not its words, so two items with the same words are equal whatever their notes."""
 
     seq: int
     text: str
     cut: bool = False
     later: tuple[int, ...] = field(default=(), compare=False)
+    asked: str = field(default="", compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"seq": self.seq, "text": self.text, "cut": self.cut}
-        return data | ({"later": list(self.later)} if self.later else {})
+        data |= {"later": list(self.later)} if self.later else {}
+        return data | ({"asked": self.asked} if self.asked else {})
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> MemoItem:
         seq, text, cut = data.get("seq"), data.get("text"), data.get("cut", False)
-        later = data.get("later", [])
+        later, asked = data.get("later", []), data.get("asked", "")
         if not isinstance(seq, int) or isinstance(seq, bool) or seq < 1:
             raise ValueError(f"memo item needs a positive integer 'seq', got {seq!r}")
         if not isinstance(text, str):
@@ -55,7 +59,9 @@ class MemoItem:
             raise ValueError(
                 f"memo item #{seq} needs 'later' as a list of later message numbers, got {later!r}"
             )
-        return cls(seq=seq, text=text, cut=cut, later=tuple(later))
+        if not isinstance(asked, str):
+            raise ValueError(f"memo item #{seq} needs 'asked' as a string, got {type(asked).__name__}")
+        return cls(seq=seq, text=text, cut=cut, later=tuple(later), asked=asked)
 
 
 PlanStatus = Literal["pending", "in_progress", "done"]

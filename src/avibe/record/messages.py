@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 Role = Literal["system", "user", "assistant", "tool"]
-# ChatMessage.kind of the view's reminder after a user's message (avibe.context.assemble.with_reminder): the
+# ChatMessage.kind of the view's reminder after a user's message (avibe.context.reminder.with_reminder): the
 # view's own system note, never a record entry
 REMINDER_KIND: Final = "reminder"
 

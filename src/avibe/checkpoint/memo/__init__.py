@@ -7,10 +7,12 @@ Modules, by job:
     select     lines kept besides the ticks: the mission's source (M4) and the rules (N2)
     newest     the user's newest words, and a kept rule with its later change or neither (N3)
     later      a rule's later change still in the conversation: marked, not copied (N3)
+    asked      a kept short reply's question, from the agent's message before it (N3)
 
 The names below are the memo's public API; each module's docstring says what its functions do.
 """
 
+from avibe.checkpoint.memo.asked import QUESTION_CHARS, SHORT_REPLY_WORDS, mark_asked, question_in
 from avibe.checkpoint.memo.checklist import (
     DEFAULT_PREVIEW_CHARS,
     MAX_SENTENCE_LINES,
@@ -72,7 +74,9 @@ __all__ = [
     "MIN_NEWEST_WORDS",
     "MISSION_MATCH_SHARE",
     "MISSION_MATCH_WORDS",
+    "QUESTION_CHARS",
     "SENTENCE_CUT",
+    "SHORT_REPLY_WORDS",
     "Candidate",
     "Label",
     "MemoOutcome",
@@ -91,6 +95,7 @@ __all__ = [
     "han_pairs",
     "label_of",
     "later_links",
+    "mark_asked",
     "mark_later",
     "memo_candidates",
     "memo_labels",
@@ -100,6 +105,7 @@ __all__ = [
     "newest_kept",
     "over_budget_problem",
     "parse_label",
+    "question_in",
     "read_ticks",
     "reads_as_limit",
     "reads_as_rule",

@@ -1,0 +1,72 @@
+"""The question a kept short reply answers (N3), from the record: "leave it" means nothing alone.
+
+API:
+    SHORT_REPLY_WORDS        a reply of at most this many words (`word_count`) is short
+    QUESTION_CHARS           a question longer than this keeps its end (where the question is asked)
+    question_in(text) -> str         the last sentence of `text` that asks (ends in ? or ？), one line; or ""
+    mark_asked(items, entries, previous, counter, room) -> tuple[MemoItem, ...]
+        each kept short reply with `asked`: the question of the agent's message just before it, newest
+        reply first while the questions fit in `room` tokens; every other item's `asked` cleared
+
+Why: on a real session the agent asked "Would you like me to force-remove kmod-gl-sdk4-kmwan as well, or
+leave it since it's a system dependency?" and the person answered "leave it". The memo kept the answer
+word for word and nothing else, so after the checkpoint the 1.5B, asked to finish the cleanup, force-removed
+the package. The question is the agent's words, not the user's: it is copied from the stored assistant
+entry by its record kind (never from what a model wrote at the checkpoint), shown as the agent's own and
+never inside the user's quote, and it only takes memo room the user's kept words left over (N5: the user's
+words come first). Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Final
+
+from avibe.checkpoint.memo.later import said
+from avibe.checkpoint.memo.words import sentences, word_count
+from avibe.checkpoint.model import MemoItem
+from avibe.ports import TokenCounter
+from avibe.record.entries import Entry
+
+SHORT_REPLY_WORDS: Final = 8  # "leave it", "yes install ccusage", "Rustup", "hazlo tu por favor"
+QUESTION_CHARS: Final = 240  # about 60 tokens: a question, not the agent's whole message
+_ASKS: Final = ("?", "？")
+
+
+def question_in(text: str) -> str:
+    """The last sentence of `text` that asks (ends in ? or ？), its white space collapsed to one line and
+    cut from the front past QUESTION_CHARS (the asking end kept); "" when no sentence of it asks."""
+    asking = [text[a:b] for a, b in sentences(text) if text[a:b].rstrip(" )*_`\"'").endswith(_ASKS)]
+    if not asking:
+        return ""
+    line = " ".join(asking[-1].split())
+    return line if len(line) <= QUESTION_CHARS else "..." + line[-(QUESTION_CHARS - 3) :].lstrip()
+
+
+def _before(seq: int, entries: Mapping[int, Entry]) -> str:
+    """The question of the agent's message just before message #seq (by stored kind, N7), or ""."""
+    entry = entries.get(seq - 1)
+    return question_in(entry.text) if entry is not None and entry.kind == "assistant" else ""
+
+
+def mark_asked(
+    items: Sequence[MemoItem],
+    entries: Mapping[int, Entry],
+    previous: Sequence[MemoItem],
+    counter: TokenCounter,
+    room: int,
+) -> tuple[MemoItem, ...]:
+    """The memo's items, each short whole reply (not cut) with the question it answered: from the record's
+    entry just before it when given, else as an earlier checkpoint found it (the entry moved out then).
+    Newest reply first, while the questions' tokens fit in `room` (what the memo's budget has left)."""
+    before = {item.seq: item.asked for item in previous if item.asked}
+    asked: dict[int, str] = {}
+    for item in sorted(items, key=lambda i: i.seq, reverse=True):
+        if item.cut or word_count(said(item)) > SHORT_REPLY_WORDS:
+            continue
+        question = _before(item.seq, entries) or before.get(item.seq, "")
+        cost = counter.count(question) if question else 0
+        if question and cost <= room:
+            asked[item.seq], room = question, room - cost
+    return tuple(replace(item, asked=asked.get(item.seq, "")) for item in items)
