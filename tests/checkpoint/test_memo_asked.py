@@ -5,6 +5,8 @@ and the 1.5B force-removed the package the person had said to leave."""
 
 from __future__ import annotations
 
+from typing import cast
+
 from core_doubles import TICKET_MIND, CharCounter, make_entry, structured_turn_outcome
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,6 +16,7 @@ from avibe.checkpoint.memo import QUESTION_CHARS, SHORT_REPLY_WORDS, mark_asked,
 from avibe.checkpoint.model import Checkpoint, MemoItem
 from avibe.checkpoint.turn import Accepted
 from avibe.context.assemble import RENDERINGS, recollection
+from avibe.record.entries import Kind
 from avibe.record.sources import looks_like_tag
 
 QUESTION = "Would you like me to force-remove kmod-gl-sdk4-kmwan as well, or leave it since it's needed?"
@@ -29,6 +32,22 @@ def test_N3_the_question_is_the_last_sentence_that_asks_on_one_line() -> None:
     long = "Should I " + "really " * 80 + "remove it?"
     cut = question_in(long)
     assert len(cut) == QUESTION_CHARS and cut.startswith("...") and cut.endswith("remove it?")
+
+
+OPTIONS = (
+    "Pushed is ready.\n\n**Would you like to:**\n1. **Push to GitHub** (`git push origin main`)\n"
+    "2. **Clean up temp files** (9 `tmpclaude-*` files)\n3. **Review the commit** before pushing\n\nDone!"
+)
+
+
+def test_N3_a_numbered_answer_gets_the_option_it_chose() -> None:
+    """Agents offer numbered choices and people answer "2": the option's line is what was answered (a
+    real session's "1" and "2" were kept beside "3. Something else?", the last line asking)."""
+    assert question_in(OPTIONS, "2") == "2. **Clean up temp files** (9 `tmpclaude-*` files)"
+    assert question_in(OPTIONS, "option 1") == "1. **Push to GitHub** (`git push origin main`)"
+    assert question_in(OPTIONS, "7") == "" and question_in(OPTIONS, "yes") == ""  # no such option; no ?
+    asks = "Which one?\n1. Keep it?\n2. Drop it?"
+    assert question_in(asks, "2") == "2. Drop it?" and question_in(asks, "ok") == "2. Drop it?"
 
 
 def test_N3_N7_only_a_short_whole_reply_after_the_agents_message_gets_a_question() -> None:
@@ -98,3 +117,35 @@ def test_T1_T2_a_question_the_model_wrote_never_reads_as_the_users_words_or_a_ta
             assert not looks_like_tag(line)
         asked_at = [i for i, ln in enumerate(text.splitlines()) if "question before it, in #3" in ln]
         assert all(text.splitlines()[i + 1] == "> leave it" for i in asked_at)
+
+
+entry_texts = st.text(max_size=200) | st.sampled_from([REPLY, OPTIONS, "ok?", "Done."])
+replies = st.sampled_from(["leave it", "yes", "2", "ok", " ".join(["word"] * 12)])
+
+
+@given(
+    turns=st.lists(
+        st.tuples(st.sampled_from(["assistant", "watch", "user"]), entry_texts, replies), max_size=8
+    ),
+    room=st.integers(0, 400),
+)
+@settings(max_examples=80, deadline=None)
+def test_N3_N4_N5_the_question_never_changes_the_users_words_and_fits_the_room(
+    turns: list[tuple[str, str, str]], room: int
+) -> None:
+    """Whatever the record holds before each reply, marking questions changes no item's words, number or
+    cut mark; each question is one line from the agent's entry just before the reply (never a watch's or
+    the user's); and together they take no more than the room given."""
+    entries, items = {}, []
+    for i, (kind, before, reply) in enumerate(turns):
+        entries[2 * i + 1] = make_entry(2 * i + 1, before, kind=cast(Kind, kind))
+        entries[2 * i + 2] = make_entry(2 * i + 2, reply)
+        items.append(MemoItem(2 * i + 2, reply))
+    counter = CharCounter()
+    marked = mark_asked(tuple(items), entries, (), counter, room)
+    assert [(m.seq, m.text, m.cut) for m in marked] == [(m.seq, m.text, m.cut) for m in items]
+    for m in marked:
+        asker = entries[m.seq - 1]
+        assert not m.asked or (asker.kind == "assistant" and m.asked == question_in(asker.text, m.text))
+        assert "\n" not in m.asked
+    assert sum(counter.count(m.asked) for m in marked if m.asked) <= room

@@ -3,7 +3,8 @@
 API:
     SHORT_REPLY_WORDS        a reply of at most this many words (`word_count`) is short
     QUESTION_CHARS           a question longer than this keeps its end (where the question is asked)
-    question_in(text) -> str         the last sentence of `text` that asks (ends in ? or ？), one line; or ""
+    question_in(text, reply="") -> str   the last sentence of `text` that asks (ends in ? or ？), one line;
+        for a reply that is an option's number ("2"), the line of `text` that offers it; or ""
     mark_asked(items, entries, previous, counter, room) -> tuple[MemoItem, ...]
         each kept short reply with `asked`: the question of the agent's message just before it, newest
         reply first while the questions fit in `room` tokens; every other item's `asked` cleared
@@ -19,6 +20,7 @@ words come first). Pure.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Final
@@ -32,22 +34,36 @@ from avibe.record.entries import Entry
 SHORT_REPLY_WORDS: Final = 8  # "leave it", "yes install ccusage", "Rustup", "hazlo tu por favor"
 QUESTION_CHARS: Final = 240  # about 60 tokens: a question, not the agent's whole message
 _ASKS: Final = ("?", "？")
+_CHOICE: Final = re.compile(r"\s*(?:option\s*)?#?(\d{1,2})[.)]?\s*", re.IGNORECASE)  # "2", "2.", "option 2"
 
 
-def question_in(text: str) -> str:
-    """The last sentence of `text` that asks (ends in ? or ？), its white space collapsed to one line and
-    cut from the front past QUESTION_CHARS (the asking end kept); "" when no sentence of it asks."""
-    asking = [text[a:b] for a, b in sentences(text) if text[a:b].rstrip(" )*_`\"'").endswith(_ASKS)]
-    if not asking:
-        return ""
-    line = " ".join(asking[-1].split())
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
     return line if len(line) <= QUESTION_CHARS else "..." + line[-(QUESTION_CHARS - 3) :].lstrip()
 
 
-def _before(seq: int, entries: Mapping[int, Entry]) -> str:
-    """The question of the agent's message just before message #seq (by stored kind, N7), or ""."""
-    entry = entries.get(seq - 1)
-    return question_in(entry.text) if entry is not None and entry.kind == "assistant" else ""
+def _offered(text: str, number: str) -> str:
+    """The last line of `text` that offers option `number` ("2. **Review the plan** first?"), or ""."""
+    offers = re.compile(rf"\s*(?:[-*]\s+)?[*_]*{number}[.)][*_]*\s")
+    return next((line for line in reversed(text.splitlines()) if offers.match(line)), "")
+
+
+def question_in(text: str, reply: str = "") -> str:
+    """The last sentence of `text` that asks (ends in ? or ？), its white space collapsed to one line and
+    cut from the front past QUESTION_CHARS (the asking end kept); "" when no sentence of it asks. A reply
+    that is only a number picks an option: the line offering it is what was answered (agents offer
+    numbered choices, "Would you like to: 1. Push ... 2. Clean up ...", and people answer "1")."""
+    choice = _CHOICE.fullmatch(reply)
+    if choice and (offer := _offered(text, choice.group(1))):
+        return _one_line(offer)
+    asking = [text[a:b] for a, b in sentences(text) if text[a:b].rstrip(" )*_`\"'").endswith(_ASKS)]
+    return _one_line(asking[-1]) if asking else ""
+
+
+def _before(item: MemoItem, entries: Mapping[int, Entry]) -> str:
+    """The question of the agent's message just before the item's (by stored kind, N7), or ""."""
+    entry = entries.get(item.seq - 1)
+    return question_in(entry.text, said(item)) if entry is not None and entry.kind == "assistant" else ""
 
 
 def mark_asked(
@@ -65,7 +81,7 @@ def mark_asked(
     for item in sorted(items, key=lambda i: i.seq, reverse=True):
         if item.cut or word_count(said(item)) > SHORT_REPLY_WORDS:
             continue
-        question = _before(item.seq, entries) or before.get(item.seq, "")
+        question = _before(item, entries) or before.get(item.seq, "")
         cost = counter.count(question) if question else 0
         if question and cost <= room:
             asked[item.seq], room = question, room - cost
