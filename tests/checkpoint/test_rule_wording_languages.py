@@ -56,3 +56,9 @@ def test_N3_a_chinese_run_with_a_rule_word_in_it_is_still_what_the_message_is_ab
     # Han runs have no spaces: the run holding "不要" is a word of the message, not rule wording alone
     assert "bot" not in subject_words("Bot 排除不要只靠名單")  # three letters: too short, as before
     assert "排除不要只靠名單" in subject_words("Bot 排除不要只靠名單")
+
+
+def test_N3_a_possessive_is_the_word_itself() -> None:
+    """ "tonight's message" is about tonight: the plural rule made it "tonight'", a word nothing shares."""
+    assert subject_words("Add it to tonight's message") == {"tonight", "message"}
+    assert subject_words("the team's release notes") >= {"team", "release", "note"}

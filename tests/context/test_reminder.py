@@ -256,3 +256,24 @@ def test_N3_a_users_answer_is_restated_with_its_question_after_a_message_about_i
     assert note is not None and note.kind == REMINDER_KIND
     assert f'Message #42:\n(your question before it, in #41: "{SLATE_QUESTION}")\n> leave it' in note.content
     assert reminder(answered, user("Now remove every trace of OpenVPN.")) is None  # about another thing
+
+
+SNOW = MemoItem(
+    3,
+    "I need to get (only if there is) the snow and ice (verglas en francais).\n"
+    "But don't display if there is no chance",
+)
+
+
+def test_a_thought_over_two_sentences_is_about_what_both_share_with_the_message() -> None:
+    """A real session's rule, hand-broken over two lines: each sentence shares one word with the request
+    ("snow", "chance"), neither was about it alone, and the 1.5B added the 0% snow line the person had
+    said not to show. The two sentences are one span; a single shared word still is not enough."""
+    add = "Tomorrow has a 0% chance of snow and ice. Add a snow and ice line to tonight's message, show it."
+    assert touched_rules((SNOW,), add) == ((3, SNOW.text),)
+    note = reminder((SNOW,), user(add))
+    assert note is not None and "> But don't display if there is no chance" in note.content
+    assert touched_rules((SNOW,), "How much snow fell last winter?") == ()  # one word: not about it
+    # a sentence about the message alone is restated alone, not paired with its neighbour
+    patch = "The next ticket asks to patch a file under third_party/. What do you do?"
+    assert touched_rules(MEMO, patch) == ((2, "Never modify anything under third_party/."),)

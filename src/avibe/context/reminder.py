@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Final
 
 from avibe.checkpoint.memo import (
@@ -93,17 +94,26 @@ def touched_rules(
     about it) that `text` is about, as (message number, sentence verbatim), in memo order: those sharing
     a name with it or two words, and at least half as much as the sentence that shares most (one common
     word - "change", "tests" - is not enough: the 1.5B answered a question about the release scripts'
-    approver with the brief's sentences about changes); at most `limit`, rule-worded ones first."""
+    approver with the brief's sentences about changes); at most `limit`, rule-worded ones first. Two
+    adjacent sentences count as one only where each shares a word and neither is about it alone."""
     asked = _words(text)
     if not asked:
         return ()
     names = _names(text)
     found: list[tuple[tuple[bool, int, int], tuple[int, str]]] = []
     for item in standing_rules(memo):
-        for start, end in sentences(item.text):
-            sentence = item.text[start:end]
-            score = _about(asked, names, f"{item.asked}\n{sentence}")  # an answer: with its question
-            if score >= MIN_ABOUT and not sentence.startswith(CUT_NOTE):
+        spans = [s for s in sentences(item.text) if not item.text[s[0] :].startswith(CUT_NOTE)]
+        units = [((a, b), _about(asked, names, f"{item.asked}\n{item.text[a:b]}")) for a, b in spans]
+        # a thought written over two sentences ("I need (only if there is) the snow and ice.\nBut don't
+        # display if there is no chance"): each shares a word with the message, neither is about it alone
+        units += [
+            ((a[0], b[1]), _about(asked, names, f"{item.asked}\n{item.text[a[0] : b[1]]}"))
+            for (a, one), (b, two) in pairwise(units)
+            if 0 < one < MIN_ABOUT and 0 < two < MIN_ABOUT
+        ]
+        for (start, end), score in units:  # an answer is read with its question (`MemoItem.asked`)
+            if score >= MIN_ABOUT:
+                sentence = item.text[start:end]
                 found.append(((reads_as_rule(sentence), score, len(found)), (item.seq, sentence)))
     best = max((key[1] for key, _ in found), default=0)
     kept = [f for f in found if 2 * f[0][1] >= best]

@@ -198,7 +198,7 @@ _COMMON: Final = frozenset(
 
 def content_words(text: str) -> set[str]:
     """Words that carry meaning, a plural "s" dropped ("tickets" and "ticket" are one word here)."""
-    words = (w.casefold() for w in _WORDS.findall(text))
+    words = (w.casefold().removesuffix("'s") for w in _WORDS.findall(text))  # "tonight's": "tonight"
     kept = (w for w in words if (len(w) >= 3 or w.isdigit()) and w not in _COMMON)
     return {w[:-1] if len(w) > 3 and w.endswith("s") and not w.endswith("ss") else w for w in kept}
 
