@@ -6,11 +6,14 @@ words (never as the user's), and restated with the answer after a message about 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from test_vibey_e2e import THIRD, _files
+from typer.testing import CliRunner
 from vibey_doubles import checkpoint_steps, tool_step
 
+from avibe.cli import app
 from avibe.providers.scripted import reply
 from avibe.record.messages import REMINDER_KIND
 
@@ -21,7 +24,9 @@ ANSWER = "leave it"
 FINISH = "Finish the cleanup: force-remove the last file left behind. Give the command."
 
 
-def test_N3_a_kept_short_reply_is_shown_with_the_question_it_answered(make_harness: Any) -> None:
+def test_N3_a_kept_short_reply_is_shown_with_the_question_it_answered(
+    make_harness: Any, tmp_path: Path
+) -> None:
     steps = [
         tool_step("read_file", path="a.txt"),
         reply(ASKING),
@@ -32,7 +37,9 @@ def test_N3_a_kept_short_reply_is_shown_with_the_question_it_answered(make_harne
         reply("c read: 90 lines"),
         reply("cache.bin stays: you said to leave it."),
     ]
-    h = make_harness(steps)
+    home = tmp_path / "home"
+    home.mkdir()
+    h = make_harness(steps, db=home / "avibe.db")
     _files(h)
     assert not h.send(FIRST).stopped
     assert not h.send(ANSWER).stopped
@@ -50,3 +57,6 @@ def test_N3_a_kept_short_reply_is_shown_with_the_question_it_answered(make_harne
     assert sent[-2].content == FINISH and sent[-1].kind == REMINDER_KIND
     assert f'(your question before it, in #{kept.seq - 1}: "{QUESTION}")\n> leave it' in sent[-1].content
     h.model.assert_consumed()
+    # `vibe checkpoints --show` prints it too, framed above the reply as the agent's words
+    shown = CliRunner().invoke(app, ["checkpoints", "--show", "1"], env={"AVIBE_HOME": str(home)})
+    assert f"(the agent's question before it: {QUESTION})\n#{kept.seq}: leave it" in shown.output

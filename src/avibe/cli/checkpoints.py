@@ -100,16 +100,19 @@ def _memo(c: StoredCheckpoint) -> list[dict[str, Any]]:
     return [item.to_dict() if hasattr(item, "to_dict") else dict(item) for item in items]
 
 
-def _kept(seq: object, text: str) -> str:
-    """A kept message under its number; its later lines framed, so none passes for another's number."""
+def _kept(seq: object, text: str, asked: str = "") -> str:
+    """A kept message under its number; its later lines framed, so none passes for another's number; a
+    short reply's question (the agent's words, `MemoItem.asked`) framed above it."""
     first, *rest = text.splitlines() or [""]
-    return "\n".join([f"#{seq}: {first}", *frame_lines("\n".join(rest))])
+    question = frame_lines(f"(the agent's question before it: {asked})") if asked else []
+    return "\n".join([*question, f"#{seq}: {first}", *frame_lines("\n".join(rest))])
 
 
 def _show(c: StoredCheckpoint) -> str:
     """A checkpoint as `--show` prints it: the mind and the scene (the model's words) framed below their
     headings, so no line of them passes for a heading or a kept message; shown terminal-safe."""
-    memo = "\n".join(_kept(m.get("seq", "?"), str(m.get("text", ""))) for m in _memo(c)) or "(empty)"
+    kept = (_kept(m.get("seq", "?"), str(m.get("text", "")), str(m.get("asked", ""))) for m in _memo(c))
+    memo = "\n".join(kept) or "(empty)"
     meta = json.dumps(c.meta, indent=2, default=str, ensure_ascii=False)
     summary = "  ".join(_row(c, []))
     mind, scene = frame_body(c.mind.strip()), frame_body(c.scene.strip())
