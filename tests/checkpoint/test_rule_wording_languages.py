@@ -13,11 +13,14 @@ LIMITS = [
     "No uses la base de datos de producción.",  # Spanish: "no" and the verb's own form
     "Nunca hagas push a main.",
     "Ne modifie pas le fichier de configuration.",  # French
+    'No uses st.metric("Solo Industrial") en el sidebar.',  # the rule is outside the call's strings
     "N'affiche pas les icônes s'il n'y a aucun risque.",
     "Ändere niemals die öffentliche API.",  # German
     "Nunca altere o esquema sem perguntar.",  # Portuguese
     "不要刪除資料庫裡的舊訂單。",  # Chinese, traditional and simplified
     "禁止直接推送到主分支",
+    "be sure to distinguish zimaboard(proxmox) vs slate(BE3600)",  # keeping apart forbids mixing
+    "Keep the router's files and the server's files separate.",
     "本番のデータベースは変更しないでください。",  # Japanese
 ]
 RULES_NOT_LIMITS = [
@@ -26,12 +29,18 @@ RULES_NOT_LIMITS = [
     "每個 claim 應該附上 PR 連結。",
     "改用「被後續 PR 動過的比例」當輔助訊號。",  # "use ... instead", as English "instead of"
     "Usa pnpm en lugar de npm.",
+    "Be sure to run the linter before each commit.",  # how to work, in English: a rule, no limit
+    "Remember to update the changelog.",
 ]
 PLAIN = [
     "There are no changes.",
     "no messages here",
     "The Nur Road is closed.",
     "ok 開始",
+    "Create a separate branch for the fix.",
+    "I'm sure it works.",
+    'st.metric("🏦 Crédito Industrial", "🔒 Solo Industrial")',  # a label in pasted code, not a rule
+    "print('never')",
     "La prueba pasó en la rama.",
     "九十天裡大部分代碼還沒有機會被刪掉或改寫。",
 ]

@@ -277,3 +277,24 @@ def test_a_thought_over_two_sentences_is_about_what_both_share_with_the_message(
     # a sentence about the message alone is restated alone, not paired with its neighbour
     patch = "The next ticket asks to patch a file under third_party/. What do you do?"
     assert touched_rules(MEMO, patch) == ((2, "Never modify anything under third_party/."),)
+
+
+def test_a_rule_to_keep_two_things_apart_is_restated_after_a_request_that_mixes_them() -> None:
+    """A real session's rule had no rule word but "be sure": "be sure to distinguish zimaboard(proxmox)
+    vs slate(BE3600)". Asked to file the router's DHCP script with the ZimaBoard's Proxmox files, the
+    1.5B got no note and filed it there; keeping things apart is a limit on mixing them."""
+    rule = MemoItem(
+        13,
+        "clean it up!  move all homeserver related files into projects/Claude-Zima, but be sure to "
+        "distinguish zimaboard(proxmox) vs slate(BE3600) ",
+    )
+    mix = (
+        "dhcp-server-config.sh sets up DHCP on the router. File it with the ZimaBoard's Proxmox files, "
+        "since they are all homeserver files. Where do you put it?"
+    )
+    note = reminder((MemoItem(1, "update slate.thisness.us tailscale app"), rule), user(mix))
+    assert note is not None
+    assert "> move all homeserver related files into projects/Claude-Zima, but be sure to distinguish" in (
+        note.content
+    )
+    assert reminder((rule,), user("What is the weather like in Lisbon?")) is None

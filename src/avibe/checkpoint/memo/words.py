@@ -62,6 +62,10 @@ _LIMIT_ELSEWHERE: Final = (
     r"不超過|不超过|避免|先問|先问|只是討論|只是讨论|"  # Chinese
     r"しないで|ないでください|てはいけない|ではいけない|常に|絶対|のみ"  # Japanese
 )
+# Keeping things apart is a limit on mixing them: "be sure to distinguish zimaboard(proxmox) vs
+# slate(BE3600)" - a real person's standing rule, and a request to file the router's script with the
+# ZimaBoard's files goes against it.
+_APART: Final = r"\b(?:distinguish|keep (?:\S+ ){0,8}(?:separate|apart)|separately)\b"
 _RULE_ONLY_ELSEWHERE: Final = (
     r"\b(?:debe[ns]?|deber[ií]as?|tienes que|tiene que|hay que|al menos|sin preguntar|en lugar de|en vez de|"
     r"il faut|doi[st]|doivent|devrait|au moins|sans demander|pas de|au lieu de|"
@@ -71,10 +75,10 @@ _RULE_ONLY_ELSEWHERE: Final = (
 )
 _RULE_WORDING: Final = re.compile(
     r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
-    r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|under no circumstances|"
+    r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|be sure|make certain|remember to|don't forget|do not forget|keep in mind|under no circumstances|"
     r"at most|at least|no more than|instead of|should|shouldn't|should not|has to|have to|needs to|avoid)\b"
     r"|,\s*not\b"  # a contrast that forbids: "Pinned base image versions, not :latest."
-    r"|" + _LIMIT_ELSEWHERE + "|" + _RULE_ONLY_ELSEWHERE,
+    r"|" + _APART + "|" + _LIMIT_ELSEWHERE + "|" + _RULE_ONLY_ELSEWHERE,
     re.IGNORECASE,
 )
 
@@ -84,7 +88,7 @@ _RULE_WORDING: Final = re.compile(
 _LIMIT_WORDING: Final = re.compile(
     r"\b(?:never|always|only|mustn't|must not|do not|don't|does not|doesn't|may not|cannot|can't|"
     r"no longer|not allowed|forbidden|prohibited|ask me|under no circumstances|at most|"
-    r"no more than|shouldn't|should not|avoid|no one|nobody)\b|" + _LIMIT_ELSEWHERE,
+    r"no more than|shouldn't|should not|avoid|no one|nobody)\b|" + _APART + "|" + _LIMIT_ELSEWHERE,
     re.IGNORECASE,
 )
 _CONTRAST: Final = re.compile(r",\s*not\s+([^,;.!?]*(?:\.\d[^,;.!?]*)*)", re.IGNORECASE)
@@ -130,15 +134,27 @@ def word_count(text: str) -> int:
     return count
 
 
+# A string passed to a call in code the person pasted: `st.metric("Crédito", "Solo Industrial")` is a
+# label on a screen, not their rule - a real Spanish session's memo kept that line for its "Solo" ("only").
+_CALL_ARGUMENTS: Final = re.compile(r"[\w.\]]\(([^()\n]*)\)")
+_STRING: Final = re.compile(r"\"[^\"\n]*\"|'[^'\n]*'")
+
+
+def _outside_call_strings(text: str) -> str:
+    """`text` with the string literals inside a call's parentheses blanked (same length)."""
+    return _CALL_ARGUMENTS.sub(lambda call: _STRING.sub(lambda s: " " * len(s.group()), call.group()), text)
+
+
 def reads_as_rule(text: str) -> bool:
-    """A sentence worded as a standing rule, limit or permission ("Never modify...", "Only Ana may...")."""
-    return _RULE_WORDING.search(text) is not None
+    """A sentence worded as a standing rule, limit or permission ("Never modify...", "Only Ana may..."),
+    outside the strings of a pasted call."""
+    return _RULE_WORDING.search(_outside_call_strings(text)) is not None
 
 
 def reads_as_limit(text: str) -> bool:
     """A sentence worded as a limit on what may be done ("Never push...", "Only Ana may...", "at most $40",
     "ask me before ..."), not only as a value or a way to follow ("must be 16") or a grant ("you may")."""
-    return _LIMIT_WORDING.search(text) is not None
+    return _LIMIT_WORDING.search(_outside_call_strings(text)) is not None
 
 
 def contrasted(text: str) -> str:
