@@ -75,7 +75,8 @@ _RULE_ONLY_ELSEWHERE: Final = (
 )
 _RULE_WORDING: Final = re.compile(
     r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
-    r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|be sure|make certain|remember to|don't forget|do not forget|keep in mind|under no circumstances|"
+    r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|be sure|make certain|"
+    r"remember to|don't forget|do not forget|keep in mind|under no circumstances|"
     r"at most|at least|no more than|instead of|should|shouldn't|should not|has to|have to|needs to|avoid)\b"
     r"|,\s*not\b"  # a contrast that forbids: "Pinned base image versions, not :latest."
     r"|" + _APART + "|" + _LIMIT_ELSEWHERE + "|" + _RULE_ONLY_ELSEWHERE,
