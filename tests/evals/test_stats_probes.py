@@ -127,6 +127,16 @@ def test_P3_probe_checks_match_whole_words_not_substrings() -> None:
     assert not says("", "anything")
 
 
+def test_P3_a_phrase_is_said_with_quotes_or_emphasis_around_its_words() -> None:
+    """A real session's handoff answered 'the "🧮 CALCULADORA" tab' and failed "calculadora tab" on
+    the quote; markdown's `**own** tab` the same. The words must still be the phrase's, in order."""
+    from avibe.evals.probes import says
+
+    assert says("calculadora tab", 'by clicking on the "🧮 CALCULADORA" tab in the navigation bar')
+    assert says("its own tab", "it gets **its own** tab") and says("cargo test", "run `cargo` `test`")
+    assert not says("calculadora tab", "the calculadora, then a tab") and not says("own tab", "owner tab")
+
+
 def test_P3_an_identifiers_snake_case_parts_are_words() -> None:
     """A real session's token probe expects "refresh"; the handoff's "handled automatically using the
     `refresh_token` method" failed it on the underscore. A part of a snake_case name says a plain word; a

@@ -99,6 +99,9 @@ def _reply_text(reply: ModelReply) -> str:
     return f"{reply.text}\n{calls}".strip()
 
 
+_MARKUP_GAP: Final = r"[\"'`*“”‘’]*\s[\"'`*“”‘’]*"  # a space, and the quotes and emphasis around it
+
+
 def _spoken(phrase: str, reply: str) -> tuple[str, list[re.Match[str]]]:
     """The reply normalised, and where in it the phrase stands as words of its own."""
     words, text = normalise(phrase), normalise(reply)
@@ -107,10 +110,14 @@ def _spoken(phrase: str, reply: str) -> tuple[str, list[re.Match[str]]]:
     # a plain word is said by an identifier's snake_case part: "the `refresh_token` method" says "refresh"
     # (the handoff's answer to a real session's token probe failed on the underscore); a name with a dot
     # or a slash is not ("parameters.yml" is no part of "app_parameters.yml")
-    edge = r"[^\W_]" if re.fullmatch(r"[^\W_]+(?: [^\W_]+)*", words) else r"\w"
+    plain = re.fullmatch(r"[^\W_]+(?: [^\W_]+)*", words) is not None
+    edge = r"[^\W_]" if plain else r"\w"
     before = rf"(?<!{edge})" if re.match(r"\w", words) else ""
     after = rf"(?!{edge})" if re.search(r"\w$", words) else ""
-    return text, list(re.finditer(before + re.escape(words) + after, text))
+    # the words of a plain phrase, written with quotes or emphasis around one of them, are said: the
+    # handoff's 'the "🧮 CALCULADORA" tab' failed "calculadora tab" on its quote
+    body = _MARKUP_GAP.join(map(re.escape, words.split(" "))) if plain else re.escape(words)
+    return text, list(re.finditer(before + body + after, text))
 
 
 def says(phrase: str, reply: str) -> bool:
