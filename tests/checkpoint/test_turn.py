@@ -870,3 +870,15 @@ def test_M3_repeated_or_cut_short_entries_are_left_out() -> None:
     lessons = outcome.checkpoint.mind.split("## Lessons", 1)[1]
     assert lessons.count("Install dev extras") == 1 and "Run make lint." in lessons
     assert any("repeated entry left out" in n for n in outcome.notes)
+
+
+def test_S4_a_scene_part_that_copies_a_memo_questions_frame_is_dropped() -> None:
+    """The 1.5B, on a real session, made its next step a memo line's frame: 'my question before it, in #13:
+    "1. **Start implementing** the applet?"' - a question the user had already answered ("1"), shown as the
+    work's next step. The frame is the harness's; the part is dropped (noted) and completed."""
+    framed = 'my question before it, in #13: "1. Start implementing the applet?"'
+    scene = {**SCENE_ANSWER, "next_step": framed}
+    outcome = _run(_answers(scene=scene), mode="structured").outcome
+    assert isinstance(outcome, Accepted)
+    assert "Start implementing the applet" not in outcome.checkpoint.scene
+    assert "scene part dropped (a scene's labels or origin marks copied): next_step" in outcome.notes

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from avibe.checkpoint.memo.asked import ASKED_FRAME
 from avibe.checkpoint.model import MemoItem
 from avibe.record.lookalikes import latin_fold
 from avibe.record.sources import label_tag_lines, looks_like_tag
@@ -62,4 +63,4 @@ def asked_line(item: MemoItem, whose: str = "my") -> str:
     `whose`: "my" in the recollection (Vibey's own), "your" in the reminder (a note to Vibey)."""
     if not item.asked:
         return ""
-    return own(f'({whose} question before it, in #{item.seq - 1}: "{" ".join(item.asked.split())}")') + "\n"
+    return own(f'({whose} {ASKED_FRAME}{item.seq - 1}: "{" ".join(item.asked.split())}")') + "\n"

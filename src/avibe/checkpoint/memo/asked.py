@@ -3,6 +3,7 @@
 API:
     SHORT_REPLY_WORDS        a reply of at most this many words (`word_count`) is short
     QUESTION_CHARS           a question longer than this keeps its end (where the question is asked)
+    ASKED_FRAME              the words that frame a question where it is shown ("question before it, in #")
     question_in(text, reply="") -> str   the last sentence of `text` that asks (ends in ? or ？), one line;
         for a reply that is an option's number ("2"), the line of `text` that offers it; or ""
     mark_asked(items, entries, previous, counter, room) -> tuple[MemoItem, ...]
@@ -32,6 +33,9 @@ from avibe.ports import TokenCounter
 from avibe.record.entries import Entry
 
 SHORT_REPLY_WORDS: Final = 8  # "leave it", "yes install ccusage", "Rustup", "hazlo tu por favor"
+# how the question is framed where it is shown (context.quote.asked_line); a scene that copies the frame
+# copies an answered question as the work's state (structured.answers)
+ASKED_FRAME: Final = "question before it, in #"
 QUESTION_CHARS: Final = 240  # about 60 tokens: a question, not the agent's whole message
 _ASKS: Final = ("?", "？")
 _CHOICE: Final = re.compile(r"\s*(?:option\s*)?#?(\d{1,2})[.)]?\s*", re.IGNORECASE)  # "2", "2.", "option 2"

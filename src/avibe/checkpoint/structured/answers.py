@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from avibe.checkpoint.facts import HARNESS_MARK
 from avibe.checkpoint.memo import says_nothing_that_stays
+from avibe.checkpoint.memo.asked import ASKED_FRAME
 from avibe.checkpoint.mind import MISSION_HEADING, PER_REASON, WORKSTREAMS_HEADING, mission_lines
 from avibe.checkpoint.scene import SCENE_LABELS, SCENE_MIN_CHARS, SceneParts, render_scene, scene_blocks
 from avibe.checkpoint.structured.edits import append_under, edit, merge_entries
@@ -223,13 +224,14 @@ _PLAIN_WORD = re.compile(r"[A-Za-z]{2,}")
 _STATUSES: Final = frozenset(WORKSTREAM_STATUSES) | {"in progress"}  # "none, blocked, pending": a list
 # Where a part's text comes from is the harness's to say: the 0.5B copied its previous scene into one part
 # ("Next step: ..., pitfalls: none, exact references: (from Avibe's own state) ran ..."), which would make
-# its own words read as the record's or the harness's.
+# its own words read as the record's or the harness's. The 1.5B also made a memo line's frame its next step
+# ("my question before it, in #13: \"1. Start implementing ...?\""): a question the user had answered.
 FROM_MIND: Final = "from the mind"
 FROM_RECORD: Final = "from the record"
 _SCENE_FORMAT = re.compile(
     "|".join(
         [rf"\b{re.escape(label)}\s*:" for label in SCENE_LABELS if label != "Progress"]  # "in progress:"
-        + [re.escape(mark) for mark in (HARNESS_MARK, f"({FROM_MIND})", f"({FROM_RECORD})")]
+        + [re.escape(mark) for mark in (HARNESS_MARK, f"({FROM_MIND})", f"({FROM_RECORD})", ASKED_FRAME)]
     ),
     re.IGNORECASE,
 )
