@@ -31,6 +31,8 @@ RULES_NOT_LIMITS = [
     "Usa pnpm en lugar de npm.",
     "Be sure to run the linter before each commit.",  # how to work, in English: a rule, no limit
     "Remember to update the changelog.",
+    "hazlo tu por favor",  # "do it yourself, please": who does the work, for the rest of the session
+    "Run the tests yourself.",
 ]
 PLAIN = [
     "There are no changes.",

@@ -70,13 +70,14 @@ _RULE_ONLY_ELSEWHERE: Final = (
     r"\b(?:debe[ns]?|deber[ií]as?|tienes que|tiene que|hay que|al menos|sin preguntar|en lugar de|en vez de|"
     r"il faut|doi[st]|doivent|devrait|au moins|sans demander|pas de|au lieu de|"
     r"muss|müssen|dürfen nicht|sollte|mindestens|statt|pelo menos|sem perguntar|tem que|em vez de)\b"
+    r"|\b(?:hazlo t[uú]|hacelo vos|hazlo vos|toi-même|selbst)\b"  # "do it yourself": a standing who
     r"|務必|务必|必須|必须|一定要|至少|強制|强制|應該|应该|改用"  # 改用: "use ... instead", as "instead of"
     r"|禁止|必ず|べき|避けて|代わりに"
 )
 _RULE_WORDING: Final = re.compile(
     r"\b(?:never|always|must|mustn't|shall|do not|don't|does not|doesn't|only|may|may not|no longer|"
     r"not allowed|allowed to|forbidden|prohibited|without asking|ask me|make sure|be sure|make certain|"
-    r"remember to|don't forget|do not forget|keep in mind|under no circumstances|"
+    r"remember to|don't forget|do not forget|keep in mind|under no circumstances|yourself|"
     r"at most|at least|no more than|instead of|should|shouldn't|should not|has to|have to|needs to|avoid)\b"
     r"|,\s*not\b"  # a contrast that forbids: "Pinned base image versions, not :latest."
     r"|" + _APART + "|" + _LIMIT_ELSEWHERE + "|" + _RULE_ONLY_ELSEWHERE,
