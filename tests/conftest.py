@@ -19,9 +19,15 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from hypothesis import settings
 from sqlalchemy.engine import make_url
 
 from avibe.store import SqlStore, open_store
+
+# Tests never assert wall-clock times: hypothesis's per-example deadline is one, and it failed a property
+# on a busy machine (276 ms against 200). Each test's own @settings still sets what it needs.
+settings.register_profile("avibe", deadline=None)
+settings.load_profile("avibe")
 
 PG_BIN_DIRS = ("/usr/lib/postgresql/15/bin",)
 
