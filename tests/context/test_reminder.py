@@ -298,3 +298,17 @@ def test_a_rule_to_keep_two_things_apart_is_restated_after_a_request_that_mixes_
         note.content
     )
     assert reminder((rule,), user("What is the weather like in Lisbon?")) is None
+
+
+def test_a_rule_is_about_a_request_that_inflects_its_words() -> None:
+    """A real rule, "never commit without signing.", and a request to "Commit the archive changes unsigned
+    for now" shared only "commit" as spelt: no note, and the 1.5B staged the commit. "signing", "signed",
+    "unsigned" and "sign" are one word to "about"; a name is never cut ("data_loaded")."""
+    rule = MemoItem(26, "never commit without signing.   use ps GPG alt")
+    unsigned = "gpg-agent keeps failing to sign. Commit the archive changes unsigned for now so we can push."
+    assert touched_rules((rule,), unsigned) == ((26, "never commit without signing."),)
+    note = reminder((MemoItem(3, "can you import key from op"), rule), user(unsigned))
+    assert note is not None and "> never commit without signing." in note.content
+    assert touched_rules((rule,), "What did the committee sign yesterday?") == ()  # one word: not about it
+    loaded = MemoItem(2, "Never touch data_loaded or its cache.")
+    assert touched_rules((loaded,), "Is data_load cached?") == ()

@@ -68,9 +68,24 @@ def _path_parts(words: set[str]) -> set[str]:
     return subject_words(" ".join(part for word in words if "/" in word for part in word.split("/")))
 
 
+_INFLECTED: Final = re.compile(r"([^\W\d_]{3,}?)(?:ing|ed)")  # "signing", "signed": "sign"
+
+
+def _stem(word: str) -> str:
+    """A plain word without "-ing" or "-ed", and then without a leading "un-" ("unsigned": "sign"): "never
+    commit without signing" is about "Commit the archive changes unsigned" - a real rule the 1.5B broke
+    with no note, the two sharing only "commit" as spelt. A name (a path, an identifier, a number) stays."""
+    found = _INFLECTED.fullmatch(word) if len(word) > 5 and word.isalpha() else None
+    if not found:
+        return word
+    base = found.group(1)
+    return base[2:] if base.startswith("un") and len(base) > 5 else base
+
+
 def _words(text: str) -> set[str]:
     words = subject_words(text)
-    return words | _path_parts(words) | han_pairs(text)  # a Chinese rule is about a Chinese request too
+    stems = {_stem(word) for word in words}
+    return stems | _path_parts(words) | han_pairs(text)  # a Chinese rule is about a Chinese request too
 
 
 def _names(text: str) -> set[str]:
