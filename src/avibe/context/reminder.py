@@ -93,7 +93,7 @@ def _names(text: str) -> set[str]:
     a part of a path - as `subject_words` spells them."""
     folders = subject_words(" ".join(_FOLDER.findall(text)))  # spelt as subject_words spells them
     words = subject_words(text)
-    return {w for w in words if w in folders or _NAME_MARK.search(w)} | _path_parts(words)
+    return {_stem(w) for w in words if w in folders or _NAME_MARK.search(w)} | _path_parts(words)  # as _words
 
 
 def _about(asked: set[str], names: set[str], sentence: str) -> int:
